@@ -1,0 +1,101 @@
+"""Generate student exercise notebooks from solution notebooks (the single source).
+
+Every code region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes a line
+raising ``NotImplementedError`` that names the exercise. Regions must sit inside a function
+or method body, so that an unattempted exercise fails only when it is *called* (by its
+check, which then reports "not attempted yet") and the rest of the notebook still runs.
+
+``python -m course_utils.release`` rewrites ``exercises/*.py``; ``./course build`` does this
+and then executes them.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from .errors import CourseError
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet: replace this line with your code.")'
+
+
+def exercise_id(cell: nbformat.NotebookNode) -> str:
+    """The exercise an answer cell belongs to: its grade_id without a trailing '_answer'."""
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+    return grade_id.removesuffix("_answer")
+
+
+def strip_solutions(source: str, grade_id: str, where: str = "cell") -> str:
+    """Replace each solution region of ``source`` by an indented NotImplementedError stub."""
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(source.splitlines(), 1):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise CourseError(f"{where} line {number}: '{BEGIN}' inside another solution region; close it first.")
+            indent = line[: len(line) - len(line.lstrip())]
+            if not indent:
+                raise CourseError(
+                    f"{where} line {number}: a solution region must be inside a function body (indented), "
+                    "so the stub only raises when the exercise is called."
+                )
+            out.append(indent + STUB.format(grade_id=grade_id))
+            inside = True
+        elif stripped == END:
+            if not inside:
+                raise CourseError(f"{where} line {number}: '{END}' without a matching '{BEGIN}'.")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise CourseError(f"{where}: '{BEGIN}' is never closed by '{END}'.")
+    return "\n".join(out)
+
+
+def release_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """A copy of a solution notebook with every solution region stubbed and outputs cleared."""
+    released = nbformat.from_dict(nb)
+    for index, cell in enumerate(released.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.outputs, cell.execution_count = [], None
+        if BEGIN in cell.source:
+            meta = cell.metadata.get("nbgrader", {})
+            if not meta.get("solution"):
+                raise CourseError(f"{name} cell {index}: has '{BEGIN}' but no nbgrader solution metadata.")
+            cell.source = strip_solutions(cell.source, exercise_id(cell), f"{name} cell {index}")
+    return released
+
+
+def solution_sources() -> list[Path]:
+    return sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py"))
+
+
+def released_text(solution_py: Path) -> str:
+    """The exercise source (py:percent text) generated from one solution source."""
+    nb = release_notebook(jupytext.read(solution_py), solution_py.name)
+    return jupytext.writes(nb, fmt="py:percent")
+
+
+def release_all() -> list[Path]:
+    """Write ``exercises/NN_*.py`` for every solution; returns the paths written."""
+    written = []
+    (ROOT / "exercises").mkdir(exist_ok=True)
+    for py in solution_sources():
+        target = ROOT / "exercises" / py.name
+        text = released_text(py)
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+        written.append(target)
+    return written
+
+
+if __name__ == "__main__":
+    for path in release_all():
+        print("wrote", path.relative_to(ROOT))
+    sys.exit(0)

@@ -1,0 +1,43 @@
+"""requirements.txt is the one place versions live; everything else must agree with it."""
+import re
+
+from conftest import ROOT
+
+
+def pins(text: str) -> dict[str, str]:
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*(?:-\s+)?([A-Za-z0-9_.\-]+)==([^\s#]+)", line)
+        if m:
+            found[m.group(1).lower()] = m.group(2)
+    return found
+
+
+def test_environment_yml_matches_requirements():
+    req = pins((ROOT / "requirements.txt").read_text())
+    env = pins((ROOT / "environment.yml").read_text())
+    assert env == req, f"environment.yml differs from requirements.txt: {set(env.items()) ^ set(req.items())}"
+
+
+def test_environment_yml_has_graphviz_and_course_utils():
+    text = (ROOT / "environment.yml").read_text()
+    assert re.search(r"^\s*-\s+graphviz\s*$", text, re.M), "conda users need the graphviz binary package"
+    assert "- -e ." in text
+
+
+def test_torch_is_pinned_to_the_cpu_wheel():
+    assert pins((ROOT / "requirements.txt").read_text())["torch"] == "2.13.0"
+
+
+def test_pyproject_names_no_versions():
+    """Versions live in requirements.txt only; pyproject lists names so Colab keeps its torch."""
+    text = (ROOT / "pyproject.toml").read_text()
+    deps = re.search(r"^dependencies = \[(.*?)\]", text, re.M | re.S).group(1)
+    assert not re.search(r"[=<>~]", deps), deps
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = re.search(r"^(\./course test)\b", readme, re.M).group(1)
+    assert command in ci.splitlines()
