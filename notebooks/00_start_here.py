@@ -16,6 +16,7 @@
 # | --- | --- | --- | --- |
 # | 01 | [01 · Reverse-mode automatic differentiation, by hand and in code](01_reverse_mode_recap.ipynb) | Forward and reverse sweeps of a small graph, checked against `torch.autograd`, then a tiny scalar engine. | [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/autograd-course/custom-autograd-functions/blob/main/notebooks/01_reverse_mode_recap.ipynb) |
 # | 02 | [02 · Your first Function: f(a, b) = a · b](02_first_function_mul.ipynb) | `forward`, `backward`, `ctx`, `save_for_backward` and `apply` on the smallest example, its graph, and a first `gradcheck`. | [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/autograd-course/custom-autograd-functions/blob/main/notebooks/02_first_function_mul.ipynb) |
+# | 03 | [03 · Exp: save the output, and why gradcheck wants float64](03_exp_save_the_output.ipynb) | Saving the output instead of the input, `gradcheck` passing in float64 and failing in float32, and a widget to see why. | [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/autograd-course/custom-autograd-functions/blob/main/notebooks/03_exp_save_the_output.ipynb) |
 <!-- lessons:end -->
 
 # %% [markdown]

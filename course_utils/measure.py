@@ -1,0 +1,74 @@
+"""Measure what a computation costs: peak tensor memory (deterministic) and time (noisy).
+
+``peak_memory`` counts the bytes of every tensor storage created by PyTorch ops while a
+function runs, forward and backward, and subtracts them again when the storage is freed.
+It sees exactly the allocations autograd makes (intermediates, saved tensors, gradients)
+on any device and is reproducible to the byte, unlike process RSS. Time is measured with
+``timeit``: report it as a ratio against a reference measured in the same run.
+"""
+from __future__ import annotations
+
+import statistics
+import timeit
+import weakref
+from collections.abc import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from .errors import CourseError
+
+
+class _StorageTracker(TorchDispatchMode):
+    """Adds up live bytes of storages created under it; remembers the peak."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self._tracked: set[int] = set()
+
+    def _free(self, key: int, nbytes: int) -> None:
+        self._tracked.discard(key)
+        self.live -= nbytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and not t.is_meta:
+                storage = t.untyped_storage()
+                key = id(storage)
+                if key in self._tracked or storage.nbytes() == 0:
+                    continue
+                self._tracked.add(key)
+                self.live += storage.nbytes()
+                self.peak = max(self.peak, self.live)
+                weakref.finalize(storage, self._free, key, storage.nbytes())
+        return out
+
+
+def peak_memory(fn: Callable[[], object]) -> int:
+    """Peak bytes of tensor memory that ``fn()`` allocates at any one time (forward + backward)."""
+    if not callable(fn):
+        raise CourseError(f"peak_memory() expects a function with no arguments, got a {type(fn).__name__}.")
+    tracker = _StorageTracker()
+    with tracker:
+        result = fn()
+    del result
+    return tracker.peak
+
+
+def time_per_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -> float:
+    """Median seconds per call of ``fn()`` over ``repeat`` rounds of at least ``min_time`` each."""
+    if not callable(fn):
+        raise CourseError(f"time_per_call() expects a function with no arguments, got a {type(fn).__name__}.")
+    timer = timeit.Timer(fn)
+    number, _ = timer.autorange()
+    number = max(1, int(number * min_time / 0.2))
+    fn()  # warm-up
+    return statistics.median(t / number for t in timer.repeat(repeat=repeat, number=number))
+
+
+def megabytes(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f} MiB"
