@@ -72,3 +72,39 @@ def time_per_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0
 
 def megabytes(nbytes: int) -> str:
     return f"{nbytes / 2**20:.2f} MiB"
+
+
+def compare_costs(
+    variants: dict[str, Callable[[], object]], reference: str, timing: bool = True, repeat: int = 7
+) -> list[dict[str, object]]:
+    """Peak memory and (optionally) time of each variant, with ratios against ``reference``.
+
+    Every variant is measured in the same process and run, so ratios are comparable even
+    when absolute times drift. Returns one dict per variant, reference first.
+    """
+    if reference not in variants:
+        raise CourseError(f"reference {reference!r} is not one of the variants: {', '.join(variants)}.")
+    names = [reference] + [n for n in variants if n != reference]
+    rows = [{"variant": n, "peak_bytes": peak_memory(variants[n])} for n in names]
+    if timing:
+        for row in rows:
+            row["seconds"] = time_per_call(variants[row["variant"]], repeat=repeat)
+    base = rows[0]
+    for row in rows:
+        row["memory_ratio"] = row["peak_bytes"] / base["peak_bytes"]
+        if timing:
+            row["time_ratio"] = row["seconds"] / base["seconds"]
+    return rows
+
+
+def format_costs(rows: list[dict[str, object]], timing: bool = True) -> str:
+    """A Markdown table of ``compare_costs`` rows."""
+    head = "| variant | peak memory | memory ratio |" + (" time per fwd+bwd | time ratio |" if timing else "")
+    rule = "| --- | ---: | ---: |" + (" ---: | ---: |" if timing else "")
+    lines = [head, rule]
+    for r in rows:
+        line = f"| {r['variant']} | {megabytes(r['peak_bytes'])} | {r['memory_ratio']:.2f}x |"
+        if timing:
+            line += f" {r['seconds'] * 1e3:.3f} ms | {r['time_ratio']:.2f}x |"
+        lines.append(line)
+    return "\n".join(lines)

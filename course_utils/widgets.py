@@ -409,9 +409,11 @@ class GradientExplorer:
             raise CourseError(f"start={start!r} is not one of the functions: {', '.join(self.cases)}.")
         lo, hi = self.cases[start].x_range
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
-        self.x_range = W.FloatRangeSlider(value=(lo, hi), min=-10.0, max=100.0, step=0.5, description="x range")
+        self.x_range = W.FloatRangeSlider(value=(lo, hi), min=-10.0, max=100.0, step=0.5, description="x range",
+                                          layout=W.Layout(width="480px"))
         self.dtype = W.ToggleButtons(options=list(DTYPES), value=dtype, description="dtype")
-        self.h = W.FloatLogSlider(value=h, base=10, min=-12, max=0, step=1, description="FD step h")
+        self.h = W.FloatLogSlider(value=h, base=10, min=-12, max=0, step=1, description="FD step h",
+                                  readout_format=".0e")
         self.status = W.HTML()
         self.last: Comparison | None = None
         self._handle = None

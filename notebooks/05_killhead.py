@@ -1,0 +1,209 @@
+# %% [markdown]
+# # 05 · KillHead: a non-tensor argument, and never touching grad_output
+# > A Function with an `int` argument returns `None` for it; the real errors when you forget or modify `grad_output` in place; a training loop.
+#
+# `KillHead(x, n)` sets the first $n$ columns of a batch to zero. It is a toy, but it has
+# the two features that trip people up in real Functions: an argument that is **not a
+# tensor**, and a backward that is tempting to write **in place**.
+
+# %% [markdown]
+# ## The maths
+#
+# For $x$ of shape $(N, D)$: $y_{:, j} = 0$ for $j < n$ and $y_{:, j} = x_{:, j}$
+# otherwise. So $\partial y_{:, j}/\partial x_{:, j}$ is $0$ for the killed columns and $1$
+# for the others:
+#
+# $$\bar x_{:, j} = \begin{cases} 0 & j < n \\ \bar y_{:, j} & j \ge n \end{cases}$$
+#
+# Backward kills the same columns of the gradient. And $n$? It is an integer: it has no
+# gradient. Backward must still return **one value per forward argument**, so it returns
+# `None` in $n$'s place.
+
+# %%
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %%
+import torch
+from torch import nn
+from torch.autograd import Function
+
+torch.set_printoptions(precision=4)
+
+
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n  # a plain int: store it on ctx directly (save_for_backward is for tensors)
+        result = input.clone()  # never modify the input: the caller may still need it
+        result[:, :n] = 0
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_input = grad_output.clone()  # never modify grad_output: see below
+        grad_input[:, :ctx.n] = 0
+        return grad_input, None  # None: n is not a tensor, it has no gradient
+
+
+killhead = KillHead.apply
+
+torch.manual_seed(0)
+x = torch.randn(2, 5, requires_grad=True)
+y = killhead(x, 2)
+print("y =", y)
+(y * torch.arange(1.0, 11.0).view(2, 5)).sum().backward()
+print("x.grad =", x.grad)
+print("needs_input_grad:", y.grad_fn.needs_input_grad, " <- n never needs a gradient")
+
+# %% [markdown]
+# ## Mistake 1: forgetting the `None`
+#
+# Return only the tensor gradient and autograd stops you, naming the Function and
+# counting for you:
+
+# %%
+class KillHeadMissingNone(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        result = input.clone()
+        result[:, :n] = 0
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_input = grad_output.clone()
+        grad_input[:, :ctx.n] = 0
+        return grad_input  # one value, but forward took two arguments
+
+
+try:
+    KillHeadMissingNone.apply(x, 2).sum().backward()
+except RuntimeError as err:
+    print("RuntimeError:", err)
+
+# %% [markdown]
+# "expected 2, got 1": two forward arguments (`input`, `n`), one returned value. Add the
+# `None`. (Extra trailing `None`s are allowed, so optional arguments with defaults are
+# easy to handle.)
+
+# %% [markdown]
+# ## Mistake 2: modifying `grad_output` in place
+#
+# Why clone `grad_output` instead of zeroing its columns directly? Two reasons, one loud
+# and one silent.
+#
+# **Loud.** After `.sum()`, the incoming gradient is a single $1$ *expanded* to the full
+# shape: every entry is the same memory location. Writing into it is refused:
+
+# %%
+class KillHeadInPlace(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        result = input.clone()
+        result[:, :n] = 0
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_output[:, :ctx.n] = 0  # modifies a tensor autograd gave us
+        return grad_output, None
+
+
+try:
+    KillHeadInPlace.apply(x, 2).sum().backward()
+except RuntimeError as err:
+    print("RuntimeError:", str(err).split(". ")[0] + ".")
+
+# %% [markdown]
+# **Silent.** When the gradient is a real tensor, the write succeeds, and that is worse.
+# Autograd may hand the **same** gradient tensor to several nodes: `a + b` passes its
+# incoming gradient unchanged to both branches. If one branch edits it in place, the
+# other branch reads the edited values. Here `x2` enters through `3 * x2`, and its
+# gradient should be $3 \times$ the loss weights everywhere:
+
+# %%
+torch.manual_seed(1)
+x1 = torch.randn(2, 4, requires_grad=True)
+x2 = torch.randn(2, 4, requires_grad=True)
+weights = torch.arange(1.0, 9.0).view(2, 4)
+
+
+def gradient_of_x2(kill):
+    x1.grad = x2.grad = None
+    other = 3 * x2                      # created first, so its backward runs last
+    ((other + kill(x1, 2)) * weights).sum().backward()
+    return x2.grad
+
+
+print("expected     :", 3 * weights)
+print("in-place bug :", gradient_of_x2(KillHeadInPlace.apply))
+print("with clone() :", gradient_of_x2(KillHead.apply))
+
+# %% [markdown]
+# The in-place version zeroed the first two columns of **`x2`'s** gradient, a tensor it
+# has nothing to do with, and no error was raised. Whether this happens depends on the
+# order in which the engine runs the branches, so the bug can come and go as a model
+# changes. The rule is simple: treat every tensor passed to backward as read-only.
+
+# %% [markdown]
+# ## gradcheck with a non-tensor argument
+#
+# gradcheck perturbs only floating-point tensors that require grad; `n` is passed
+# through untouched. In float64:
+
+# %%
+from torch.autograd import gradcheck
+
+torch.manual_seed(2)
+x64 = torch.empty(10, 20, dtype=torch.float64).uniform_(-1, 1).requires_grad_()
+for n in (0, 4, 20):
+    print(f"n = {n:2d}: gradcheck", gradcheck(killhead, (x64, n), eps=1e-6, atol=1e-4))
+
+# %% [markdown]
+# ## Training through KillHead
+#
+# A small optimisation: move $x$ by gradient descent so that `killhead(x, 2)` matches a
+# random target $y$ under the mean squared error. Columns 0 and 1 of the output are
+# always zero, so they contribute a loss the optimiser cannot remove, and $x$'s first two
+# columns receive zero gradient and never move.
+
+# %%
+torch.manual_seed(3)
+target = torch.randn(3, 8)
+x = torch.randn(3, 8).requires_grad_()
+x_start = x.detach().clone()
+criterion, lr = nn.MSELoss(), 1.0
+
+for step in range(8):
+    loss = criterion(killhead(x, 2), target)
+    x.grad = None
+    loss.backward()
+    print(f"step {step}  loss {loss.item():.4f}")
+    with torch.no_grad():
+        x -= lr * x.grad
+
+floor = criterion(torch.zeros(3, 2), target[:, :2]).item() * 2 / 8
+print(f"loss floor from the killed columns: {floor:.4f}")
+print("first two columns of x unchanged:", torch.equal(x[:, :2].detach(), x_start[:, :2]))
+
+# %% [markdown]
+# The loss falls towards the floor set by the two killed columns, which the optimiser
+# cannot affect; only the other six columns move.
+#
+# ## What to take away
+#
+# * Non-tensor arguments go on `ctx` as plain attributes (`ctx.n = n`); backward returns
+#   `None` for them.
+# * Backward returns exactly one value per forward argument; the error message counts
+#   them for you.
+# * Never modify `grad_output` (or the inputs) in place: clone first. The failure may be
+#   an error, or silently wrong gradients elsewhere in the graph.

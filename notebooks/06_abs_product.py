@@ -1,0 +1,228 @@
+# %% [markdown]
+# # 06 · |uv|: two inputs, a kink, and testing around it
+# > Two inputs and two gradients, what to return at the kink where the derivative does not exist, why `gradcheck` misbehaves near kinks, and `saved_variables` vs `saved_tensors`.
+#
+# The elementwise map $(u, v) \mapsto |uv|$ has two inputs, so backward returns two
+# gradients, and it has a **kink**: where $uv = 0$ the derivative does not exist. Real
+# Functions (ReLU, clamp, max, abs, sorting) are full of kinks, so it pays to know what
+# PyTorch does there and how to test around them.
+
+# %% [markdown]
+# ## The gradients
+#
+# Away from $uv = 0$, with $\operatorname{sign}$ the sign function,
+#
+# $$\frac{\partial |uv|}{\partial u} = \operatorname{sign}(uv)\, v = \operatorname{sign}(u)\,|v|,
+# \qquad
+# \frac{\partial |uv|}{\partial v} = |u| \operatorname{sign}(v).$$
+#
+# Backward multiplies each by the incoming gradient and returns both, in the order of
+# forward's arguments. It needs both inputs, so forward saves both.
+
+# %%
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %%
+import torch
+from torch.autograd import Function
+
+torch.set_printoptions(precision=4)
+
+
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        u, v = ctx.saved_tensors
+        return grad_output * u.sign() * v.abs(), grad_output * u.abs() * v.sign()
+
+
+abs_prod = AbsProd.apply
+
+torch.manual_seed(0)
+u = torch.randn(5, requires_grad=True)
+v = torch.randn(5, requires_grad=True)
+g = torch.randn(5)
+abs_prod(u, v).backward(g)
+ours = u.grad.clone(), v.grad.clone()
+u.grad = v.grad = None
+(u * v).abs().backward(g)
+print("du ours  ", ours[0], "\ndu native", u.grad)
+print("dv ours  ", ours[1], "\ndv native", v.grad)
+
+# %% [markdown]
+# ## At the kink: which value does PyTorch use?
+#
+# At $u = 0$ the function $u \mapsto |uv|$ has a corner, and any number between
+# $-|v|$ and $|v|$ is a valid **subgradient**. PyTorch picks one convention and sticks to
+# it: `abs` uses $\operatorname{sign}(0) = 0$, so the gradient at the kink is **0**
+# (`relu` does the same). Our formula uses `sign` too, so it agrees, including the
+# corner cases where one or both inputs are zero:
+
+# %%
+u = torch.tensor([0.0, 0.0, 1.5, -2.0, 0.5], requires_grad=True)
+v = torch.tensor([0.0, 3.0, 0.0, -1.0, 2.0], requires_grad=True)
+abs_prod(u, v).sum().backward()
+ours = u.grad.clone(), v.grad.clone()
+u.grad = v.grad = None
+(u * v).abs().sum().backward()
+print("u          ", u.detach())
+print("v          ", v.detach())
+print("du ours    ", ours[0], "  native", u.grad)
+print("dv ours    ", ours[1], "  native", v.grad)
+x = torch.tensor([-1.0, 0.0, 1.0], requires_grad=True)
+x.abs().sum().backward()
+print("d|x|/dx at -1, 0, 1:", x.grad)
+
+# %% [markdown]
+# ### A plausible variant that disagrees at zero
+#
+# Written with a comparison instead of `sign`, the derivative of $|w|$ becomes
+# $\pm 1$ and is never 0. Away from zero nothing changes; at zero it returns $v$ or $-v$
+# where PyTorch returns 0. Such a Function passes every test on random inputs (which are
+# never exactly 0) and then behaves differently from the native op on, say, a pruned
+# weight matrix full of zeros.
+
+# %%
+class AbsProdStep(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        u, v = ctx.saved_tensors
+        s = torch.where(u * v >= 0, 1.0, -1.0)  # sign with sign(0) = +1
+        return grad_output * s * v, grad_output * s * u
+
+
+u.grad = v.grad = None
+AbsProdStep.apply(u, v).sum().backward()
+print("du step version", u.grad, "  (native gives 0 where u*v == 0)")
+
+# %% [markdown]
+# ## Why gradcheck misbehaves at kinks
+#
+# gradcheck compares with the central difference
+# $\big(f(u+\varepsilon) - f(u-\varepsilon)\big) / 2\varepsilon$. If an entry of $u$ lies
+# within $\varepsilon$ of the kink, the two evaluation points straddle the corner and
+# the difference quotient is a blend of the two slopes, matching **no** valid gradient.
+# The correct Function then fails:
+
+# %%
+from torch.autograd import gradcheck
+
+v64 = torch.tensor([2.0, -1.5, 0.7], dtype=torch.float64, requires_grad=True)
+for label, u0 in [("far from the kink", 0.3), ("within eps of the kink", 3e-7), ("exactly at the kink", 0.0)]:
+    u64 = torch.tensor([u0, 1.0, -0.5], dtype=torch.float64, requires_grad=True)
+    ok = gradcheck(abs_prod, (u64, v64), eps=1e-6, raise_exception=False)
+    with torch.no_grad():
+        eps = 1e-6
+        fd = ((abs_prod(u64 + eps, v64) - abs_prod(u64 - eps, v64)) / (2 * eps))[0].item()
+    print(f"u[0] = {u0:<7g} ({label:23s}) gradcheck {str(ok):5s}  "
+          f"finite difference {fd:+.4f}  our derivative {(u64.sign() * v64.abs())[0].item():+.4f}")
+
+# %% [markdown]
+# * Far from the kink: everything agrees.
+# * Within $\varepsilon$: the finite difference is a blend (here $0.3 \times 2$), the
+#   check fails although the Function is right.
+# * Exactly at 0 it happens to pass, only because the central difference of $|x|$ at 0
+#   is 0, the same convention PyTorch uses. Don't rely on luck.
+#
+# Random inputs land near a kink with small probability, which gives the worst kind of
+# test: one that fails once in a while.
+
+# %% [markdown]
+# ## Testing properly
+#
+# Split the job in two:
+#
+# 1. **Smooth part with gradcheck**: draw inputs whose magnitude is bounded away from the
+#    kink (here $|u|, |v| \ge 0.1$, far more than $\varepsilon$), in float64, several
+#    seeds and shapes.
+# 2. **The kink itself against the reference**: put exact zeros in and compare the
+#    gradients with the native expression, which defines the convention.
+
+# %%
+def away_from_zero(shape, generator, low=0.1):
+    magnitude = torch.empty(shape, dtype=torch.float64).uniform_(low, 2.0, generator=generator)
+    sign = torch.randint(0, 2, shape, generator=generator).double() * 2 - 1
+    return (magnitude * sign).requires_grad_(True)
+
+
+smooth_ok = True
+for seed, shape in enumerate([(7,), (3, 4), (2, 3, 2)]):
+    gen = torch.Generator().manual_seed(seed)
+    smooth_ok &= gradcheck(abs_prod, (away_from_zero(shape, gen), away_from_zero(shape, gen)))
+print("1. gradcheck away from the kink, 3 shapes:", smooth_ok)
+
+
+def matches_native_at_zeros(fn):
+    u = torch.tensor([0.0, 0.0, 1.0, 0.0, -2.0], dtype=torch.float64, requires_grad=True)
+    v = torch.tensor([0.0, 5.0, 0.0, -3.0, 1.0], dtype=torch.float64, requires_grad=True)
+    g = torch.tensor([1.0, -2.0, 0.5, 3.0, 1.5], dtype=torch.float64)
+    got = torch.autograd.grad(fn(u, v), (u, v), g)
+    want = torch.autograd.grad((u * v).abs(), (u, v), g)
+    return all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+print("2. kink convention matches (u*v).abs():  AbsProd", matches_native_at_zeros(abs_prod),
+      "| AbsProdStep", matches_native_at_zeros(AbsProdStep.apply))
+
+# %% [markdown]
+# The two checks together pass the correct Function and catch the variant that
+# differs at zero, which a plain gradcheck on random inputs never would.
+
+# %% [markdown]
+# ## `saved_variables` vs `saved_tensors`
+#
+# Older code (and older course notes) read saved tensors with `ctx.saved_variables`, a
+# leftover from the days when PyTorch wrapped tensors in `Variable`. It still works in
+# PyTorch 2.x but is deprecated, and says so:
+
+# %%
+import warnings
+
+
+class AbsProdOld(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        u, v = ctx.saved_variables  # deprecated spelling
+        return grad_output * u.sign() * v.abs(), grad_output * u.abs() * v.sign()
+
+
+u = torch.randn(3, requires_grad=True)
+v = torch.randn(3, requires_grad=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    AbsProdOld.apply(u, v).sum().backward()
+print("warning:", caught[0].category.__name__ + ":", caught[0].message)
+
+# %% [markdown]
+# Use `ctx.saved_tensors`. Both return the tensors you saved, checked against in-place
+# modification; only the name differs, and the old one may disappear in a future release.
+#
+# ## What to take away
+#
+# * Two inputs, two gradients, returned in forward's argument order.
+# * At a kink choose a subgradient deliberately; matching PyTorch means $\operatorname{sign}(0) = 0$.
+# * gradcheck is only meaningful where the function is smooth within $\varepsilon$: test
+#   away from kinks with gradcheck, and test the kink itself against a reference.
+# * Read saved tensors with `ctx.saved_tensors`.
