@@ -42,13 +42,15 @@ def lab(tmp_path):
     for cell in nb.cells:  # start from a clean notebook so every prompt and output is from this run
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("jupytext", None)  # no paired .py in the scratch folder
     nbformat.write(nb, work / LESSON)
     port, token = free_port(), "browser-test"
     log = open(tmp_path / "lab.log", "w")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}"],
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
@@ -101,14 +103,15 @@ def test_lesson_runs_in_jupyterlab_and_the_widget_redraws(lab):
                 shown = prompts()
                 return shown and all(p not in ("[*]:", "[ ]:", "") for p in shown)
 
-            for attempt in range(3):  # the first click can land before the kernel is connected
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                try:
-                    wait_until(lambda: any(p not in ("[ ]:", "") for p in prompts()), 30, "cells to start")
-                    break
-                except AssertionError:
-                    page.keyboard.press("Escape")
+            # run every cell through JupyterLab's own command, once the kernel session is ready
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                                   " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
+            page.evaluate("""async () => {
+                const panel = window.jupyterapp.shell.currentWidget;
+                await panel.sessionContext.ready;
+                await panel.context.ready;
+                await window.jupyterapp.commands.execute('notebook:run-all-cells');
+            }""")
             try:
                 wait_until(all_ran, 240, "every cell to finish")
             except AssertionError:
