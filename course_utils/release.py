@@ -10,6 +10,7 @@ and then executes them.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,48 @@ from .errors import CourseError
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet: replace this line with your code.")'
+
+
+CHECK_CALL = re.compile(r'^check\("(\w+)"', re.M)
+ASSIGNMENT_KEY = "autograd_course"
+
+
+def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
+              points: float | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+            "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def tag_cells(nb: nbformat.NotebookNode, assignment: str) -> nbformat.NotebookNode:
+    """Give every cell nbgrader metadata from its role, and the notebook its assignment name.
+
+    Answer cells (with a solution region) are editable solutions named after the exercise
+    of the next check cell; check cells (``check("id", ...)``) are locked, graded, and
+    worth the points the exercise has in ``checks.EXERCISES``; all other cells are locked.
+    """
+    from .checks import EXERCISES
+
+    nb.metadata[ASSIGNMENT_KEY] = {"assignment": assignment}
+    nb.metadata.setdefault("jupytext", {})["notebook_metadata_filter"] = ASSIGNMENT_KEY
+    checks = [(i, m.group(1)) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              for m in [CHECK_CALL.search(c.source)] if m]
+    for index, cell in enumerate(nb.cells):
+        check_id = next((gid for i, gid in checks if i == index), None)
+        if cell.cell_type == "code" and BEGIN in cell.source:
+            following = [gid for i, gid in checks if i > index]
+            if not following:
+                raise CourseError(f"{assignment} cell {index}: an answer cell needs a check cell after it.")
+            cell.metadata["nbgrader"] = _nbgrader(f"{following[0]}_answer", solution=True, locked=False)
+        elif check_id is not None:
+            if check_id not in EXERCISES:
+                raise CourseError(f"{assignment} cell {index}: check({check_id!r}) names no known exercise.")
+            cell.metadata["nbgrader"] = _nbgrader(check_id, grade=True, points=EXERCISES[check_id].points)
+        else:
+            cell.metadata["nbgrader"] = _nbgrader(f"{assignment}_{cell.cell_type}_{index}")
+    return nb
 
 
 def exercise_id(cell: nbformat.NotebookNode) -> str:

@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   autograd_course:
+#     assignment: 01_exercises
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: autograd_course
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Exercises 01 · A scalar reverse-mode engine
+# > Build `Scalar` with `+`, `*`, `sin`, `exp` and a correct `backward()`.
+#
+# Fill in every `raise NotImplementedError(...)` line of the answer cell, run it, then run
+# the check cell below it. The check compares your engine with `torch.autograd` and tells
+# you what is wrong. Re-run both cells after each change.
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `scalar_engine` (4 points)
+#
+# Write a class `Scalar` such that
+#
+# * `Scalar(x)` stores the number in `.data` (a float) and starts with `.grad = 0.0`;
+# * `a + b` and `a * b` work when `a` and `b` are `Scalar`s, and when either side is a
+#   plain Python number (`2 * x`, `x + 1`, `1 + x`);
+# * `x.sin()` and `x.exp()` return new `Scalar`s;
+# * `out.backward()` sets `out.grad = 1` and fills `.grad` of **every** node `out`
+#   depends on with $\partial\,\text{out} / \partial\,\text{node}$.
+#
+# Two things make `backward` subtle (lesson 01): a node used several times must receive
+# the **sum** of its contributions, and a node may only pass its gradient on once it has
+# received **all** of them (reverse topological order).
+
+# %% nbgrader={"grade": false, "grade_id": "01_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+
+class Scalar:
+    def __init__(self, data, parents=()):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def __repr__(self):
+        return f"Scalar(data={self.data}, grad={self.grad})"
+
+    def __add__(self, other):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def __radd__(self, other):  # other + self, when other is a number
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def __mul__(self, other):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def __rmul__(self, other):  # other * self, when other is a number
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def sin(self):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def exp(self):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+    def backward(self):
+        raise NotImplementedError("Exercise 'scalar_engine' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "scalar_engine", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+from course_utils.checks import check
+
+check("scalar_engine", globals())

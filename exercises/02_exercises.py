@@ -1,0 +1,67 @@
+# ---
+# jupyter:
+#   autograd_course:
+#     assignment: 02_exercises
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: autograd_course
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Exercises 02 · Your first Function
+# > Write `Mul`, the custom Function for `a * b`.
+#
+# Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check
+# below it. The check compares your Function with PyTorch on several inputs and runs
+# `gradcheck`; when something is wrong it says which gradient and the likely cause.
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `mul` (2 points)
+#
+# `Mul.apply(a, b)` must return `a * b` (elementwise, same shapes) and its backward the
+# gradients of both inputs:
+#
+# $$\frac{\partial J}{\partial a} = \text{grad\_output} \cdot b, \qquad
+#   \frac{\partial J}{\partial b} = \text{grad\_output} \cdot a .$$
+#
+# Save what backward needs with `ctx.save_for_backward`.
+
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %% nbgrader={"grade": false, "grade_id": "mul_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        raise NotImplementedError("Exercise 'mul' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'mul' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "mul", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 2}
+from course_utils.checks import check
+
+check("mul", globals())

@@ -1,0 +1,60 @@
+# ---
+# jupyter:
+#   autograd_course:
+#     assignment: 03_exercises
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: autograd_course
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Exercises 03 · Exp
+# > Write `Exp`, saving the tensor that makes backward cheapest.
+#
+# Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `exp` (2 points)
+#
+# `Exp.apply(x)` must return $e^x$. Its derivative is $e^x$ again, which forward has
+# already computed: save the **output** and reuse it in backward.
+
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %% nbgrader={"grade": false, "grade_id": "exp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        raise NotImplementedError("Exercise 'exp' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'exp' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "exp", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 2}
+from course_utils.checks import check
+
+check("exp", globals())

@@ -1,0 +1,561 @@
+"""The mistake catalogue: every entry has a buggy implementation that must receive its hint."""
+import re
+import textwrap
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from conftest import ROOT
+from course_utils import checks, release
+
+PRELUDE = "import math, torch\nfrom torch import nn\nfrom torch.autograd import Function\n"
+
+
+def ns_from(src: str) -> dict:
+    ns: dict = {}
+    exec(compile(PRELUDE + textwrap.dedent(src), "<student cell>", "exec"), ns)
+    return ns
+
+
+def solution_namespace(number: str) -> dict:
+    """Execute the code cells of a solution notebook (minus its check cells) like a student would."""
+    nb = jupytext.read(ROOT / "solutions" / f"{number}_exercises.py")
+    ns: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "check(" not in cell.source and "google.colab" not in cell.source:
+            exec(compile(cell.source, "<solution>", "exec"), ns)
+    return ns
+
+
+EXERCISE_NOTEBOOK = {"scalar_engine": "01", "mul": "02", "exp": "03", "linear_function": "04",
+                     "linear_module": "04", "killhead": "05", "abs_prod": "06"}
+
+
+# --------------------------------------------------------------------------- reference solutions
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_solutions_get_full_points(grade_id):
+    result = checks.run_check(grade_id, solution_namespace(EXERCISE_NOTEBOOK[grade_id]))
+    assert result.status == "passed", result.report()
+    assert result.points == result.max_points == checks.EXERCISES[grade_id].points
+
+
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_released_stubs_are_not_attempted(grade_id):
+    nb = release.release_notebook(jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py"))
+    ns: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "check(" not in cell.source and "google.colab" not in cell.source:
+            exec(compile(cell.source, "<exercise>", "exec"), ns)
+    result = checks.run_check(grade_id, ns)
+    assert result.status == "not attempted" and result.points == 0 and result.mistakes == ["not_attempted"]
+    assert "Not attempted yet" in result.report()
+
+
+def test_contract_names_and_points():
+    assert {g: e.names for g, e in checks.EXERCISES.items()} == {
+        "scalar_engine": ("Scalar",), "mul": ("Mul",), "exp": ("Exp",), "linear_function": ("LinearFunction",),
+        "linear_module": ("Linear", "LinearFunction"), "killhead": ("KillHead",), "abs_prod": ("AbsProd",)}
+
+
+# --------------------------------------------------------------------------- the catalogue
+MUL_OK_BACKWARD = """
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+"""
+
+BUGS = {
+    "forward_wrong": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a + b
+""" + MUL_OK_BACKWARD, ["forward should compute a * b"]),
+    "swapped_gradients": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * a, g * b
+""", ["input 0 (`a`)", "swapped"]),
+    "tensor_on_ctx": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.a, ctx.b = a, b
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.b, g * ctx.a
+""", ["ctx.a", "save_for_backward"]),
+    "wrong_shape": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b).sum(), g * a
+""", ["input 0 (`a`)", "shape ()", "shape of its input"]),
+    "missing_gradient": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, None
+""", ["None for input 1 (`b`)"]),
+    "wrong_number_of_gradients": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b,)
+""", ["returned 1 value(s) but forward takes 2 arguments (a, b)"]),
+    "no_graph": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = a * b
+        ctx.mark_non_differentiable(out)
+        return out
+""" + MUL_OK_BACKWARD, ["no MulBackward node"]),
+    "raised": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        raise ValueError("my own bug")
+""", ["Mul.backward raised ValueError: my own bug", "in backward, line 13 of your cell"]),
+    "missing_name": ("mul", "x = 1\n", ["`Mul` is not defined"]),
+    "not_a_function": ("mul", "def Mul(a, b):\n    return a * b\n", ["deriving from torch.autograd.Function"]),
+    "saved_wrong_tensor": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.exp(x)
+    @staticmethod
+    def backward(ctx, g):
+        (result,) = ctx.saved_tensors  # believes it saved the output
+        return g * result
+""", ["exp", "grad_output * x", "Save the output"]),
+    "forgot_grad_output": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y.clone()
+""", ["input 0 (`x`)", "missing the factor grad_output"]),
+    "wrong_dtype": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return (g * y).float()
+""", ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
+    "transposed_weight_grad": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+        gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
+        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+""", ["input 1 (`weight`)", "transpose", "grad_output.t() @ input"]),
+    "bias_not_summed": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+        gb = g.mean(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+""", ["input 2 (`bias`)", "batch mean", "grad_output.sum(0)"]),
+    "ignores_needs_input_grad": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        return g.mm(weight), g.t().mm(input), None if bias is None else g.sum(0)
+""", ["input 0 (`input`)", "ctx.needs_input_grad[0]"]),
+    "missing_none": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        gi = g.clone()
+        gi[:, :ctx.n] = 0
+        return gi
+""", ["return None for the non-tensor argument `n`"]),
+    "grad_output_inplace": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        g[:, :ctx.n] = 0
+        return g, None
+""", ["modified grad_output in place", "grad_output.clone()"]),
+    "killhead_backward_not_masked": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        return g.clone(), None
+""", ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
+    "forward_modifies_input": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        input[:, :n] = 0
+        return input.clone()
+    @staticmethod
+    def backward(ctx, g):
+        gi = g.clone()
+        gi[:, :ctx.n] = 0
+        return gi, None
+""", ["changed input 0 (`input`) in place"]),
+    "kink_convention": ("abs_prod", """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        s = torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)
+        return g * s * v, g * s * u
+""", ["input 0 (`u`)", "u * v == 0", "sign(0) = 0"]),
+    "nan_gradient": ("abs_prod", """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        w = (u * v).abs()
+        return g * w / u, g * w / v
+""", ["input 0 (`u`) contains NaN or inf", "inputs with zeros", "division by zero"]),
+    "gradcheck_failed": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if a.shape == (4,):  # wrong only for the shape gradcheck happens to use
+            return g * b * 1.01, g * a
+        return g * b, g * a
+""", ["gradcheck fails in float64"]),
+    "module_structure": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))
+""", ["(out_features, in_features) = (3, 5)"]),
+    "module_repr": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(out_features))
+        else:
+            self.register_parameter("bias", None)
+""", ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
+    "module_init": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(out_features))
+        else:
+            self.register_parameter("bias", None)
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+""", ["not initialised like nn.Linear", "kaiming_uniform_"]),
+    "module_not_using_function": ("linear_module", """
+class LinearFunction(Function):
+    pass
+class Linear(nn.Linear):
+    def forward(self, input):
+        return input @ self.weight.t() + self.bias
+""", ["LinearFunction.apply(input, self.weight, self.bias)", "AddBackward0"]),
+    "scalar_api": ("scalar_engine", """
+class Scalar:
+    def __init__(self, data, parents=()):
+        self.data, self.grad, self._parents = float(data), 0.0, parents
+    def __add__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data + other.data, ((self, 1.0), (other, 1.0)))
+    def __mul__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data * other.data, ((self, other.data), (other, self.data)))
+""", ["1 + Scalar(2) failed", "__radd__"]),
+}
+
+SCALAR_BASE = """
+class Scalar:
+    def __init__(self, data, parents=()):
+        self.data, self.grad, self._parents = float(data), 0.0, parents
+    def __add__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data + other.data, ((self, 1.0), (other, 1.0)))
+    __radd__ = __add__
+    def __mul__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data * other.data, ((self, other.data), (other, self.data)))
+    __rmul__ = __mul__
+    def sin(self):
+        return Scalar(math.sin(self.data), ((self, SIN_LOCAL),))
+    def exp(self):
+        return Scalar(math.exp(self.data), ((self, EXP_LOCAL),))
+    def topo(self):
+        order, seen = [], set()
+        def visit(n):
+            if id(n) not in seen:
+                seen.add(id(n))
+                for p, _ in n._parents:
+                    visit(p)
+                order.append(n)
+        visit(self)
+        return order
+"""
+
+TOPO_BACKWARD = """
+    def backward(self):
+        order = self.topo()
+        for n in order:
+            n.grad = 0.0
+        self.grad = 1.0
+        for n in reversed(order):
+            for p, local in n._parents:
+                p.grad OP n.grad * local
+"""
+
+
+def scalar_source(sin_local="math.cos(self.data)", exp_local="math.exp(self.data)", backward=TOPO_BACKWARD, op="+="):
+    return (SCALAR_BASE.replace("SIN_LOCAL", sin_local).replace("EXP_LOCAL", exp_local)
+            + backward.replace("OP", op))
+
+
+BFS_BACKWARD = """
+    def backward(self):
+        for n in self.topo():
+            n.grad = 0.0
+        self.grad = 1.0
+        queue, seen = [self], {id(self)}
+        while queue:
+            n = queue.pop(0)
+            for p, local in n._parents:
+                p.grad OP n.grad * local
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    queue.append(p)
+"""
+
+BUGS.update({
+    "scalar_no_accumulation": ("scalar_engine", scalar_source(op="="), ["x * x at 3 (x used twice)", "+="]),
+    "scalar_wrong_order": ("scalar_engine", scalar_source(backward=BFS_BACKWARD),
+                           ["shared sub-expression", "reverse topological order"]),
+    "scalar_local_derivative": ("scalar_engine", scalar_source(exp_local="1.0"),
+                                ["exp(x) at 0.7", "local derivative"]),
+    "scalar_forward_wrong": ("scalar_engine", scalar_source().replace("math.sin(self.data)", "math.cos(self.data)"),
+                             ["Scalar(0.5).sin() should be a Scalar with data 0.479426"]),
+})
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == [code], result.report()
+    assert result.status == "failed" and result.points < result.max_points
+    report = result.report()
+    assert grade_id in report
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+def test_every_catalogue_entry_is_tested():
+    tested = set(BUGS) | {"not_attempted", "timeout", "gradient_wrong"}
+    assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
+
+
+def test_generic_wrong_gradient():
+    ns = ns_from("""
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * 2
+""")
+    result = checks.run_check("exp", ns)
+    assert result.mistakes == ["gradient_wrong"]
+    assert "the gradient for input 0 (`x`) is wrong for x of shape (6,)" in result.report()
+    assert result.passed_stages == ["forward matches exp(x)"] and result.points == 1
+
+
+def test_endless_loop_is_interrupted():
+    ns = ns_from("""
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        while True:
+            pass
+""")
+    result = checks.run_check("mul", ns, time_limit=0.5)
+    assert result.mistakes == ["timeout"]
+    assert "did not finish within 0.5 s" in result.report()
+
+
+def test_printing_a_lot_is_summarised_not_shown(capsys):
+    ns = ns_from("""
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        print("debug " * 1000)
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+""")
+    checks.check("mul", ns)
+    shown = capsys.readouterr().out
+    assert shown.startswith("✓ mul: 2/2 points.")
+    assert "printed" in shown and "(hidden)" in shown and len(shown) < 400
+
+
+def test_checks_leave_the_global_rng_alone():
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    checks.run_check("mul", solution_namespace("02"))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_unknown_exercise_and_bad_namespace():
+    with pytest.raises(checks.CourseError, match="unknown exercise 'nope'"):
+        checks.run_check("nope", {})
+    with pytest.raises(checks.CourseError, match="globals()"):
+        checks.run_check("mul", None)
+
+
+def test_check_cell_metadata_matches_exercise_points():
+    for py in sorted((ROOT / "solutions").glob("*_exercises.py")):
+        nb = jupytext.read(py)
+        assert nb.metadata[release.ASSIGNMENT_KEY]["assignment"] == py.stem
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells]
+        assert len(ids) == len(set(ids)), f"{py.name}: duplicate grade_id"
+        for cell in nb.cells:
+            meta = cell.metadata["nbgrader"]
+            m = re.search(r'^check\("(\w+)"', cell.source, re.M)
+            if m:
+                assert meta["grade"] and meta["locked"] and meta["grade_id"] == m.group(1)
+                assert meta["points"] == checks.EXERCISES[m.group(1)].points
+            elif release.BEGIN in cell.source:
+                assert meta["solution"] and not meta["locked"] and meta["grade_id"].endswith("_answer")
+            else:
+                assert meta["locked"] and not meta["solution"] and not meta["grade"]
