@@ -78,7 +78,7 @@ def lesson_table(for_readme: bool) -> str:
     for py in sources("notebooks"):
         if py.name.startswith("00_"):
             continue
-        title, summary = lesson_title(py)
+        title, summary = (t.replace("|", "\\|") for t in lesson_title(py))
         rel = f"notebooks/{py.with_suffix('.ipynb').name}"
         number = py.name[:2]
         link = rel if for_readme else py.with_suffix(".ipynb").name
@@ -87,7 +87,8 @@ def lesson_table(for_readme: bool) -> str:
         if ex.exists() or (ROOT / "solutions" / f"{number}_exercises.py").exists():
             ex_rel = f"exercises/{number}_exercises.ipynb"
             ex_link = ex_rel if for_readme else f"../{ex_rel}"
-            extra += f" · [exercises]({ex_link})"
+            extra += (f" · [exercises]({ex_link}) [![Open In Colab](https://colab.research.google.com/assets/"
+                      f"colab-badge.svg)]({colab_url(ex_rel)})")
         rows.append(f"| {number} | [{title}]({link}) | {summary} | {extra} |")
     return "\n".join(rows)
 

@@ -1,0 +1,102 @@
+"""Grading throughput against the floor of starting a Python process and importing torch.
+
+The floor is measured the same way the grader starts its workers (inside bubblewrap when
+it is installed). A batch of correct submissions of every assignment is graded with
+``--jobs 1`` and ``--jobs 2``; we report seconds per submission, the ratio to the floor, and
+the speed-up from the second job.
+"""
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from course_utils import grade
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIES = 3  # of each of the six solution notebooks
+
+
+def floor_seconds(repeat: int = 5) -> float:
+    scratch = Path(tempfile.mkdtemp(prefix="floor-"))
+    try:
+        sandbox = grade.sandbox_available()
+        command = grade.worker_command(scratch, sandbox)[:-3] + [sys.executable, "-c", "import torch"]
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run(command, check=True, cwd=scratch, capture_output=True)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def kernel_floor_seconds(repeat: int = 3) -> float:
+    """Start a Jupyter kernel, import torch in it, shut it down: what a notebook-based grader pays."""
+    from jupyter_client.manager import start_new_kernel
+
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        km, kc = start_new_kernel(kernel_name="python3")
+        try:
+            kc.execute_interactive("import torch", timeout=120)
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def make_batch(folder: Path) -> int:
+    folder.mkdir(parents=True)
+    count = 0
+    for nb in sorted((ROOT / "solutions").glob("*_exercises.ipynb")):
+        for i in range(COPIES):
+            shutil.copy(nb, folder / f"student{i}_{nb.name}")
+            count += 1
+    return count
+
+
+def batch_seconds(folder: Path, jobs: int) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "course_utils.grade", str(folder), "--jobs", str(jobs)],
+                   check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def run() -> str:
+    work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    try:
+        n = make_batch(work / "subs")
+        floor = floor_seconds()
+        kernel_floor = kernel_floor_seconds()
+        one = batch_seconds(work / "subs", 1)
+        two = batch_seconds(work / "subs", 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sandbox = "inside bubblewrap" if grade.sandbox_available() else "WITHOUT sandbox (bubblewrap missing)"
+    rows = [
+        "## Grading throughput",
+        "",
+        f"{n} correct submissions (all six assignments), workers {sandbox}. "
+        "The grader's workers are plain Python processes, so besides the kernel floor the table "
+        "also compares with a bare process that imports torch, started the way workers are started.",
+        "",
+        "| measurement | seconds per submission | vs kernel floor | vs process floor |",
+        "| --- | ---: | ---: | ---: |",
+        f"| floor: start a Jupyter kernel + import torch | {kernel_floor:.2f} | 1.00x | {kernel_floor / floor:.2f}x |",
+        f"| floor: start a Python process + import torch | {floor:.2f} | {floor / kernel_floor:.2f}x | 1.00x |",
+        f"| grading, --jobs 1 | {one / n:.2f} | {one / n / kernel_floor:.2f}x | {one / n / floor:.2f}x |",
+        f"| grading, --jobs 2 | {two / n:.2f} | {two / n / kernel_floor:.2f}x | {two / n / floor:.2f}x |",
+        "",
+        f"Speed-up from --jobs 2: {one / two:.2f}x.",
+    ]
+    text = "\n".join(rows)
+    print(text, flush=True)
+    return text
