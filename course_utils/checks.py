@@ -133,13 +133,17 @@ class Exercise:
 
 # --------------------------------------------------------------------------- guarded calls
 class _CappedText(io.TextIOBase):
+    """A text stream that counts everything written and keeps only the first ``limit`` characters."""
+
+    limit = OUTPUT_LIMIT
+
     def __init__(self) -> None:
         self.size = 0
         self.kept: list[str] = []
 
     def write(self, s: str) -> int:
-        if self.size < OUTPUT_LIMIT:
-            self.kept.append(s[: OUTPUT_LIMIT - self.size])
+        if self.size < self.limit:
+            self.kept.append(s[: self.limit - self.size])
         self.size += len(s)
         return len(s)
 

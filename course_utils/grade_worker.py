@@ -10,8 +10,6 @@ reported, so they gain nothing.
 """
 from __future__ import annotations
 
-import builtins
-import io
 import json
 import os
 import re
@@ -19,23 +17,19 @@ import signal
 import sys
 import types
 
+from .checks import _CappedText
+
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
 CAPTURE_LIMIT = 20_000
 
 
-class _Capped(io.TextIOBase):
-    def __init__(self) -> None:
-        self.size = 0
-        self.head: list[str] = []
+class _Capped(_CappedText):
+    """Student output seen by the worker: counted, first CAPTURE_LIMIT characters kept."""
 
-    def write(self, s: str) -> int:
-        if self.size < CAPTURE_LIMIT:
-            self.head.append(s[: CAPTURE_LIMIT - self.size])
-        self.size += len(s)
-        return len(s)
+    limit = CAPTURE_LIMIT
 
     def text(self) -> str:
-        return "".join(self.head)
+        return "".join(self.kept)
 
 
 WATCHED_MODULES = ("builtins", "json", "math", "re", "torch", "torch.autograd", "torch.autograd.function",

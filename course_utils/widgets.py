@@ -391,7 +391,39 @@ def sweep_plot(data: Mapping[str, np.ndarray], name: str, x0: float) -> Plot:
 
 
 # --------------------------------------------------------------------------- widgets
-class GradientExplorer:
+class _Explorer:
+    """Controls plus one figure that is redrawn in place whenever a control changes."""
+
+    controls: object
+    _handle = None
+    _plot: Plot
+
+    def _compute(self) -> Plot:
+        raise NotImplementedError
+
+    def update(self) -> None:
+        """Recompute from the current control values and redraw in place."""
+        self._plot = self._compute()
+        if self._handle is not None:
+            self._handle.update(self._plot)
+
+    def show(self) -> None:
+        """Display the controls and the figure (the figure then updates in place)."""
+        from IPython.display import display
+
+        display(self.controls)
+        self._handle = display(self._plot, display_id=True)
+
+    def _ipython_display_(self) -> None:
+        self.show()
+
+
+def _known_start(start: str, known: Mapping[str, Case]) -> None:
+    if start not in known:
+        raise CourseError(f"start={start!r} is not one of the functions: {', '.join(known)}.")
+
+
+class GradientExplorer(_Explorer):
     """Controls + an updating figure comparing custom, reference and finite-difference gradients.
 
     ``GradientExplorer(functions={"my exp": (MyExp.apply, torch.exp)})`` adds your own
@@ -405,8 +437,7 @@ class GradientExplorer:
 
         self.cases = cases(functions)
         start = start or (next(iter(functions)) if functions else "exp")
-        if start not in self.cases:
-            raise CourseError(f"start={start!r} is not one of the functions: {', '.join(self.cases)}.")
+        _known_start(start, self.cases)
         lo, hi = self.cases[start].x_range
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
         self.x_range = W.FloatRangeSlider(value=(lo, hi), min=-10.0, max=100.0, step=0.5, description="x range",
@@ -416,7 +447,6 @@ class GradientExplorer:
                                   readout_format=".0e")
         self.status = W.HTML()
         self.last: Comparison | None = None
-        self._handle = None
         self._plot = self._compute()
         self.function.observe(self._on_function, names="value")
         for control in (self.x_range, self.dtype, self.h):
@@ -438,35 +468,19 @@ class GradientExplorer:
         )
         return comparison_plot(self.last)
 
-    def update(self) -> None:
-        """Recompute from the current control values and redraw in place."""
-        self._plot = self._compute()
-        if self._handle is not None:
-            self._handle.update(self._plot)
-
-    def show(self) -> None:
-        """Display the controls and the figure (the figure then updates in place)."""
-        from IPython.display import display
-
-        display(self.controls)
-        self._handle = display(self._plot, display_id=True)
-
-    _ipython_display_ = show
 
 
-class StepSizeExplorer:
+class StepSizeExplorer(_Explorer):
     """Finite-difference error against step size (log-log), float32 vs float64, for one function."""
 
     def __init__(self, functions: Mapping[str, object] | None = None, start: str = "exp", x0: float = 1.0) -> None:
         import ipywidgets as W
 
         self.cases = cases(functions)
-        if start not in self.cases:
-            raise CourseError(f"start={start!r} is not one of the functions: {', '.join(self.cases)}.")
+        _known_start(start, self.cases)
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
         self.x0 = W.FloatSlider(value=x0, min=-3.0, max=3.0, step=0.25, description="at x =")
         self.last: dict[str, np.ndarray] | None = None
-        self._handle = None
         self._plot = self._compute()
         for control in (self.function, self.x0):
             control.observe(lambda _change: self.update(), names="value")
@@ -475,17 +489,3 @@ class StepSizeExplorer:
     def _compute(self) -> Plot:
         self.last = step_size_errors(self.cases[self.function.value], self.x0.value)
         return sweep_plot(self.last, self.function.value, self.x0.value)
-
-    def update(self) -> None:
-        self._plot = self._compute()
-        if self._handle is not None:
-            self._handle.update(self._plot)
-
-    def show(self) -> None:
-        """Display the controls and the figure (the figure then updates in place)."""
-        from IPython.display import display
-
-        display(self.controls)
-        self._handle = display(self._plot, display_id=True)
-
-    _ipython_display_ = show
