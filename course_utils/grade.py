@@ -230,7 +230,9 @@ def worker_command(scratch: Path, sandbox: bool) -> list[str]:
     python = [sys.executable, "-m", "course_utils.grade_worker"]
     if not sandbox:
         return python
-    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+    # The whole filesystem read-only (the course and its Python may live anywhere, /tmp included),
+    # the scratch folder writable, no network.
+    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--die-with-parent", "--new-session", "--chdir", str(scratch),
             "--setenv", "HOME", str(scratch), "--setenv", "TMPDIR", str(scratch), "--"] + python
