@@ -388,8 +388,16 @@ def load_results(folders: list[Path]) -> list[Graded]:
     return rows
 
 
+def _common_root(paths: list[str]) -> str:
+    """The folder all submissions share, so feedback file names keep only what tells them apart."""
+    try:
+        return os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths]) if paths else ""
+    except ValueError:  # different drives
+        return ""
+
+
 def feedback_name(submission: str, root: str) -> str:
-    rel = os.path.relpath(submission, root) if root else submission
+    rel = os.path.relpath(os.path.abspath(submission), root) if root else submission
     return re.sub(r"[^A-Za-z0-9_.-]+", "__", rel.removesuffix(".ipynb")).strip("_") + ".txt"
 
 
@@ -508,7 +516,7 @@ def _main(options) -> int:
         if options.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
         rows = load_results([Path(f) for f in options.merge])
-        write_reports(rows, options, os.path.commonpath([r.submission for r in rows]) if rows else "")
+        write_reports(rows, options, _common_root([r.submission for r in rows]))
         for r in rows if options.json else []:
             print(json.dumps(r.to_json()))
         print(f"merged {len(rows)} results", file=sys.stderr)
@@ -527,7 +535,7 @@ def _main(options) -> int:
               "WARNING: --no-sandbox: student code runs without isolation.", file=sys.stderr)
     results_dir = Path(options.results) if options.results else (
         Path(options.out + ".results") if options.out else None)
-    root = os.path.commonpath([str(f.parent) for f in files]) if files else ""
+    root = _common_root([str(f) for f in files])
     rows: list[Graded] = []
     todo: list[Path] = []
     for f in files:
@@ -538,6 +546,8 @@ def _main(options) -> int:
             todo.append(f)
     if rows:
         print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
+        for r in rows if options.json else []:
+            print(json.dumps(r.to_json()), flush=True)
     progress = _Progress(len(todo), sys.stderr.isatty())
     lock = threading.Lock()
 

@@ -207,8 +207,9 @@ def test_resume_skips_finished_submissions(batch, tmp_path):
     results = sorted((tmp_path / "g.csv.results").glob("*.json"))
     assert len(results) == 3
     stamps = [p.stat().st_mtime_ns for p in results]
-    second = run_grader(str(subs), "--out", str(tmp_path / "g.csv"), "--timeout", TIMEOUT)
+    second = run_grader(str(subs), "--out", str(tmp_path / "g.csv"), "--timeout", TIMEOUT, "--json")
     assert "3 submission(s) already graded, 0 to go" in second.stderr
+    assert len(second.stdout.splitlines()) == 3  # --json still reports every submission
     assert [p.stat().st_mtime_ns for p in results] == stamps
     assert (tmp_path / "g.csv").read_text() == first_table(tmp_path)
 
