@@ -108,3 +108,24 @@ def format_costs(rows: list[dict[str, object]], timing: bool = True) -> str:
             line += f" {r['seconds'] * 1e3:.3f} ms | {r['time_ratio']:.2f}x |"
         lines.append(line)
     return "\n".join(lines)
+
+
+def saved_bytes(fn: Callable[[], object]) -> int:
+    """Bytes of the tensors autograd saves for backward while ``fn()`` builds its graph.
+
+    Uses ``torch.autograd.graph.saved_tensors_hooks``: every tensor a node saves passes the
+    pack hook once. Tensors saved twice count twice, as views of one storage would not; it
+    is a measure of what backward keeps alive, not of total memory.
+    """
+    if not callable(fn):
+        raise CourseError(f"saved_bytes() expects a function with no arguments, got a {type(fn).__name__}.")
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return total

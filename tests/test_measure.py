@@ -70,3 +70,12 @@ def test_bad_arguments():
         measure.peak_memory(3)
     with pytest.raises(CourseError, match="is not one of the variants"):
         measure.compare_costs({"a": lambda: None}, "b")
+
+
+def test_saved_bytes_counts_what_backward_keeps():
+    x = torch.randn(100, requires_grad=True)
+    assert measure.saved_bytes(lambda: x.exp()) == 400          # exp saves its result
+    assert measure.saved_bytes(lambda: x * x) == 800            # mul saves both operands
+    assert measure.saved_bytes(lambda: x.detach() * 2) == 0     # nothing requires grad
+    with pytest.raises(CourseError, match="function with no arguments"):
+        measure.saved_bytes(None)

@@ -1,0 +1,374 @@
+# %% [markdown]
+# # 07 · When to write a Function, the ctx toolbox, and double backward
+# > Three good reasons to write a Function, `mark_dirty`, `mark_non_differentiable`, `set_materialize_grads`, `once_differentiable`, and Functions that can be differentiated twice.
+#
+# Most of the time you should **not** write a custom Function: compose PyTorch ops and
+# autograd derives the backward for you, correctly. This lesson starts with the cases
+# where a Function is the right tool, then opens the rest of the `ctx` toolbox.
+
+# %% [markdown]
+# ## Reason 1: code autograd cannot see
+#
+# Autograd records PyTorch operations. Code in NumPy (or C, or a simulator) is invisible
+# to it, and PyTorch refuses to hand a tensor that requires grad to NumPy at all:
+
+# %%
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import subprocess, sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+
+# %%
+import numpy as np
+import torch
+from torch.autograd import Function
+
+torch.set_printoptions(precision=4)
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+try:
+    np.cumsum(x)
+except RuntimeError as err:
+    print("RuntimeError:", err)
+
+# %% [markdown]
+# A Function wraps the foreign code: forward converts to NumPy and back, and backward
+# supplies the derivative. For a cumulative sum $y_i = \sum_{j \le i} x_j$, each $x_j$
+# feeds every $y_i$ with $i \ge j$, so $\bar x_j = \sum_{i \ge j} \bar y_i$: a cumulative
+# sum **from the end**.
+
+# %%
+class NumpyCumsum(Function):
+    @staticmethod
+    def forward(ctx, x):
+        result = np.cumsum(x.detach().cpu().numpy())
+        return torch.from_numpy(result).to(x.device)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g = grad_output.detach().cpu().numpy()
+        return torch.from_numpy(np.cumsum(g[::-1])[::-1].copy()).to(grad_output.device)
+
+
+from torch.autograd import gradcheck
+
+x64 = torch.randn(6, dtype=torch.float64, requires_grad=True)
+print("forward equals torch.cumsum:", torch.allclose(NumpyCumsum.apply(x64), torch.cumsum(x64, 0)))
+print("gradcheck:", gradcheck(NumpyCumsum.apply, (x64,)))
+
+# %% [markdown]
+# ## Reason 2: a gradient you choose
+#
+# Some operations have no useful derivative. Rounding is flat almost everywhere, so its
+# true gradient is 0 and nothing upstream would ever learn. Quantisation-aware training
+# uses the **straight-through estimator** instead: round in forward, pretend it was the
+# identity in backward. Only a Function can say that.
+
+# %%
+class RoundSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output  # straight through
+
+
+w = torch.tensor([0.2, 1.7, -0.6], requires_grad=True)
+(torch.round(w) * 3).sum().backward()
+print("native round gradient:", w.grad)
+w.grad = None
+(RoundSTE.apply(w) * 3).sum().backward()
+print("straight-through     :", w.grad)
+
+# %% [markdown]
+# (`gradcheck` would fail here by design: the backward deliberately is not the derivative
+# of the forward.)
+#
+# ## Reason 3: memory
+#
+# A composite expression saves every intermediate its nodes need. $\text{SiLU}(x) = x\,
+# \sigma(x)$ written as two ops saves $\sigma(x)$ (for the sigmoid's backward) and both
+# factors (for the product): three tensors. A fused Function can save just $x$ and
+# recompute $\sigma(x)$ in backward, trading a little compute for memory:
+#
+# $$\frac{d}{dx}\, x\sigma(x) = \sigma(x)\,\big(1 + x\,(1 - \sigma(x))\big).$$
+
+# %%
+from course_utils import measure
+
+
+class FusedSiLU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad_output * s * (1 + x * (1 - s))
+
+
+x = torch.randn(1000, requires_grad=True)
+for label, fn in [("x * torch.sigmoid(x)", lambda: x * torch.sigmoid(x)),
+                  ("FusedSiLU.apply(x)", lambda: FusedSiLU.apply(x)),
+                  ("torch.nn.functional.silu (native fused)", lambda: torch.nn.functional.silu(x))]:
+    print(f"{label:40s} saves {measure.saved_bytes(fn):6d} bytes for backward")
+print("gradcheck:", gradcheck(FusedSiLU.apply, (torch.randn(8, dtype=torch.float64, requires_grad=True),)))
+
+# %% [markdown]
+# Our Function keeps a third of the memory of the composite, as much as PyTorch's own
+# fused kernel. (The same idea in C++/CUDA is how fused kernels are wrapped for autograd.)
+
+# %% [markdown]
+# ## `mark_dirty`: a Function that works in place
+#
+# A forward that modifies an input in place must say so with `ctx.mark_dirty(x)`, and
+# return that input. Without it, autograd keeps the tensor's **old** history: the values
+# changed but the graph does not know. Here `b` is squared in place, so
+# $\partial b_\text{new}/\partial a = 2a = 6$ at $a = 3$:
+
+# %%
+class SquareInPlaceUnmarked(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.clone())  # the value before it is overwritten
+        return x.mul_(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x_old,) = ctx.saved_tensors
+        return 2 * x_old * grad_output
+
+
+class SquareInPlace(SquareInPlaceUnmarked):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.clone())
+        x.mul_(x)
+        ctx.mark_dirty(x)
+        return x
+
+
+for fn in (SquareInPlaceUnmarked, SquareInPlace):
+    a = torch.tensor([3.0], requires_grad=True)
+    b = a * 1
+    fn.apply(b)          # the caller keeps using `b`
+    b.sum().backward()
+    print(f"{fn.__name__:22s} b = {b.item():.0f}, b.grad_fn = {type(b.grad_fn).__name__:22s} da = {a.grad.item():.0f}")
+
+# %% [markdown]
+# The unmarked version gives 1: the graph still says $b = a \cdot 1$. And, as for any
+# in-place operation, a leaf that requires grad is refused:
+
+# %%
+a = torch.tensor([3.0], requires_grad=True)
+try:
+    SquareInPlace.apply(a)
+except RuntimeError as err:
+    print("RuntimeError:", err)
+
+# %% [markdown]
+# ## `mark_non_differentiable`: outputs without gradients
+#
+# A Function may return outputs that have no meaningful gradient, such as the indices of
+# a sort. `ctx.mark_non_differentiable(idx)` tells autograd; the output then does not
+# require grad, and backward still receives an argument for it (zeros) that it ignores.
+
+# %%
+class SortWithIndices(Function):
+    @staticmethod
+    def forward(ctx, x):
+        values, idx = torch.sort(x)
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(idx)
+        return values, idx
+
+    @staticmethod
+    def backward(ctx, grad_values, grad_idx):
+        (idx,) = ctx.saved_tensors
+        grad_x = torch.zeros_like(grad_values)
+        grad_x[idx] = grad_values  # send each gradient back to where the value came from
+        return grad_x
+
+
+x = torch.tensor([3.0, 1.0, 2.0], requires_grad=True)
+values, idx = SortWithIndices.apply(x)
+print("values", values, " idx", idx, " idx.requires_grad:", idx.requires_grad)
+(values * torch.tensor([1.0, 10.0, 100.0])).sum().backward()
+print("x.grad", x.grad, " (x[0]=3 is the largest, so it gets weight 100)")
+
+# %% [markdown]
+# ## `set_materialize_grads(False)`: skip work for unused outputs
+#
+# When a Function has several outputs and only some are used, autograd by default fills
+# the missing gradients with zero tensors before calling backward. With
+# `ctx.set_materialize_grads(False)` it passes `None` instead, so backward can skip work,
+# but then backward **must** handle `None`.
+
+# %%
+class TwoOutputs(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, grad_double, grad_triple):
+        print("  backward got:", grad_double, "and", grad_triple)
+        grad = None
+        if grad_double is not None:
+            grad = 2 * grad_double
+        if grad_triple is not None:
+            grad = 3 * grad_triple if grad is None else grad + 3 * grad_triple
+        return grad
+
+
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+double, triple = TwoOutputs.apply(x)
+double.sum().backward()  # `triple` is never used
+print("x.grad", x.grad)
+
+# %% [markdown]
+# ## Double backward
+#
+# `torch.autograd.grad(..., create_graph=True)` records the backward pass itself, so the
+# gradient can be differentiated again (Hessian-vector products, gradient penalties).
+# A custom Function supports this **for free** when its backward is written with
+# differentiable PyTorch ops on tensors that are inputs or outputs. Take a `Cube`
+# Function and differentiate $\text{Cube}(x) \cdot x = x^4$ twice: $4x^3 = 32$ and
+# $12x^2 = 48$ at $x = 2$.
+
+# %%
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * grad_output  # ordinary ops: autograd can differentiate this too
+
+
+def second_derivative(fn, at=2.0):
+    """d^2/dx^2 of fn(x) * x, i.e. of x**4 for a correct cube: 12 x^2 = 48 at x = 2."""
+    x = torch.tensor(at, requires_grad=True)
+    (first,) = torch.autograd.grad(fn(x) * x, x, create_graph=True)
+    (second,) = torch.autograd.grad(first, x)
+    return first.item(), second.item()
+
+
+print("Cube: first and second derivative of x^4 at 2:", second_derivative(Cube.apply), " (want 32, 48)")
+
+from torch.autograd import gradgradcheck
+
+x64 = torch.randn(4, dtype=torch.float64, requires_grad=True)
+print("gradcheck:", gradcheck(Cube.apply, (x64,)), " gradgradcheck:", gradgradcheck(Cube.apply, (x64,)))
+
+# %% [markdown]
+# ### The trap: saving an intermediate
+#
+# Saving $x^2$ from forward looks like a harmless optimisation. But forward runs without
+# recording a graph, so in the second differentiation that saved tensor is a **constant**:
+# the dependence of $x^2$ on $x$ is lost, and the second derivative is silently wrong.
+# `gradcheck` passes; only `gradgradcheck` notices.
+
+# %%
+class CubeSavingSquare(Function):
+    @staticmethod
+    def forward(ctx, x):
+        square = x * x
+        ctx.save_for_backward(square)  # an intermediate: neither input nor output
+        return square * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (square,) = ctx.saved_tensors
+        return 3 * square * grad_output
+
+
+print("CubeSavingSquare:", second_derivative(CubeSavingSquare.apply), " (want 32, 48)")
+print("gradcheck:", gradcheck(CubeSavingSquare.apply, (x64,)),
+      " gradgradcheck:", gradgradcheck(CubeSavingSquare.apply, (x64,), raise_exception=False))
+
+# %% [markdown]
+# Two fixes: recompute the intermediate from the inputs in backward (as `Cube` does), or
+# return it as an extra output so autograd tracks it.
+#
+# ### `once_differentiable`: say so when you can't
+#
+# If a backward cannot be differentiated (NumPy inside, an intermediate you want to keep),
+# decorate it with `@once_differentiable`. Backward then runs without recording, so its
+# result does not require grad: differentiating it again directly is an error rather
+# than a wrong number, `gradgradcheck` reports the failure, and readers of the code know.
+
+# %%
+from torch.autograd.function import once_differentiable
+
+
+class CubeOnce(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x * x)
+        return x ** 3
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        (square,) = ctx.saved_tensors
+        return 3 * square * grad_output
+
+
+x = torch.tensor(2.0, requires_grad=True)
+(first,) = torch.autograd.grad(CubeOnce.apply(x), x, create_graph=True)
+print("first derivative", first.item(), "| requires grad:", first.requires_grad)
+try:
+    torch.autograd.grad(first, x)
+except RuntimeError as err:
+    print("RuntimeError:", err)
+print("gradgradcheck:", gradgradcheck(CubeOnce.apply, (x64,), raise_exception=False))
+
+# %% [markdown]
+# ## Optional arguments
+#
+# Backward returns one value per forward argument, and may return **extra** trailing
+# `None`s. So a forward with optional arguments can always return the full list:
+
+# %%
+class Scale(Function):
+    @staticmethod
+    def forward(ctx, x, factor=2.0, clamp=None):
+        ctx.factor = factor
+        out = x * factor
+        return out if clamp is None else out.clamp(max=clamp)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None, None  # works whether 1, 2 or 3 arguments were passed
+
+
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+Scale.apply(x).sum().backward()
+print("x.grad with the default factor:", x.grad)
+
+# %% [markdown]
+# (`Scale` ignores the clamp in backward on purpose to keep the example short; a real
+# one would zero the gradient where the clamp is active.)
+#
+# ## What to take away
+#
+# * Write a Function for code autograd cannot see, for a gradient you choose on purpose,
+#   or to save memory by fusing ops. Otherwise compose PyTorch ops.
+# * `mark_dirty` for in-place forwards, `mark_non_differentiable` for outputs like indices,
+#   `set_materialize_grads(False)` to receive `None` for unused outputs.
+# * A backward made of PyTorch ops on inputs and outputs supports double backward; check
+#   it with `gradgradcheck`. Otherwise mark it `@once_differentiable`.
