@@ -93,12 +93,13 @@ def lesson_table(for_readme: bool) -> str:
     return "\n".join(rows)
 
 
-def _replace_between(text: str, body: str, where: str) -> str:
+def _replace_between(text: str, body: str, where: str, prefix: str = "") -> str:
+    """Put ``body`` between the list markers; ``prefix`` starts the end marker's line ('# ' in .py)."""
     if LIST_BEGIN not in text or LIST_END not in text:
         raise SystemExit(f"{where} lacks the markers {LIST_BEGIN} ... {LIST_END}")
     head, rest = text.split(LIST_BEGIN, 1)
     _, tail = rest.split(LIST_END, 1)
-    return f"{head}{LIST_BEGIN}\n{body}\n{LIST_END}{tail}"
+    return f"{head}{LIST_BEGIN}\n{body}\n{prefix}{LIST_END}{tail}"
 
 
 def expected_readme() -> str:
@@ -106,7 +107,7 @@ def expected_readme() -> str:
 
 
 def expected_start_page() -> str:
-    return _replace_between(START_PAGE.read_text(), _as_py_markdown(lesson_table(False)), START_PAGE.name)
+    return _replace_between(START_PAGE.read_text(), _as_py_markdown(lesson_table(False)), START_PAGE.name, "# ")
 
 
 def _as_py_markdown(md: str) -> str:

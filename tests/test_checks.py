@@ -1,7 +1,6 @@
 """The mistake catalogue: every entry has a buggy implementation that must receive its hint."""
 import re
 import textwrap
-from pathlib import Path
 
 import jupytext
 import pytest

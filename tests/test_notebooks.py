@@ -71,3 +71,10 @@ def test_exercises_are_generated_from_solutions():
             f"exercises/{py.name} is not what the generator produces: run ./course build"
         )
     assert {p.name for p in build.sources("exercises")} == {p.name for p in release.solution_sources()}
+
+
+def test_start_page_lesson_list_stays_inside_its_markdown_cell():
+    first = jupytext.read(build.START_PAGE).cells[0]
+    assert first.cell_type == "markdown"
+    assert build.LIST_BEGIN in first.source and build.LIST_END in first.source
+    assert "| 01 |" in first.source
