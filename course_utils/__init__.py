@@ -1,7 +1,8 @@
 """Helpers for the course on writing custom PyTorch autograd Functions.
 
 Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool),
-``checks`` (exercise checks), ``release`` (exercises from solutions), ``grade`` (grading),
-``build`` (notebooks from their text sources).
+``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks),
+``release`` (exercises from solutions), ``grade`` and ``grade_worker`` (grading),
+``build`` (notebooks from their text sources), ``errors`` (one-sentence errors).
 """
 __version__ = "0.1.0"

@@ -31,7 +31,6 @@ INSTALL_HINT = (
     "(Debian/Ubuntu: apt-get install graphviz, macOS: brew install graphviz, conda: conda install graphviz)."
 )
 
-Outputs = "torch.Tensor | tuple[torch.Tensor, ...]"
 
 
 def dot_available() -> bool:
