@@ -34,8 +34,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .release import ASSIGNMENT_KEY
+
 ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENT_KEY = "autograd_course"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY = 4 << 30
 SANDBOX_MISSING = ("bubblewrap (bwrap) was not found: student code runs WITHOUT a sandbox "
@@ -189,8 +190,9 @@ def prepare(path: Path, assignments: dict[str, Assignment]) -> tuple[Graded, lis
             else:
                 source = answers[gid]
                 for pattern, what in TAMPER_PATTERNS:
-                    if pattern.search(source):
-                        row.flags.append(f"answer cell {gid} {what}: `{pattern.search(source).group(0).strip()}`")
+                    hit = pattern.search(source)
+                    if hit:
+                        row.flags.append(f"answer cell {gid} {what}: `{hit.group(0).strip()}`")
             cells.append({"kind": "answer", "exercise": exercise, "source": source})
             continue
         if cell.metadata.get("nbgrader", {}).get("locked"):

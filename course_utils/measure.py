@@ -48,10 +48,14 @@ class _StorageTracker(TorchDispatchMode):
         return out
 
 
+def _require_callable(fn: object, caller: str) -> None:
+    if not callable(fn):
+        raise CourseError(f"{caller}() expects a function with no arguments, got a {type(fn).__name__}.")
+
+
 def peak_memory(fn: Callable[[], object]) -> int:
     """Peak bytes of tensor memory that ``fn()`` allocates at any one time (forward + backward)."""
-    if not callable(fn):
-        raise CourseError(f"peak_memory() expects a function with no arguments, got a {type(fn).__name__}.")
+    _require_callable(fn, "peak_memory")
     tracker = _StorageTracker()
     with tracker:
         result = fn()
@@ -61,8 +65,7 @@ def peak_memory(fn: Callable[[], object]) -> int:
 
 def time_per_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -> float:
     """Median seconds per call of ``fn()`` over ``repeat`` rounds of at least ``min_time`` each."""
-    if not callable(fn):
-        raise CourseError(f"time_per_call() expects a function with no arguments, got a {type(fn).__name__}.")
+    _require_callable(fn, "time_per_call")
     timer = timeit.Timer(fn)
     number, _ = timer.autorange()
     number = max(1, int(number * min_time / 0.2))
@@ -117,8 +120,7 @@ def saved_bytes(fn: Callable[[], object]) -> int:
     pack hook once. Tensors saved twice count twice, as views of one storage would not; it
     is a measure of what backward keeps alive, not of total memory.
     """
-    if not callable(fn):
-        raise CourseError(f"saved_bytes() expects a function with no arguments, got a {type(fn).__name__}.")
+    _require_callable(fn, "saved_bytes")
     total = 0
 
     def pack(t: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
 """Shared test set-up: the repository root on sys.path."""
+import socket
 import sys
 from pathlib import Path
 
@@ -11,3 +12,10 @@ sys.path.insert(0, str(ROOT))
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody is listening on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -6,7 +6,6 @@ committed one.
 """
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,13 @@ import urllib.request
 import nbformat
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
 LESSON = "03_exp_save_the_output.ipynb"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -17,14 +17,17 @@ def ns_from(src: str) -> dict:
     return ns
 
 
-def solution_namespace(number: str) -> dict:
-    """Execute the code cells of a solution notebook (minus its check cells) like a student would."""
-    nb = jupytext.read(ROOT / "solutions" / f"{number}_exercises.py")
+def run_code_cells(nb) -> dict:
+    """Execute a notebook's code cells, minus set-up and check cells, like a student would."""
     ns: dict = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and "check(" not in cell.source and "google.colab" not in cell.source:
-            exec(compile(cell.source, "<solution>", "exec"), ns)
+            exec(compile(cell.source, "<cell>", "exec"), ns)
     return ns
+
+
+def solution_namespace(number: str) -> dict:
+    return run_code_cells(jupytext.read(ROOT / "solutions" / f"{number}_exercises.py"))
 
 
 EXERCISE_NOTEBOOK = {"scalar_engine": "01", "mul": "02", "exp": "03", "linear_function": "04",
@@ -42,11 +45,7 @@ def test_solutions_get_full_points(grade_id):
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
 def test_released_stubs_are_not_attempted(grade_id):
     nb = release.release_notebook(jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py"))
-    ns: dict = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "check(" not in cell.source and "google.colab" not in cell.source:
-            exec(compile(cell.source, "<exercise>", "exec"), ns)
-    result = checks.run_check(grade_id, ns)
+    result = checks.run_check(grade_id, run_code_cells(nb))
     assert result.status == "not attempted" and result.points == 0 and result.mistakes == ["not_attempted"]
     assert "Not attempted yet" in result.report()
 

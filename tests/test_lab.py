@@ -2,18 +2,12 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, str]:
