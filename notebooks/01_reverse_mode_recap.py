@@ -122,11 +122,20 @@ assert math.isclose(x1_t.grad.item(), w1_bar) and math.isclose(x2_t.grad.item(),
 # %% [markdown]
 # ## What autograd recorded
 #
-# `course_utils.graph.draw` shows the backward graph behind a tensor. Read it from the top
-# (the output) down to the blue leaves. Each grey box is a backward node: `AddBackward0`
-# is $w_5$, `MulBackward0` is $w_3$, `SinBackward0` is $w_4$, and `AccumulateGrad` writes
-# an adjoint into a leaf's `.grad`. The leaf $x_1$ has two incoming paths, exactly like $w_1$
-# above.
+# `course_utils.graph.draw` shows the backward graph behind a tensor. The picture is
+# laid out the way the values flowed in the forward sweep: the blue **leaves** $x_1, x_2$
+# are at the **top**, the green **output** is at the **bottom**, and every arrow points
+# from a node towards the node that used its result.
+#
+# Each grey box is a backward node: `AddBackward0` is $w_5$, `MulBackward0` is $w_3$,
+# `SinBackward0` is $w_4$, and `AccumulateGrad` writes an adjoint into a leaf's `.grad`.
+# The reverse sweep reads the picture **from the bottom up**, against the arrows: it starts
+# at the output and ends at the leaves.
+#
+# Look at $x_1$: its `AccumulateGrad` box has **two** arrows leaving it, to `MulBackward0`
+# and to `SinBackward0`, exactly like $w_1$ above. In the reverse sweep those are the two
+# contributions that get summed. (Without Graphviz, `draw` prints a text tree instead,
+# which lists the output first and the leaves last.)
 
 # %%
 from course_utils import graph
@@ -216,11 +225,61 @@ print(f"naive: df/dx2 = {b.grad:.6f}  (want {w2_bar:.6f})")
 # $\cos 2 \approx -0.416$, only the contribution through $\sin$. The node `a` is reached
 # twice and the second visit **overwrote** the first contribution (`=` instead of `+=`).
 #
-# Replacing `=` by `+=` fixes this example but not the general case: when a shared node
-# sits *inside* the graph, recursion pushes its partial adjoint onwards before the other
-# contribution has arrived, doing the work twice (exponentially often in deep graphs).
-# The fix is an order: process a node only after **every** node that uses it.
-# That is a reverse **topological order**.
+# ### Second attempt: accumulate with `+=`
+#
+# With `+=` every contribution is added, and the recursion becomes **correct**: it walks
+# every path from the output to each node, and the sum over all paths of the products of
+# local derivatives is exactly the chain rule. Let's check it, and count how many times
+# the recursion enters a node.
+
+# %%
+def backward_naive_sum(node, adjoint=1.0, counter=None):
+    """Correct recursive reverse sweep: adds (+=) one contribution per path."""
+    if counter is not None:
+        counter["visits"] += 1
+    node.grad += adjoint
+    for parent, local in node._parents:
+        backward_naive_sum(parent, adjoint * local, counter)
+
+
+a, b = Scalar(x1), Scalar(x2)
+out = a * b + a.sin()
+backward_naive_sum(out)
+print(f"naive +=: df/dx1 = {a.grad:.6f}  (want {w1_bar:.6f})")
+print(f"naive +=: df/dx2 = {b.grad:.6f}  (want {w2_bar:.6f})")
+
+# %% [markdown]
+# Right. The problem is **cost**. A node that is used twice is entered once per path
+# through it, and the numbers of paths multiply. Take a chain of $L$ "doubling" layers,
+# $s_{k+1} = s_k + s_k$: every layer uses the one before **twice**, so there are $2^L$
+# paths from the output down to $x$, and the recursion walks each of them
+# ($\partial s_L/\partial x = 2^L$, which it does get right).
+
+# %%
+def doubling_chain(layers):
+    x = Scalar(1.0)
+    s = x
+    for _ in range(layers):
+        s = s + s  # the previous layer is used twice
+    return x, s
+
+
+for layers in (4, 8, 12, 16):
+    x, s = doubling_chain(layers)
+    counter = {"visits": 0}
+    backward_naive_sum(s, counter=counter)
+    nodes = layers + 1
+    print(f"{layers:2d} layers: {nodes:2d} nodes, naive recursion visits {counter['visits']:7d} times, "
+          f"df/dx = {x.grad:.0f} (want {2 ** layers})")
+
+# %% [markdown]
+# Each extra layer **doubles** the work: 25 layers would mean $2^{26} - 1 \approx 6.7 \times 10^{7}$
+# visits for a graph of 26 nodes. Real networks share sub-expressions everywhere (a
+# weight used by every sample, a residual connection), so this is not an exotic case.
+#
+# The fix is an order: process a node only after **every** node that uses it, so that its
+# adjoint is complete, and then push it onwards **once**. That is a reverse
+# **topological order**, and it visits each node once.
 
 # %%
 def backward(output):
@@ -251,6 +310,10 @@ out = a * b + a.sin()
 out.backward()
 print(f"engine: df/dx1 = {a.grad:.6f}  (want {w1_bar:.6f})")
 print(f"engine: df/dx2 = {b.grad:.6f}  (want {w2_bar:.6f})")
+
+x, s = doubling_chain(25)
+s.backward()
+print(f"engine on 25 doubling layers: df/dx = {x.grad:.0f} (want {2 ** 25})")
 
 # %% [markdown]
 # ### Checking the engine against PyTorch
@@ -288,8 +351,10 @@ print(f"largest difference: {'< 1e-12' if worst < 1e-12 else worst}")
 #
 # * Reverse mode stores values in a forward sweep and walks the graph backwards,
 #   multiplying adjoints by **local derivatives**.
-# * A node used several times receives the **sum** of its contributions, and must be
-#   processed only when all of them have arrived (reverse topological order).
+# * A node used several times receives the **sum** of its contributions. Recursion with
+#   `+=` gets that sum right but walks every path, which is exponential when
+#   sub-expressions are shared; processing each node once, after all its users (reverse
+#   topological order), makes the sweep linear in the size of the graph.
 # * PyTorch does exactly this with tensors. Each backward node knows only its local rule:
 #   *given the gradient of the output, return the gradients of my inputs*.
 #
