@@ -28,6 +28,21 @@
 # $$
 #
 # So backward needs `a` and `b`: forward must save them.
+#
+# ### Backward is a vector-Jacobian product
+#
+# In general $f$ maps an input $x \in \mathbb{R}^n$ to $y \in \mathbb{R}^m$, and its
+# derivative is the $m \times n$ **Jacobian** $\mathbf{J}_f = \partial y / \partial x$.
+# Backward never builds that matrix. It receives the vector
+# $v = \partial J / \partial y$ (`grad_output`, one entry per output entry) and returns
+#
+# $$\frac{\partial J}{\partial x} = v^\top \mathbf{J}_f ,$$
+#
+# one entry per input entry. That is a **vector-Jacobian product** (VJP), the name
+# PyTorch itself uses (`torch.func.vjp`, `torch.autograd.functional.vjp`). For an
+# elementwise product the Jacobian with respect to $a$ is the diagonal matrix
+# $\operatorname{diag}(b)$, so the VJP is just `grad_output * b`: $n$ multiplications
+# instead of an $n \times n$ matrix. The rest of the course uses this name.
 
 # %%
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -132,7 +147,8 @@ print("a.grad =", a2.grad, " (= 10 * b)")
 #
 # * `ctx.saved_tensors`: what `save_for_backward` stored (checked for in-place changes),
 # * `ctx.needs_input_grad`: one boolean per input, `True` when that gradient is wanted,
-# * any plain Python value you set yourself, e.g. `ctx.n = 3` (non-tensors only).
+# * any plain Python value you set yourself, e.g. `ctx.n = 3` (non-tensors only: the
+#   next section shows why).
 
 # %%
 c = torch.randn(3)  # does not require grad
@@ -141,6 +157,123 @@ node = y.grad_fn
 print("node type        :", type(node).__name__)
 print("saved tensor shapes:", [tuple(t.shape) for t in node.saved_tensors])
 print("needs_input_grad :", node.needs_input_grad)
+
+# %% [markdown]
+# ## Why tensors go through `save_for_backward`, not onto `ctx`
+#
+# `ctx.a = a` also "works": backward can read `ctx.a`. It is still a mistake, for two
+# reasons you can watch happen.
+#
+# **1. No version check.** `save_for_backward` records each tensor's version counter
+# (lesson 03 looks at it closely) and `saved_tensors` refuses to hand back a tensor that
+# was changed in place since. A plain attribute has no such check. Change `b` in place
+# after the forward pass and the attribute version computes the gradient with the
+# **new** values, without a word:
+
+# %%
+class MulOnCtx(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.a, ctx.b = a, b  # the mistake: tensors as plain attributes
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.b, grad_output * ctx.a
+
+
+for fn in (MulOnCtx, Mul):
+    a3 = torch.tensor([1.0, 2.0], requires_grad=True)
+    b3 = torch.tensor([3.0, 4.0])
+    y3 = fn.apply(a3, b3)
+    b3.add_(10)  # in place, after forward, before backward
+    try:
+        y3.sum().backward()
+        print(f"{fn.__name__:8s} dJ/da = {a3.grad}  <- silently wrong: b was [3, 4] when forward ran")
+    except RuntimeError as err:
+        print(f"{fn.__name__:8s} RuntimeError: {str(err).split(' Hint')[0]}")
+
+# %% [markdown]
+# **2. A reference cycle.** Store the **output** on `ctx` and you build a loop: the
+# output points to its node (`grad_fn`), and the node (`ctx`) points back to the output.
+# Python frees an object as soon as nothing refers to it, but objects in a loop keep
+# referring to each other, so they stay in memory until the **cycle collector** (`gc`)
+# runs, some time later. With a large activation in every layer, that is a lot of
+# memory held for nothing. `save_for_backward` stores the output in a form that does not
+# close the loop. A weak reference tells us whether the output is still alive after
+# `del` (automatic collection is paused in this cell so that the result does not depend
+# on when Python happens to run it):
+
+# %%
+import gc
+import weakref
+
+
+class ExpOnCtx(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.y = y  # output -> grad_fn (= ctx) -> output: a cycle
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.y
+
+
+class ExpSaved(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return grad_output * y
+
+
+gc.disable()
+try:
+    for fn in (ExpOnCtx, ExpSaved):
+        y4 = fn.apply(torch.randn(100_000, requires_grad=True))
+        alive = weakref.ref(y4)
+        del y4
+        after_del = alive() is not None
+        gc.collect()
+        print(f"{fn.__name__:8s} output still in memory after del: {after_del!s:5s}  after gc.collect(): {alive() is not None}")
+finally:
+    gc.enable()
+
+# %% [markdown]
+# ### `save_for_backward`: once, with everything
+#
+# `save_for_backward` is meant to be called **at most once** per forward, with every
+# tensor backward needs. A second call does not add to the first, it **replaces** it,
+# and the mistake only shows up in backward:
+
+# %% tags=["raises-exception"]
+class MulSavedTwice(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a)
+        ctx.save_for_backward(b)  # replaces (a,) instead of adding to it
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = ctx.saved_tensors
+        return grad_output * b, grad_output * a
+
+
+y5 = MulSavedTwice.apply(torch.tensor([2.0, 3.0], requires_grad=True), torch.tensor([5.0, 7.0]))
+print("tensors saved:", len(y5.grad_fn.saved_tensors))
+y5.sum().backward()
+
+# %% [markdown]
+# The fix is one call, `ctx.save_for_backward(a, b)`. An argument may also be `None`
+# (lesson 04 uses that for an optional bias): it comes back as `None` in `saved_tensors`.
 
 # %% [markdown]
 # ## Two common mistakes
@@ -198,13 +331,17 @@ graph.compare(a * b, Mul.apply(a, b), titles=("native a * b", "custom Mul.apply(
 # ## A first `gradcheck`
 #
 # A wrong backward does not crash: it trains a model in a wrong direction. So every
-# Function gets checked. `torch.autograd.gradcheck` perturbs each input entry by a small
-# $\varepsilon$, estimates the Jacobian with central differences
+# Function gets checked. `torch.autograd.gradcheck` builds the Jacobian **twice**:
 #
-# $$\frac{\partial f_i}{\partial x_j} \approx \frac{f_i(x + \varepsilon e_j) - f_i(x - \varepsilon e_j)}{2 \varepsilon},$$
+# * numerically: it perturbs each input entry by a small $\varepsilon$ and takes central
+#   differences,
+#   $\dfrac{\partial f_i}{\partial x_j} \approx \dfrac{f_i(x + \varepsilon e_j) - f_i(x - \varepsilon e_j)}{2 \varepsilon}$;
+# * analytically: it calls your backward, the VJP, once per output entry $i$ with the
+#   unit vector $v = e_i$ as `grad_output`; $e_i^\top \mathbf{J}_f$ is row $i$ of the
+#   Jacobian.
 #
-# and compares it with what your backward produces. Use **float64** inputs: in float32
-# the finite-difference estimate itself is too noisy (lesson 03 shows why).
+# Then it compares the two. Use **float64** inputs: in float32 the finite-difference
+# estimate itself is too noisy (lesson 03 shows why).
 
 # %%
 from torch.autograd import gradcheck
@@ -291,8 +428,9 @@ for dtype in (torch.float32, torch.float64):
 #    round-off in $f(a+h) - f(a-h)$ grows like $\text{machine epsilon}/h$. In float32
 #    the error reaches $10^{-1}$ for small $h$; a training step would follow noise.
 # 2. **Cost.** Here one perturbation served all entries only because $f$ is elementwise.
-#    A general $f:\mathbb{R}^n \to \mathbb{R}^m$ needs one forward per input entry, i.e.
-#    $2n$ extra forwards per backward, against a small constant for an analytic backward:
+#    A numerical VJP for a general $f:\mathbb{R}^n \to \mathbb{R}^m$ must estimate the
+#    Jacobian column by column, two forwards per input entry: $2n$ extra forwards per
+#    backward, against a small constant for an analytic backward:
 
 # %%
 def numerical_vjp_calls(n):
@@ -318,16 +456,40 @@ for n in (10, 100, 1000):
     print(f"n = {n:5d} inputs -> {numerical_vjp_calls(n):5d} forward calls in one backward")
 
 # %% [markdown]
-# 3. **Higher derivatives.** A numerical backward is a black box for autograd, so
-#    differentiating it again (for Hessian-vector products, gradient penalties, ...) is
-#    either impossible or doubly inaccurate.
+# 3. **Higher derivatives.** Our numerical backward is made of PyTorch operations, so
+#    autograd *can* differentiate it again (for Hessian-vector products, gradient
+#    penalties, ...). But what it differentiates is the difference quotient, not the
+#    derivative, so the second derivative inherits the round-off. For $ab$ the mixed
+#    second derivative $\partial^2 (ab) / \partial a\, \partial b$ is exactly 1:
+
+# %%
+def mixed_second_derivative_error(dtype, eps):
+    FiniteDiffMul.eps = eps
+    torch.manual_seed(2)
+    a = torch.randn(1000, dtype=dtype, requires_grad=True)
+    b = torch.randn(1000, dtype=dtype, requires_grad=True)
+    (grad_a,) = torch.autograd.grad(FiniteDiffMul.apply(a, b).sum(), a, create_graph=True)
+    (grad_ab,) = torch.autograd.grad(grad_a.sum(), b)  # differentiates our numerical backward
+    return (grad_ab - 1).abs().max().item()
+
+
+for dtype in (torch.float32, torch.float64):
+    errors = ", ".join(f"eps={eps:g}: {mixed_second_derivative_error(dtype, eps):.1e}" for eps in (1e-2, 1e-4, 1e-6))
+    print(f"{str(dtype):14s} max error of d2/da db  {errors}")
+
+# %% [markdown]
+# The second derivative is as noisy as the first (12% in float32 with the smallest
+# step), and the Hessian of a real model would need it for millions of entries.
 #
 # Finite differences are a **testing tool**, used in float64 on small inputs. The
 # analytic backward is what you ship.
 #
 # ## What to take away
 #
-# * `forward(ctx, ...)` computes; `ctx.save_for_backward` keeps tensors for later;
-#   `backward(ctx, grad_output)` returns one gradient per input, in order.
+# * `forward(ctx, ...)` computes; `ctx.save_for_backward`, called once, keeps tensors for
+#   later, version-checked and without reference cycles. Plain `ctx` attributes are for
+#   non-tensors.
+# * `backward(ctx, grad_output)` computes a vector-Jacobian product: one gradient per
+#   input, in order, without ever building the Jacobian.
 # * Always use `MyFunction.apply(...)`; the graph node is called `MyFunctionBackward`.
 # * Check every Function with `gradcheck` on float64 inputs.
