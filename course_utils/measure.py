@@ -5,6 +5,16 @@ function runs, forward and backward, and subtracts them again when the storage i
 It sees exactly the allocations autograd makes (intermediates, saved tensors, gradients)
 on any device and is reproducible to the byte, unlike process RSS. Time is measured with
 ``timeit``: report it as a ratio against a reference measured in the same run.
+
+Two different questions about memory, kept apart on purpose:
+
+* ``pass_memory`` answers "what is **held between forward and backward**" (bytes created by
+  the forward that are still alive when it returns: its outputs plus what the graph keeps)
+  and "what is the **peak over forward + backward**". A saving in one is not a saving in
+  the other.
+* ``saved_tensors`` / ``saved_bytes`` list what autograd saves for backward, counting
+  **unique storages** (a tensor saved by two nodes, or two views of one storage, is one
+  allocation) and telling apart storages the caller already held (such as the input).
 """
 from __future__ import annotations
 
@@ -12,6 +22,7 @@ import statistics
 import timeit
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -73,6 +84,26 @@ def time_per_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0
     return statistics.median(t / number for t in timer.repeat(repeat=repeat, number=number))
 
 
+def time_interleaved(variants: dict[str, Callable[[], object]], repeat: int = 7,
+                     min_time: float = 0.05) -> dict[str, float]:
+    """Median seconds per call of each variant, rounds taken in turn (a, b, c, a, b, c, ...).
+
+    Interleaving spreads any background load over all variants alike, so the ratios of the
+    results are fairer than those of variants timed one after the other.
+    """
+    numbers = {}
+    for name, fn in variants.items():
+        _require_callable(fn, "time_interleaved")
+        number, _ = timeit.Timer(fn).autorange()
+        numbers[name] = max(1, int(number * min_time / 0.2))
+        fn()  # warm-up
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeat):
+        for name, fn in variants.items():
+            samples[name].append(timeit.Timer(fn).timeit(numbers[name]) / numbers[name])
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
 def megabytes(nbytes: int) -> str:
     return f"{nbytes / 2**20:.2f} MiB"
 
@@ -113,21 +144,103 @@ def format_costs(rows: list[dict[str, object]], timing: bool = True) -> str:
     return "\n".join(lines)
 
 
-def saved_bytes(fn: Callable[[], object]) -> int:
-    """Bytes of the tensors autograd saves for backward while ``fn()`` builds its graph.
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor that an autograd node saved for backward (one per ``save`` event)."""
 
-    Uses ``torch.autograd.graph.saved_tensors_hooks``: every tensor a node saves passes the
-    pack hook once. Tensors saved twice count twice, as views of one storage would not; it
-    is a measure of what backward keeps alive, not of total memory.
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    storage: int   # index of its storage among the saved ones: equal numbers share memory
+    nbytes: int    # bytes of that storage (all of it, also when the tensor is a view)
+    new: bool      # the storage was created while the function ran (the caller did not hold it)
+
+    def __str__(self) -> str:
+        origin = "new" if self.new else "held by the caller"
+        dtype = str(self.dtype).removeprefix("torch.")
+        return f"{dtype}{list(self.shape)} in storage #{self.storage} ({self.nbytes} bytes, {origin})"
+
+
+def saved_tensors(fn: Callable[[], object]) -> list[SavedTensor]:
+    """Every tensor autograd saves for backward while ``fn()`` builds its graph, in order.
+
+    Uses ``torch.autograd.graph.saved_tensors_hooks``: the pack hook sees each saved tensor
+    once per node that saves it. ``storage`` numbers the distinct storages, so a tensor
+    saved twice shows up twice with the same number.
     """
-    _require_callable(fn, "saved_bytes")
-    total = 0
+    _require_callable(fn, "saved_tensors")
+    tracker = _StorageTracker()
+    seen: dict[int, int] = {}
+    found: list[SavedTensor] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal total
-        total += t.numel() * t.element_size()
+        storage = t.untyped_storage()
+        key = id(storage)  # stable: the storage stays alive as long as the graph (kept below)
+        number = seen.setdefault(key, len(seen))
+        found.append(SavedTensor(tuple(t.shape), t.dtype, number, storage.nbytes(), key in tracker._tracked))
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return total
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), tracker:
+        result = fn()
+    del result
+    return found
+
+
+def saved_bytes(fn: Callable[[], object], new_only: bool = False) -> int:
+    """Bytes of the distinct storages autograd saves for backward while ``fn()`` runs.
+
+    A storage saved by several nodes (or as several views) counts once. With
+    ``new_only=True`` storages the caller already held before ``fn()`` ran (its inputs)
+    are left out: saving them costs no extra memory while the caller keeps them anyway.
+    """
+    _require_callable(fn, "saved_bytes")
+    unique = {s.storage: s for s in saved_tensors(fn)}
+    return sum(s.nbytes for s in unique.values() if s.new or not new_only)
+
+
+@dataclass(frozen=True)
+class PassMemory:
+    """Bytes of tensor storage for one forward + backward (see ``pass_memory``)."""
+
+    held: int    # created by forward and still alive when it returned: outputs + what the graph keeps
+    output: int  # the part of ``held`` that is the outputs' own (new) storage
+    peak: int    # largest total alive at any moment during forward + backward
+
+    @property
+    def graph(self) -> int:
+        """Held between the passes beyond the outputs: what only backward needs."""
+        return self.held - self.output
+
+
+def _tensors(out: object) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+
+
+def _default_backward(out: object) -> None:
+    roots = [t.sum() for t in _tensors(out) if t.requires_grad]
+    if not roots:
+        raise CourseError("pass_memory(): the forward's result does not require grad, so there is no backward.")
+    torch.autograd.backward(roots)
+
+
+def pass_memory(forward: Callable[[], object], backward: Callable[[object], object] | None = None) -> PassMemory:
+    """Memory held between ``forward()`` and backward, and the peak over both passes.
+
+    ``forward()`` builds the graph and returns its output(s); ``backward(output)`` runs the
+    backward pass (default: ``.sum().backward()`` of every output that requires grad).
+    Only storages created inside are counted: the caller's inputs are not, and neither are
+    gradients that already existed. Reset ``x.grad = None`` before, or the accumulated
+    gradient counts as a new allocation only the first time.
+    """
+    _require_callable(forward, "pass_memory")
+    tracker = _StorageTracker()
+    with tracker:
+        out = forward()
+        held = tracker.live
+        output: dict[int, int] = {}
+        for t in _tensors(out):
+            storage = t.untyped_storage()
+            if id(storage) in tracker._tracked:
+                output[id(storage)] = storage.nbytes()
+        (backward or _default_backward)(out)
+        del out
+    return PassMemory(held=held, output=sum(output.values()), peak=tracker.peak)

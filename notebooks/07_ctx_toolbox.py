@@ -94,8 +94,11 @@ print("straight-through     :", w.grad)
 #
 # A composite expression saves every intermediate its nodes need. $\text{SiLU}(x) = x\,
 # \sigma(x)$ written as two ops saves $\sigma(x)$ (for the sigmoid's backward) and both
-# factors (for the product): three tensors. A fused Function can save just $x$ and
-# recompute $\sigma(x)$ in backward, trading a little compute for memory:
+# factors (for the product): three saved tensors, but only **two storages**, because
+# $\sigma(x)$ is saved twice, and one of them is the input $x$, which the caller holds
+# anyway. What the composite really adds between forward and backward is $\sigma(x)$.
+# A fused Function can save just $x$ and recompute $\sigma(x)$ in backward, trading a
+# little compute for memory:
 #
 # $$\frac{d}{dx}\, x\sigma(x) = \sigma(x)\,\big(1 + x\,(1 - \sigma(x))\big).$$
 
@@ -116,16 +119,41 @@ class FusedSiLU(Function):
         return grad_output * s * (1 + x * (1 - s))
 
 
-x = torch.randn(1000, requires_grad=True)
-for label, fn in [("x * torch.sigmoid(x)", lambda: x * torch.sigmoid(x)),
-                  ("FusedSiLU.apply(x)", lambda: FusedSiLU.apply(x)),
-                  ("torch.nn.functional.silu (native fused)", lambda: torch.nn.functional.silu(x))]:
-    print(f"{label:40s} saves {measure.saved_bytes(fn):6d} bytes for backward")
+x = torch.randn(1000, requires_grad=True)  # 4000 bytes
+print("what x * torch.sigmoid(x) saves:")
+for saved in measure.saved_tensors(lambda: x * torch.sigmoid(x)):
+    print("  ", saved)
 print("gradcheck:", gradcheck(FusedSiLU.apply, (torch.randn(8, dtype=torch.float64, requires_grad=True),)))
 
 # %% [markdown]
-# Our Function keeps a third of the memory of the composite, as much as PyTorch's own
-# fused kernel. (The same idea in C++/CUDA is how fused kernels are wrapped for autograd.)
+# Two different questions: what is **held between forward and backward** (the output plus
+# what the graph keeps, while the rest of a network runs before backward), and the
+# **peak** over forward and backward. `measure.pass_memory` answers both, counting each
+# storage once and leaving out the caller's `x`:
+
+# %%
+variants = {"x * torch.sigmoid(x)": lambda t: t * torch.sigmoid(t),
+            "FusedSiLU.apply(x)": FusedSiLU.apply,
+            "torch.nn.functional.silu (native fused)": torch.nn.functional.silu}
+memory = {}
+for label, fn in variants.items():
+    def forward(fn=fn):
+        x.grad = None
+        return fn(x)
+    memory[label] = measure.pass_memory(forward)
+    m = memory[label]
+    print(f"{label:40s} held between passes {m.held:5d} bytes (output {m.output}, graph {m.graph}), "
+          f"peak {m.peak} bytes")
+composite, fused = memory["x * torch.sigmoid(x)"], memory["FusedSiLU.apply(x)"]
+print(f"FusedSiLU / composite: held {fused.held / composite.held:.2f}x, peak {fused.peak / composite.peak:.2f}x")
+
+# %% [markdown]
+# Between the passes our Function holds **half** of what the composite holds (the output
+# alone instead of the output and $\sigma(x)$), as little as PyTorch's own fused kernel.
+# The **peak is the same** as the composite's: backward recomputes $\sigma(x)$ and builds
+# temporaries. Only the native kernel, which computes the gradient in one pass, lowers the
+# peak. Recomputing pays off when many layers wait for backward at once, each holding
+# its share. (The same idea in C++/CUDA is how fused kernels are wrapped for autograd.)
 
 # %% [markdown]
 # ## `mark_dirty`: a Function that works in place

@@ -72,10 +72,109 @@ def test_bad_arguments():
         measure.compare_costs({"a": lambda: None}, "b")
 
 
-def test_saved_bytes_counts_what_backward_keeps():
+def test_saved_bytes_counts_unique_storages():
     x = torch.randn(100, requires_grad=True)
-    assert measure.saved_bytes(lambda: x.exp()) == 400          # exp saves its result
-    assert measure.saved_bytes(lambda: x * x) == 800            # mul saves both operands
-    assert measure.saved_bytes(lambda: x.detach() * 2) == 0     # nothing requires grad
+    assert measure.saved_bytes(lambda: x.exp()) == 400               # exp saves its result
+    assert measure.saved_bytes(lambda: x * x) == 400                 # mul saves x twice: one storage
+    assert measure.saved_bytes(lambda: x * x, new_only=True) == 0    # ... which the caller holds anyway
+    assert measure.saved_bytes(lambda: x.detach() * 2) == 0          # nothing requires grad
+    assert measure.saved_bytes(lambda: x[:10] * x[10:20]) == 400     # two views of one storage: the whole storage
     with pytest.raises(CourseError, match="function with no arguments"):
         measure.saved_bytes(None)
+
+
+def test_saved_tensors_tells_shared_and_caller_held_storages_apart():
+    x = torch.randn(100, requires_grad=True)
+    saved = measure.saved_tensors(lambda: x * torch.sigmoid(x))
+    assert len(saved) == 3  # sigmoid saves its result; mul saves both factors
+    by_storage = {}
+    for s in saved:
+        by_storage.setdefault(s.storage, []).append(s)
+    assert sorted(len(v) for v in by_storage.values()) == [1, 2]      # sigmoid(x) saved twice, one storage
+    twice = next(v for v in by_storage.values() if len(v) == 2)[0]
+    once = next(v for v in by_storage.values() if len(v) == 1)[0]
+    assert twice.new and not once.new and twice.nbytes == once.nbytes == 400
+    assert "held by the caller" in str(once) and "float32[100]" in str(twice)
+
+
+class _RecomputingSiLU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * s * (1 + x * (1 - s))
+
+
+def test_pass_memory_separates_held_between_passes_from_peak():
+    n = 1000
+    x = torch.randn(n, requires_grad=True)
+
+    def run(fn):
+        def forward():
+            x.grad = None
+            return fn(x)
+        return measure.pass_memory(forward)
+
+    composite = run(lambda t: t * torch.sigmoid(t))
+    fused = run(_RecomputingSiLU.apply)
+    native = run(F.silu)
+    # held between the passes: output + sigmoid(x) for the composite, the output alone otherwise
+    assert (composite.held, composite.output, composite.graph) == (8 * n, 4 * n, 4 * n)
+    assert (fused.held, fused.output, fused.graph) == (4 * n, 4 * n, 0)
+    assert native.held == 4 * n
+    # the peak over forward + backward is not lower for the Function: backward recomputes sigmoid
+    assert fused.peak == composite.peak > native.peak >= native.held + 4 * n  # + x.grad
+    assert run(_RecomputingSiLU.apply) == fused  # deterministic
+
+
+def test_pass_memory_takes_a_custom_backward_and_refuses_no_graph():
+    x = torch.randn(10, requires_grad=True)
+    calls = []
+    measure.pass_memory(lambda: x * 2, lambda out: calls.append(out.shape))
+    assert calls == [torch.Size([10])]
+    with pytest.raises(CourseError, match="does not require grad"):
+        measure.pass_memory(lambda: x.detach() * 2)
+    with pytest.raises(CourseError, match="function with no arguments"):
+        measure.pass_memory("x")
+
+
+def test_silu_benchmark_variants_agree_and_the_low_memory_one_holds_half():
+    from benchmarks import silu
+
+    x = torch.randn(64, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    want = torch.autograd.grad(F.silu(x).sum(), x)[0]
+    for name, fn in silu.VARIANTS.items():
+        got = torch.autograd.grad(fn(x).sum(), x)[0]
+        assert torch.allclose(fn(x), F.silu(x)) and torch.allclose(got, want), name
+    assert torch.autograd.gradcheck(silu.SiLULowMemory.apply, (x[:8].detach().requires_grad_(),))
+    rows = {r["variant"]: r for r in silu.measure_size(1000, timing=False)}
+    assert rows["low-memory Function"]["held"] == 0.5 * rows["composite x * sigmoid(x)"]["held"] == 4000
+    assert rows["low-memory Function"]["peak"] == rows["composite x * sigmoid(x)"]["peak"]
+    assert rows["F.silu"]["held_ratio"] == 1.0 and "| F.silu |" in silu.format_rows(list(rows.values()), timing=False)
+
+
+def test_implicit_benchmark_is_flat_and_the_loop_grows():
+    from benchmarks import implicit
+
+    x = torch.linspace(0.5, 2.0, 7, dtype=torch.float64, requires_grad=True)
+    assert torch.allclose(implicit.NewtonSqrt.apply(x, 8), torch.sqrt(x))
+    assert torch.autograd.gradcheck(lambda t: implicit.NewtonSqrt.apply(t, 8), (x,))
+    rows = implicit.measure_iterations(n=100, iterations=[1, 4, 8])
+    assert len({r["implicit"].held for r in rows}) == 1
+    held = [r["loop"].held for r in rows]
+    assert held[0] < held[1] < held[2] and held[2] - held[1] == 4 * 400  # one tensor per iteration
+
+
+def test_benchmark_sections_are_replaced_in_place():
+    from benchmarks.__main__ import markers, update
+
+    text = update("# results\n", "a", "## A\n1")
+    text = update(text, "b", "## B\n2")
+    text = update(text, "a", "## A\n3")
+    assert text.count(markers("a")[0]) == 1 and "## A\n3" in text and "## A\n1" not in text
+    assert text.index("## A") < text.index("## B\n2")
