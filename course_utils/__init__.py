@@ -3,6 +3,7 @@
 Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool),
 ``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks),
 ``release`` (exercises from solutions), ``grade`` and ``grade_worker`` (grading),
-``build`` (notebooks from their text sources), ``errors`` (one-sentence errors).
+``build`` (notebooks from their text sources), ``site`` (the course website),
+``errors`` (one-sentence errors).
 """
 __version__ = "0.1.0"
