@@ -118,7 +118,9 @@ print("grad_fn    =", type(y.grad_fn).__name__)
 # %%
 x = torch.randn(5, requires_grad=True)
 y = Exp.apply(x)
+print("version of y before:", y._version)
 y.add_(1)  # changes what backward would read
+print("version of y after y.add_(1):", y._version)
 try:
     y.sum().backward()
 except RuntimeError as err:
@@ -152,8 +154,10 @@ print("float64 gradcheck:", gradcheck(Exp.apply, (x64,)))
 #
 # The same, correct Function fails in float32. `gradcheck` even warns in advance. Read
 # the message: "Jacobian mismatch for output 0 with respect to input 0" and two Jacobians.
-# For an elementwise function they are diagonal; the **numerical** one is wrong here,
-# not ours.
+# The analytical one is assembled from our backward, the VJP of lesson 02, called once
+# per output entry with a unit vector as `grad_output`. For an elementwise function both
+# are diagonal: $\mathbf{J} = \operatorname{diag}(e^{x})$. The **numerical** one is
+# wrong here, not ours.
 
 # %%
 import warnings
@@ -177,24 +181,61 @@ print("\nexact derivatives exp(x):", torch.exp(x64.detach()))
 #
 # $$\text{error} \approx \frac{\text{eps} \cdot |f(x)|}{\varepsilon} \approx 0.1 \cdot |f(x)| ,$$
 #
-# a 10% error: exactly what we see. In float64, eps is $2.2 \times 10^{-16}$ and the
-# same formula gives $\approx 10^{-10}$, far below the tolerance.
+# an error of up to about 10%; above we see errors of up to 5%. In float64, eps is
+# $2.2 \times 10^{-16}$ and the same formula gives $\approx 10^{-10}$, far below the
+# tolerance.
 #
 # A *larger* step shrinks round-off but grows the **truncation** error of the difference
-# formula, which for central differences falls like $\varepsilon^2$. The best step balances
-# the two. The second widget below shows this trade-off for any function.
+# formula, which for central differences falls like $\varepsilon^2$ (for $e^x$ the
+# relative truncation error is $\varepsilon^2/6$). The relative error is therefore about
+#
+# $$\frac{\text{eps}}{\varepsilon} + \frac{\varepsilon^2}{6},$$
+#
+# and the number of correct digits is $-\log_{10}$ of that. How many digits survive
+# depends on the step, so let's count them rather than guess:
+
+# %%
+import math
+
+exact = torch.exp(x64.detach())
+print(f"{'step':>6s} | correct digits of the finite difference (worst of 5 points)")
+print(f"{'':6s} | float32 (of {-math.log10(torch.finfo(torch.float32).eps):.1f})"
+      f" | float64 (of {-math.log10(torch.finfo(torch.float64).eps):.1f})")
+for step in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
+    digits = []
+    for dtype in (torch.float32, torch.float64):
+        x = x64.detach().to(dtype)
+        estimate = (torch.exp(x + step) - torch.exp(x - step)) / (2 * step)
+        relative = ((estimate.double() - exact) / exact).abs().max().item()
+        digits.append(max(0.0, -math.log10(relative)))
+    print(f"{step:6.0e} | {digits[0]:17.1f} | {digits[1]:17.1f}")
+
+# %% [markdown]
+# * Large steps lose digits to truncation in both precisions alike (2.8 digits at
+#   $10^{-1}$, 4.8 at $10^{-2}$).
+# * Small steps lose digits to round-off: each factor 10 smaller loses one more digit.
+#   At gradcheck's $\varepsilon = 10^{-6}$, float32 keeps about **one** of its seven
+#   digits, and float64 about **ten** of its sixteen: plenty for `rtol=1e-3`.
+# * Even the best step, near $\text{eps}^{1/3}$, keeps only about **two thirds** of the
+#   digits (about 5 in float32, 11 in float64), because round-off and truncation
+#   cannot both be small.
+#
+# The second widget below shows the same trade-off for any function.
 
 # %% [markdown]
 # ## Explore: custom, reference and finite-difference gradients
 #
 # The tool below plots, over an $x$ range, the function, the gradient from its custom
 # `backward`, PyTorch's reference gradient, a finite-difference estimate, and their
-# errors. Our `Exp` is in the list next to a few built-in examples (one of them has a
-# bug: find it). Things to try:
+# errors. Our `Exp` is in the list next to a few built-in examples. Things to try:
 #
 # * switch dtype to float32 and watch the finite-difference error jump;
 # * move the step `h` to $10^{-8}$ and then to $10^{-1}$;
-# * pick "naive softplus" in float32: forward overflows to `inf` for large $x$.
+# * pick "naive softplus" in float32: forward overflows to `inf` for large $x$;
+# * pick "tanh with a bug in backward". The name says there is a bug, not what it is:
+#   from the curves alone, work out which formula its backward uses instead of
+#   $1 - \tanh^2 x$. Where is the custom gradient right, and is it too large or too small
+#   elsewhere? The cell after the widget checks your guess.
 #
 # The text under the figure summarises the errors, so you can read it without the plot.
 
@@ -202,6 +243,24 @@ print("\nexact derivatives exp(x):", torch.exp(x64.detach()))
 from course_utils import widgets
 
 widgets.GradientExplorer(functions={"Exp from this lesson": (Exp.apply, torch.exp)})
+
+# %% [markdown]
+# Checking a guess for the buggy tanh: the cell compares its backward with a formula of
+# your choice, written in terms of $y = \tanh x$, at a few points. It starts with the
+# correct derivative, which of course does not match: replace it with your guess.
+
+# %%
+buggy_tanh = widgets.BUILTIN["tanh with a bug in backward"].custom
+x = torch.tensor([-2.0, -0.5, 0.0, 0.5, 2.0], dtype=torch.float64, requires_grad=True)
+(buggy,) = torch.autograd.grad(buggy_tanh(x).sum(), x)
+y = torch.tanh(x.detach())
+
+guess = 1 - y ** 2  # <- your formula here
+
+print("x                      ", x.detach())
+print("buggy backward gives   ", buggy)
+print("your formula gives     ", guess)
+print("your formula matches it:", torch.allclose(buggy, guess))
 
 # %% [markdown]
 # ## Explore: error against step size
@@ -221,5 +280,6 @@ widgets.StepSizeExplorer(functions={"Exp from this lesson": (Exp.apply, torch.ex
 #
 # * Save what backward needs in its cheapest form; for $e^x$ that is the **output**.
 # * Saved tensors are version-checked: modifying one in place makes backward refuse.
-# * `gradcheck` in float32 fails even for a correct Function, because finite differences
-#   lose about half of the available digits. Always check in **float64**.
+# * `gradcheck` in float32 fails even for a correct Function: at its step
+#   $\varepsilon = 10^{-6}$ a float32 finite difference keeps about one correct digit of
+#   seven (float64 keeps about ten of sixteen). Always check in **float64**.
