@@ -38,7 +38,8 @@
 # Two details beyond lesson 02:
 #
 # * `bias=None` is an optional argument. Backward must still return one value per
-#   forward argument; `None` is fine for one that needs no gradient.
+#   forward argument; `None` is fine for one that needs no gradient. It can also be
+#   saved as it is: `save_for_backward` accepts `None` and hands it back as `None`.
 # * `ctx.needs_input_grad[i]` says whether input `i` wants a gradient. Skipping the
 #   others saves real work: for a frozen layer, $\bar W$ is a whole matrix product.
 
@@ -103,6 +104,14 @@ print("W =\n", W.detach())
 Y = linear(X, W)
 print("Y = X W^T =\n", Y.detach())
 Y.sum().backward()
+
+# %% [markdown]
+# No bias was passed, so forward saved `(input, weight, None)`. (`backward()` has freed
+# what `Y`'s node saved, so we look at a fresh call.) `saved_tensors` gives the `None`
+# back, which is why backward can test `bias is not None`:
+
+# %%
+print("saved for backward:", [None if t is None else tuple(t.shape) for t in linear(X, W).grad_fn.saved_tensors])
 
 # %% [markdown]
 # With $G = \mathbf{1}_{2\times 3}$:
@@ -211,8 +220,10 @@ print(message)
 #   **column per output entry** ($Y$ flattened).
 #
 # Rebuild both matrices to compare them row by row: the numerical one with central
-# differences (what gradcheck does), the analytical one by asking our backward for one
-# output entry at a time (`torch.autograd.functional.jacobian`).
+# differences (what gradcheck does), the analytical one from our backward. Backward is a
+# vector-Jacobian product (lesson 02), so calling it with a unit vector $e_k$ as
+# `grad_output` returns one row of the Jacobian, $e_k^\top \mathbf{J}$;
+# `torch.autograd.functional.jacobian` does exactly that for every output entry $k$.
 
 # %%
 def numerical_jacobian(f, w, eps=1e-6):
