@@ -15,9 +15,11 @@
 #
 # $$\bar x_{:, j} = \begin{cases} 0 & j < n \\ \bar y_{:, j} & j \ge n \end{cases}$$
 #
-# Backward kills the same columns of the gradient. And $n$? It is an integer: it has no
-# gradient. Backward must still return **one value per forward argument**, so it returns
-# `None` in $n$'s place.
+# Backward kills the same columns of the gradient. In the language of lesson 02, the
+# Jacobian is diagonal with entries 0 (killed) and 1 (kept), so the vector-Jacobian
+# product is just a masked copy of `grad_output`. And $n$? It is an integer: it has no
+# gradient. Backward still returns **a value for every forward argument**, in order, so
+# it returns `None` in $n$'s place.
 
 # %%
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -91,8 +93,43 @@ except RuntimeError as err:
 
 # %% [markdown]
 # "expected 2, got 1": two forward arguments (`input`, `n`), one returned value. Add the
-# `None`. (Extra trailing `None`s are allowed, so optional arguments with defaults are
-# easy to handle.)
+# `None`.
+#
+# The count is a **minimum**, not an exact number: backward may return **more** values
+# than forward had arguments, as long as every extra one is `None` (lesson 07 uses this
+# for optional arguments). What it may not do is return a gradient where there is none
+# to give, at `n`'s place or beyond the end:
+
+# %%
+def killhead_returning(make_grads):
+    class KillHeadVariant(Function):
+        @staticmethod
+        def forward(ctx, input, n):
+            ctx.n = n
+            result = input.clone()
+            result[:, :n] = 0
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            grad_input = grad_output.clone()
+            grad_input[:, :ctx.n] = 0
+            return make_grads(grad_input)
+    return KillHeadVariant.apply
+
+
+variants = {
+    "(grad, None)": lambda g: (g, None),
+    "(grad, None, None)": lambda g: (g, None, None),
+    "(grad, grad)": lambda g: (g, g),
+    "(grad, None, grad)": lambda g: (g, None, g),
+}
+for label, make_grads in variants.items():
+    try:
+        killhead_returning(make_grads)(x, 2).sum().backward()
+        print(f"{label:19s} accepted")
+    except RuntimeError as err:
+        print(f"{label:19s} RuntimeError: {err}")
 
 # %% [markdown]
 # ## Mistake 2: modifying `grad_output` in place
@@ -155,6 +192,62 @@ print("with clone() :", gradient_of_x2(KillHead.apply))
 # changes. The rule is simple: treat every tensor passed to backward as read-only.
 
 # %% [markdown]
+# ## Tensors inside a non-tensor argument are invisible
+#
+# `apply` looks at its arguments one by one: a tensor is connected to the graph,
+# anything else (an `int`, a string, a **list**) is passed through untouched. It does not
+# look inside lists, tuples or dicts. So tensors hidden in a list are not tracked, and
+# if no other argument requires grad, the output silently does **not** require grad:
+
+# %%
+class WeightedSum(Function):
+    @staticmethod
+    def forward(ctx, tensors, weights):  # tensors: a list of tensors
+        ctx.weights = weights
+        return sum(w * t for w, t in zip(weights, tensors))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return [w * grad_output for w in ctx.weights], None  # never called
+
+
+p = torch.ones(3, requires_grad=True)
+q = torch.ones(3, requires_grad=True)
+out = WeightedSum.apply([p, q], [2.0, 3.0])
+print("out.requires_grad:", out.requires_grad, " grad_fn:", out.grad_fn)
+
+# %% [markdown]
+# No error yet. In a model the output is usually combined with something else that does
+# require grad, and then nothing fails at all: backward runs, and `p` and `q` simply
+# never receive a gradient, so they never train.
+
+# %%
+bias = torch.zeros(3, requires_grad=True)
+(WeightedSum.apply([p, q], [2.0, 3.0]) + bias).sum().backward()
+print("bias.grad:", bias.grad, " p.grad:", p.grad, " q.grad:", q.grad)
+
+# %% [markdown]
+# The fix: pass every tensor as its **own argument**, here with `*tensors`, and return
+# one gradient per argument (`None` for the weights).
+
+# %%
+class WeightedSumArgs(Function):
+    @staticmethod
+    def forward(ctx, weights, *tensors):
+        ctx.weights = weights
+        return sum(w * t for w, t in zip(weights, tensors))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (None, *(w * grad_output for w in ctx.weights))
+
+
+out = WeightedSumArgs.apply([2.0, 3.0], p, q)
+print("out.requires_grad:", out.requires_grad, " grad_fn:", type(out.grad_fn).__name__)
+out.sum().backward()
+print("p.grad:", p.grad, " q.grad:", q.grad)
+
+# %% [markdown]
 # ## gradcheck with a non-tensor argument
 #
 # gradcheck perturbs only floating-point tensors that require grad; `n` is passed
@@ -203,7 +296,9 @@ print("first two columns of x unchanged:", torch.equal(x[:, :2].detach(), x_star
 #
 # * Non-tensor arguments go on `ctx` as plain attributes (`ctx.n = n`); backward returns
 #   `None` for them.
-# * Backward returns exactly one value per forward argument; the error message counts
-#   them for you.
+# * Backward returns a value for every forward argument, in order (extra trailing values
+#   are allowed only if they are `None`); the error message counts them for you.
+# * Only tensors passed directly as arguments are tracked: a tensor inside a list is
+#   invisible to autograd and silently gets no gradient.
 # * Never modify `grad_output` (or the inputs) in place: clone first. The failure may be
 #   an error, or silently wrong gradients elsewhere in the graph.
