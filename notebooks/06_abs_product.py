@@ -17,7 +17,8 @@
 # \frac{\partial |uv|}{\partial v} = |u| \operatorname{sign}(v).$$
 #
 # Backward multiplies each by the incoming gradient and returns both, in the order of
-# forward's arguments. It needs both inputs, so forward saves both.
+# forward's arguments: two vector-Jacobian products, one per input, each with a diagonal
+# Jacobian. It needs both inputs, so forward saves both.
 
 # %%
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -65,9 +66,42 @@ print("dv ours  ", ours[1], "\ndv native", v.grad)
 # ## At the kink: which value does PyTorch use?
 #
 # At $u = 0$ the function $u \mapsto |uv|$ has a corner, and any number between
-# $-|v|$ and $|v|$ is a valid **subgradient**. PyTorch picks one convention and sticks to
-# it: `abs` uses $\operatorname{sign}(0) = 0$, so the gradient at the kink is **0**
-# (`relu` does the same). Our formula uses `sign` too, so it agrees, including the
+# $-|v|$ and $|v|$ is a valid **subgradient**. Which one does PyTorch return? There is no
+# single answer: each operation has its own rule. Here is the derivative at the kink
+# $x = 0$ for several functions that all have a corner there (or, for the last one, are
+# mathematically the same function as `abs`):
+
+# %%
+import torch.nn.functional as F
+
+kinked = {
+    "torch.relu(x)": torch.relu,
+    "torch.abs(x)": torch.abs,
+    "x.clamp(min=0)": lambda x: x.clamp(min=0),
+    "torch.maximum(x, 0)": lambda x: torch.maximum(x, torch.zeros_like(x)),
+    "F.leaky_relu(x)": F.leaky_relu,
+    "torch.sqrt(x ** 2)": lambda x: torch.sqrt(x ** 2),
+}
+print(f"{'function':20s} derivative at x = 0")
+for name, fn in kinked.items():
+    x0 = torch.tensor(0.0, requires_grad=True)
+    (d,) = torch.autograd.grad(fn(x0), x0)
+    print(f"{name:20s} {d.item():.4g}")
+
+# %% [markdown]
+# Six answers for the same point:
+#
+# * `relu` and `abs` return **0**;
+# * `clamp(min=0)` returns **1**, although it computes the same values as `relu`;
+# * `maximum` returns **0.5**: at a tie it splits the gradient evenly between its two
+#   inputs;
+# * `leaky_relu` returns its negative slope, **0.01**;
+# * `sqrt(x ** 2)`, which equals $|x|$, returns **NaN**: the chain rule multiplies
+#   $\frac{1}{2\sqrt{0}} = \infty$ by $2 \cdot 0 = 0$.
+#
+# So a custom Function must choose its value at a kink **deliberately**, usually to match
+# the one native op it replaces. `AbsProd` replaces `(u * v).abs()`, and `abs` uses
+# $\operatorname{sign}(0) = 0$. Our formula uses `sign` too, so it agrees, including the
 # corner cases where one or both inputs are zero:
 
 # %%
@@ -81,9 +115,6 @@ print("u          ", u.detach())
 print("v          ", v.detach())
 print("du ours    ", ours[0], "  native", u.grad)
 print("dv ours    ", ours[1], "  native", v.grad)
-x = torch.tensor([-1.0, 0.0, 1.0], requires_grad=True)
-x.abs().sum().backward()
-print("d|x|/dx at -1, 0, 1:", x.grad)
 
 # %% [markdown]
 # ### A plausible variant that disagrees at zero
@@ -222,7 +253,9 @@ print("warning:", caught[0].category.__name__ + ":", caught[0].message)
 # ## What to take away
 #
 # * Two inputs, two gradients, returned in forward's argument order.
-# * At a kink choose a subgradient deliberately; matching PyTorch means $\operatorname{sign}(0) = 0$.
+# * At a kink every value between the one-sided slopes is a valid subgradient, and
+#   PyTorch's ops disagree (`relu` 0, `clamp` 1, `maximum` 0.5, `sqrt(x**2)` NaN): choose
+#   deliberately, to match the op you replace; for `abs` that is $\operatorname{sign}(0) = 0$.
 # * gradcheck is only meaningful where the function is smooth within $\varepsilon$: test
 #   away from kinks with gradcheck, and test the kink itself against a reference.
 # * Read saved tensors with `ctx.saved_tensors`.
