@@ -40,8 +40,15 @@ except RuntimeError as err:
 # supplies the derivative. For a cumulative sum $y_i = \sum_{j \le i} x_j$, each $x_j$
 # feeds every $y_i$ with $i \ge j$, so $\bar x_j = \sum_{i \ge j} \bar y_i$: a cumulative
 # sum **from the end**.
+#
+# The backward is NumPy code too, so autograd cannot differentiate it a second time.
+# The decorator `@once_differentiable` says so; the section on double backward below
+# shows what goes wrong without it.
 
 # %%
+from torch.autograd.function import once_differentiable
+
+
 class NumpyCumsum(Function):
     @staticmethod
     def forward(ctx, x):
@@ -49,6 +56,7 @@ class NumpyCumsum(Function):
         return torch.from_numpy(result).to(x.device)
 
     @staticmethod
+    @once_differentiable  # backward is NumPy: it cannot itself be differentiated
     def backward(ctx, grad_output):
         g = grad_output.detach().cpu().numpy()
         return torch.from_numpy(np.cumsum(g[::-1])[::-1].copy()).to(grad_output.device)
@@ -66,7 +74,7 @@ print("gradcheck:", gradcheck(NumpyCumsum.apply, (x64,)))
 # Some operations have no useful derivative. Rounding is flat almost everywhere, so its
 # true gradient is 0 and nothing upstream would ever learn. Quantisation-aware training
 # uses the **straight-through estimator** instead: round in forward, pretend it was the
-# identity in backward. Only a Function can say that.
+# identity in backward. A Function says that directly:
 
 # %%
 class RoundSTE(Function):
@@ -90,6 +98,28 @@ print("straight-through     :", w.grad)
 # (`gradcheck` would fail here by design: the backward deliberately is not the derivative
 # of the forward.)
 #
+# A Function is not the only way, though. The **detach trick** gets the same result from
+# ordinary ops: $w + (\operatorname{round}(w) - w)$ has the value $\operatorname{round}(w)$,
+# and if the bracket is detached, autograd sees only the $w$ outside it, whose derivative
+# is 1:
+
+# %%
+w.grad = None
+w_q = w + (torch.round(w) - w).detach()
+(w_q * 3).sum().backward()
+print("values equal round(w):", torch.equal(w_q, torch.round(w)), "| gradient:", w.grad)
+
+# %% [markdown]
+# Same values, same gradient, no class. The pattern is general: `g(w) + (f(w) -
+# g(w)).detach()` computes $f$ but differentiates like $g$. Prefer it when the gradient you
+# want is the derivative of some expression $g$ you can write in PyTorch. A Function is
+# still the better tool when the backward you want is **not** the derivative of any
+# such expression (a hand-derived formula, one that uses values computed in forward, or
+# NumPy code, as in reason 1), and when you want the choice to be a named, documented
+# node (`RoundSTEBackward` in the graph and the profiler) rather than an idiom a later
+# reader might "simplify" away.
+
+# %% [markdown]
 # ## Reason 3: memory
 #
 # A composite expression saves every intermediate its nodes need. $\text{SiLU}(x) = x\,
@@ -202,6 +232,47 @@ try:
     SquareInPlace.apply(a)
 except RuntimeError as err:
     print("RuntimeError:", err)
+
+# %% [markdown]
+# ### The main reason: keeping the version counters honest
+#
+# Lesson 03 showed that every tensor has a **version counter** and that a saved tensor
+# modified in place makes backward refuse. PyTorch's own in-place ops bump the counter;
+# code PyTorch cannot see does not. Below, forward adds 1 to its input through a NumPy
+# view of the same memory. Earlier, `b = a * a` saved `a` for its own backward, so that
+# backward now reads the modified value: $\partial (a^2)/\partial a$ at $a = 3$ is 6, but
+# it computes $2 \cdot 4 = 8$.
+#
+# `ctx.mark_dirty(x)` bumps the version counter, and the mistake becomes an error.
+
+# %%
+def numpy_add_one(mark):
+    class NumpyAddOne(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.numpy()[...] += 1  # writes through a NumPy view: PyTorch sees nothing
+            if mark:
+                ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_output):
+            return grad_output
+    return NumpyAddOne
+
+
+for mark in (False, True):
+    leaf = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    a = leaf.clone()
+    b = a * a  # saves a (version 0) for its backward
+    numpy_add_one(mark).apply(a)
+    label = "with mark_dirty   " if mark else "without mark_dirty"
+    try:
+        b.backward()
+        print(f"{label} version of a: {a._version}, d(a*a)/da = {leaf.grad.item():.0f}  <- silently wrong, want 6")
+    except RuntimeError as err:
+        print(f"{label} version of a: {a._version}, RuntimeError: {str(err).split(' Hint')[0]}")
 
 # %% [markdown]
 # ## `mark_non_differentiable`: outputs without gradients
@@ -335,14 +406,11 @@ print("gradcheck:", gradcheck(CubeSavingSquare.apply, (x64,)),
 # ### `once_differentiable`: say so when you can't
 #
 # If a backward cannot be differentiated (NumPy inside, an intermediate you want to keep),
-# decorate it with `@once_differentiable`. Backward then runs without recording, so its
-# result does not require grad: differentiating it again directly is an error rather
-# than a wrong number, `gradgradcheck` reports the failure, and readers of the code know.
+# decorate it with `@once_differentiable`. It documents the limit for readers, and it
+# makes **some** ways of differentiating again fail loudly. Not all of them: here is
+# the same second derivative as above ($48$ at $x = 2$) taken three ways.
 
 # %%
-from torch.autograd.function import once_differentiable
-
-
 class CubeOnce(Function):
     @staticmethod
     def forward(ctx, x):
@@ -356,14 +424,73 @@ class CubeOnce(Function):
         return 3 * square * grad_output
 
 
+print("torch.autograd.grad twice:", second_derivative(CubeOnce.apply), " (want 32, 48)")
+
+hessian = torch.autograd.functional.hessian(lambda t: CubeOnce.apply(t) * t, torch.tensor(2.0))
+print("torch.autograd.functional.hessian:", hessian.item(), " (want 48)")
+
 x = torch.tensor(2.0, requires_grad=True)
-(first,) = torch.autograd.grad(CubeOnce.apply(x), x, create_graph=True)
-print("first derivative", first.item(), "| requires grad:", first.requires_grad)
+(first,) = torch.autograd.grad(CubeOnce.apply(x) * x, x, create_graph=True)
 try:
-    torch.autograd.grad(first, x)
+    first.backward()
 except RuntimeError as err:
-    print("RuntimeError:", err)
-print("gradgradcheck:", gradgradcheck(CubeOnce.apply, (x64,), raise_exception=False))
+    print("first.backward(): RuntimeError:", err)
+
+# %% [markdown]
+# Only `.backward()` raises. `torch.autograd.grad` and `hessian` return **12**, silently.
+# Why? The decorator runs backward without recording and attaches its result to a
+# special error node. That node hangs off fresh copies of the results, not off `x`.
+# `torch.autograd.grad(first, x)` runs only the part of the graph that leads to `x`, so
+# it never reaches the error node and treats that whole path as contributing nothing:
+# 12 is $\frac{d}{dx} x^3 = 3x^2$, the derivative of the *other* term of
+# $\frac{d}{dx}\big(\text{Cube}(x)\,x\big) = 3x^2 \cdot x + x^3$. `.backward()` runs every
+# node, meets the error node, and raises.
+#
+# So the decorator is documentation plus a partial guard. The **real guard is
+# `gradgradcheck`**, which compares second derivatives with finite differences and
+# fails for every Function whose backward is not differentiable:
+
+# %%
+print("gradgradcheck(CubeOnce):", gradgradcheck(CubeOnce.apply, (x64,), raise_exception=False))
+
+# %% [markdown]
+# ### The NumPy Function without the decorator
+#
+# `NumpyCumsum` from reason 1 is marked. Remove the mark and nothing complains at any
+# point: the NumPy backward returns a tensor with no history, and the second derivative
+# is silently wrong, whichever way you take it. With $f(x) = \sum_i \operatorname{cumsum}(x)_i\, x_i$
+# at $x = (1, 2, 3)$, the column sums of the Hessian are $(4, 4, 4)$:
+
+# %%
+class NumpyCumsumUnmarked(NumpyCumsum):
+    @staticmethod
+    def backward(ctx, grad_output):  # the same NumPy code, without @once_differentiable
+        g = grad_output.detach().cpu().numpy()
+        return torch.from_numpy(np.cumsum(g[::-1])[::-1].copy()).to(grad_output.device)
+
+
+def second_derivative_sums(cumsum):
+    """d/dx of sum(df/dx) for f(x) = sum(cumsum(x) * x), taken with .backward()."""
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad((cumsum(x) * x).sum(), x, create_graph=True)
+    first.sum().backward()
+    return x.grad
+
+
+print("torch.cumsum       :", second_derivative_sums(lambda t: torch.cumsum(t, 0)))
+print("NumpyCumsumUnmarked:", second_derivative_sums(NumpyCumsumUnmarked.apply), " <- silently wrong")
+try:
+    second_derivative_sums(NumpyCumsum.apply)
+except RuntimeError as err:
+    print("NumpyCumsum (marked): RuntimeError:", err)
+for fn in (NumpyCumsumUnmarked, NumpyCumsum):
+    print(f"gradgradcheck({fn.__name__}):", gradgradcheck(fn.apply, (x64,), raise_exception=False))
+
+# %% [markdown]
+# The mark turns a silent wrong number into an error for `.backward()`;
+# `torch.autograd.grad` stays silent either way (as with `CubeOnce`); `gradgradcheck`
+# catches both. Mark every backward that cannot be differentiated, and run
+# `gradgradcheck` on every Function that claims it can.
 
 # %% [markdown]
 # ## Optional arguments
@@ -377,20 +504,72 @@ class Scale(Function):
     def forward(ctx, x, factor=2.0, clamp=None):
         ctx.factor = factor
         out = x * factor
-        return out if clamp is None else out.clamp(max=clamp)
+        if clamp is not None:
+            ctx.save_for_backward(out <= clamp)  # where the clamp lets the gradient through
+            out = out.clamp(max=clamp)
+        return out
 
     @staticmethod
     def backward(ctx, grad_output):
-        return grad_output * ctx.factor, None, None  # works whether 1, 2 or 3 arguments were passed
+        grad = grad_output * ctx.factor
+        if ctx.saved_tensors:  # empty when no clamp was given
+            (passed,) = ctx.saved_tensors
+            grad = grad * passed
+        return grad, None, None  # works whether 1, 2 or 3 arguments were passed
 
 
 x = torch.tensor([1.0, 2.0], requires_grad=True)
 Scale.apply(x).sum().backward()
 print("x.grad with the default factor:", x.grad)
 
+torch.manual_seed(0)
+x_check = torch.randn(8, dtype=torch.float64, requires_grad=True)
+for args in [(x_check,), (x_check, 3.0), (x_check, 3.0, 1.0)]:
+    print(f"gradcheck with {len(args)} argument(s):", gradcheck(Scale.apply, args))
+
 # %% [markdown]
-# (`Scale` ignores the clamp in backward on purpose to keep the example short; a real
-# one would zero the gradient where the clamp is active.)
+# The clamp needs its own gradient rule: zero where the clamp is active, as
+# `torch.clamp` does. A `Scale` that ignored it would still look fine with the default
+# arguments, and `gradcheck` with a clamp is what would catch it.
+#
+# ## The modern spelling: `setup_context`
+#
+# Every Function in this course puts `ctx` into `forward`. Since PyTorch 2.0 there is a
+# second spelling: `forward` takes only the inputs and computes, and a separate static
+# method `setup_context(ctx, inputs, output)` saves what backward needs. `backward` is
+# unchanged, and so is `apply`:
+
+# %%
+class CubeModern(Function):
+    @staticmethod
+    def forward(x):  # no ctx
+        return x ** 3
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * grad_output
+
+
+print("CubeModern: first and second derivative of x^4 at 2:", second_derivative(CubeModern.apply))
+for fn in (CubeModern, Cube):
+    try:
+        print(f"torch.func.grad({fn.__name__}.apply)(2.0) =", torch.func.grad(fn.apply)(torch.tensor(2.0)).item())
+    except RuntimeError as err:
+        print(f"torch.func.grad({fn.__name__}.apply): RuntimeError:", str(err).split(". ")[0] + ".")
+
+# %% [markdown]
+# Both spellings behave the same under `.backward()` and `torch.autograd.grad`. The
+# difference shows with the function transforms of `torch.func` (`grad`, `vmap`,
+# `jacrev`, ...): they need `setup_context`, and refuse the old spelling, as above.
+# [Lesson 08](08_torch_func_and_compile.ipynb) continues from here: the
+# `setup_context` style in depth, `torch.func`, forward mode, and Functions under
+# `torch.compile`.
 #
 # ## What to take away
 #
@@ -398,5 +577,14 @@ print("x.grad with the default factor:", x.grad)
 #   or to save memory by fusing ops. Otherwise compose PyTorch ops.
 # * `mark_dirty` for in-place forwards, `mark_non_differentiable` for outputs like indices,
 #   `set_materialize_grads(False)` to receive `None` for unused outputs.
+# * The straight-through estimator can also be written `w + (torch.round(w) - w).detach()`;
+#   a Function is the better tool when the backward is not the derivative of an
+#   expression you can write, or should be a named node.
+# * `mark_dirty` keeps version counters honest: without it, an in-place change PyTorch
+#   cannot see (NumPy) gives silently wrong gradients elsewhere in the graph.
 # * A backward made of PyTorch ops on inputs and outputs supports double backward; check
-#   it with `gradgradcheck`. Otherwise mark it `@once_differentiable`.
+#   it with `gradgradcheck`. Otherwise mark it `@once_differentiable`, knowing that the
+#   mark makes `.backward()` raise but leaves `torch.autograd.grad` silently wrong:
+#   `gradgradcheck` is the real guard.
+# * New code can use the `forward` + `setup_context` spelling, which `torch.func` needs
+#   (lesson 08).
