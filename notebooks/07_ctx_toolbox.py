@@ -305,6 +305,33 @@ print("values", values, " idx", idx, " idx.requires_grad:", idx.requires_grad)
 print("x.grad", x.grad, " (x[0]=3 is the largest, so it gets weight 100)")
 
 # %% [markdown]
+# For `idx` the mark is documentation more than necessity: an **integer** tensor can never
+# require grad, so `idx.requires_grad` would be `False` anyway. The mark matters for a
+# **floating-point** output that has no meaningful gradient, such as a 0/1 mask. Without
+# it the mask requires grad, so code downstream can "differentiate" through it, and the
+# gradient it sends back is silently dropped by a backward that ignores it:
+
+# %%
+def with_positive_mask(mark):
+    class TimesTwoWithMask(Function):
+        @staticmethod
+        def forward(ctx, x):
+            mask = (x > 0).to(x.dtype)  # float, but not differentiable
+            if mark:
+                ctx.mark_non_differentiable(mask)
+            return x * 2, mask
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_mask):
+            return grad_out * 2  # grad_mask is ignored
+    return TimesTwoWithMask
+
+
+for mark in (False, True):
+    _, mask = with_positive_mask(mark).apply(torch.tensor([-1.0, 2.0], requires_grad=True))
+    print(f"mark_non_differentiable {'used' if mark else 'not used'}: mask.requires_grad = {mask.requires_grad}")
+
+# %% [markdown]
 # ## `set_materialize_grads(False)`: skip work for unused outputs
 #
 # When a Function has several outputs and only some are used, autograd by default fills
@@ -338,9 +365,10 @@ print("x.grad", x.grad)
 # %% [markdown]
 # ## Double backward
 #
-# `torch.autograd.grad(..., create_graph=True)` records the backward pass itself, so the
-# gradient can be differentiated again (Hessian-vector products, gradient penalties).
-# A custom Function supports this **for free** when its backward is written with
+# `torch.autograd.grad(..., create_graph=True)` records the backward pass itself (every
+# node's vector-Jacobian product), so the gradient can be differentiated again
+# (Hessian-vector products, gradient penalties). A custom Function supports this **for
+# free** when its backward is written with
 # differentiable PyTorch ops on tensors that are inputs or outputs. Take a `Cube`
 # Function and differentiate $\text{Cube}(x) \cdot x = x^4$ twice: $4x^3 = 32$ and
 # $12x^2 = 48$ at $x = 2$.

@@ -432,3 +432,27 @@ def test_07_torch_func_needs_setup_context():
     assert torch.func.grad(CubeModern.apply)(torch.tensor(2.0)).item() == 12.0
     with pytest.raises(RuntimeError, match="setup_context"):
         torch.func.grad(Cube.apply)(torch.tensor(2.0))
+
+
+def test_07_mark_non_differentiable_matters_for_float_outputs():
+    """07 'mark_non_differentiable': integer outputs never require grad; a float mask does unless marked."""
+    def with_mask(mark):
+        class TimesTwoWithMask(Function):
+            @staticmethod
+            def forward(ctx, x):
+                _, idx = torch.sort(x)
+                mask = (x > 0).to(x.dtype)
+                if mark:
+                    ctx.mark_non_differentiable(mask)
+                return x * 2, mask, idx
+
+            @staticmethod
+            def backward(ctx, grad_out, grad_mask, grad_idx):
+                return grad_out * 2
+        return TimesTwoWithMask
+
+    x = torch.tensor([-1.0, 2.0], requires_grad=True)
+    _, mask, idx = with_mask(False).apply(x)
+    assert mask.requires_grad and not idx.requires_grad
+    _, mask, idx = with_mask(True).apply(x)
+    assert not mask.requires_grad and not idx.requires_grad
