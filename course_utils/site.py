@@ -145,6 +145,7 @@ def stage_notebook(rel_path: str, site_pages: set[str]) -> nbformat.NotebookNode
 
 
 MATHJAX_UNUSED = ("*-full*.js", "mml-*.js", "tex-mml-*.js", "tex-svg.js", "node-main.js", "svg")
+CSS = ".cell_output .output { overflow-x: auto; }\n.widget-note { margin-bottom: 0.5em; }\n"  # wide graphs scroll
 FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
            'fill="#ee4c2c"/><text x="8" y="13" font-size="13" text-anchor="middle" fill="#fff">&#8706;</text></svg>')
 
@@ -181,6 +182,7 @@ def sphinx_settings() -> dict:
         "html_context": {"default_mode": "light"},
         "html_show_sourcelink": False,
         "html_favicon": "_static/favicon.svg",
+        "html_css_files": ["course.css"],
         "mathjax_path": "mathjax/tex-chtml.js",
         "suppress_warnings": ["mystnb.unknown_mime_type"],
     }
@@ -203,6 +205,7 @@ def stage(src: Path) -> None:
         _write_if_changed(src / rel, nbformat.writes(stage_notebook(rel, site_pages)))
     _write_if_changed(src / "instructors.md", _rewrite_links(instructors_markdown(), "README.md", site_pages))
     _write_if_changed(src / "_static" / "favicon.svg", FAVICON)
+    _write_if_changed(src / "_static" / "course.css", CSS)
     mathjax = src / "_static" / "mathjax"
     if not (mathjax / "tex-chtml.js").exists():
         shutil.copytree(mathjax_dir(), mathjax, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*MATHJAX_UNUSED))
@@ -234,11 +237,21 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
     return html
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 (the base class's name)
+        pass
+
+
+def make_server(html: Path, port: int) -> http.server.ThreadingHTTPServer:
+    """An HTTP server for the built site on 127.0.0.1 (port 0: any free port)."""
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
 def serve(html: Path, port: int) -> None:
     """Serve the built site on http://127.0.0.1:PORT until Ctrl-C."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(html))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        print(f"serving the site on http://127.0.0.1:{port}/ (Ctrl-C to stop)")
+    with make_server(html, port) as server:
+        print(f"serving the site on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)")
         try:
             server.serve_forever()
         except KeyboardInterrupt:
