@@ -45,12 +45,16 @@ class _StorageTracker(TorchDispatchMode):
         self.live -= nbytes
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        # a view or an in-place result shares an input's storage: no new allocation
+        inputs = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0]
+                  if isinstance(t, torch.Tensor) and not t.is_meta}
+        out = func(*args, **kwargs)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and not t.is_meta:
                 storage = t.untyped_storage()
                 key = id(storage)
-                if key in self._tracked or storage.nbytes() == 0:
+                if key in self._tracked or key in inputs or storage.nbytes() == 0:
                     continue
                 self._tracked.add(key)
                 self.live += storage.nbytes()

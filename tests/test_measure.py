@@ -178,3 +178,13 @@ def test_benchmark_sections_are_replaced_in_place():
     text = update(text, "a", "## A\n3")
     assert text.count(markers("a")[0]) == 1 and "## A\n3" in text and "## A\n1" not in text
     assert text.index("## A") < text.index("## B\n2")
+
+
+def test_views_and_in_place_results_are_not_new_memory():
+    x = torch.randn(1000)
+    assert measure.peak_memory(lambda: x.view(10, 100).t()) == 0
+    assert measure.peak_memory(lambda: x.add_(1)) == 0
+    assert measure.peak_memory(lambda: x.detach() + 1) == 4000
+    xg = torch.randn(1000, requires_grad=True)
+    mem = measure.pass_memory(lambda: xg.view(10, 100))
+    assert (mem.held, mem.output) == (0, 0) and mem.peak >= 4000  # x.grad is new
