@@ -6,7 +6,7 @@ import jupytext
 import pytest
 
 from conftest import ROOT
-from course_utils import checks, release
+from course_utils import checks, release, wire
 
 PRELUDE = "import math, torch\nfrom torch import nn\nfrom torch.autograd import Function\n"
 
@@ -445,7 +445,7 @@ BFS_BACKWARD = """
 """
 
 BUGS.update({
-    "scalar_no_accumulation": ("scalar_engine", scalar_source(op="="), ["x * x at 3 (x used twice)", "+="]),
+    "scalar_no_accumulation": ("scalar_engine", scalar_source(op="="), ["x * x (x used twice) at 3", "+="]),
     "scalar_wrong_order": ("scalar_engine", scalar_source(backward=BFS_BACKWARD),
                            ["shared sub-expression", "reverse topological order"]),
     "scalar_local_derivative": ("scalar_engine", scalar_source(exp_local="1.0"),
@@ -469,7 +469,7 @@ def test_each_mistake_gets_its_hint(code):
 
 
 def test_every_catalogue_entry_is_tested():
-    tested = set(BUGS) | {"not_attempted", "timeout", "gradient_wrong"}
+    tested = set(BUGS) | {"not_attempted", "timeout", "gradient_wrong", "malformed_result"}
     assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
 
 
@@ -557,3 +557,39 @@ def test_check_cell_metadata_matches_exercise_points():
                 assert meta["solution"] and not meta["locked"] and meta["grade_id"].endswith("_answer")
             else:
                 assert meta["locked"] and not meta["solution"] and not meta["grade"]
+
+
+# --------------------------------------------------------------------------- probe / judge split
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_judge_gives_zero_for_malformed_facts(grade_id):
+    """Whatever arrives from beside the student's code, the judge never crashes and never pays for garbage."""
+    ex = checks.EXERCISES[grade_id]
+    request = ex.request(3)
+    good = checks.probe(ex, solution_namespace(EXERCISE_NOTEBOOK[grade_id]), request)
+    assert checks.judge(ex, request, good).status == "passed"
+    junk = [None, 5, "lots", {"stages": "x"}, {"stages": [None] * len(ex.stages)},
+            {"stages": [{"cases": [{"out": "x"}]}] * len(ex.stages)}, {"stages": good["stages"][:-1]},
+            {"stages": [{"$error": {"code": "passed", "hint": "x"}}] * len(ex.stages)}]
+    for facts in junk:
+        result = checks.judge(ex, request, facts)
+        assert result.points == 0, (facts, result.report())
+        assert result.mistakes in (["malformed_result"], [result.mistakes[0]]) and "Traceback" not in result.report()
+
+
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_fresh_seeds_change_inputs_but_not_the_verdict(grade_id):
+    ex = checks.EXERCISES[grade_id]
+    ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
+    assert wire.dumps(ex.request(1)) != wire.dumps(ex.request(2))
+    for seed in (1, 2):
+        assert checks.run_check(grade_id, ns, seed=seed).status == "passed"
+
+
+def test_judge_does_not_accept_points_from_facts():
+    ex = checks.EXERCISES["mul"]
+    request = ex.request(0)
+    facts = checks.probe(ex, ns_from(BUGS["swapped_gradients"][1]), request)
+    facts["points"] = 1e6
+    facts["status"] = "passed"
+    result = checks.judge(ex, request, facts)
+    assert result.points == 1 and result.mistakes == ["swapped_gradients"]

@@ -1,157 +1,195 @@
-"""The grader on a corpus of submissions: correct, mistaken, hostile and broken ones."""
+"""The grader on a corpus of honest, mistaken, broken and hostile submissions (see grading_corpus).
+
+One batch runs the documented command (``--jobs 2``, the sandbox as the machine allows,
+as whatever user runs the tests: root in CI). The assertions are about outcomes: no
+unearned points, nothing that is not the student's own in any report, no file outside
+the sandbox changed, every submission a row, honest neighbours keep full marks, nothing
+left running.
+"""
+import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from conftest import ROOT
-from course_utils import grade
+from conftest import ROOT, free_port
+from course_utils.grading import sandbox
+from grading_corpus import MARKER, SECRET, write_corpus
 
-SANDBOX = grade.sandbox_available()
-TIMEOUT = "12"
-
-
-def submission(number: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
-    """A student's copy of exercise notebook `number`: solutions everywhere unless `answers` overrides."""
-    nb = nbformat.read(ROOT / "solutions" / f"{number}_exercises.ipynb", as_version=4)
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if answers and gid in answers:
-            cell.source = answers[gid]
-    if edit:
-        edit(nb)
-    return nb
+BOX = sandbox.detect()
+SANDBOXED = BOX.mode != "none"
+TIMEOUT = "8"
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {BOX.reason}")
 
 
-def unattempted(number: str) -> nbformat.NotebookNode:
-    return nbformat.read(ROOT / "exercises" / f"{number}_exercises.ipynb", as_version=4)
-
-
-SWAPPED_MUL = """import torch
-from torch.autograd import Function
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * a, g * b
-"""
-
-
-def tamper_check_cell(nb):
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.source = 'print("✓ mul: 2/2 points. All checks passed.")'
-
-
-def corpus(folder: Path, victim: Path) -> dict[str, object]:
-    """Write every kind of submission into `folder`; return name -> expectations."""
-    folder.mkdir(parents=True)
-    linear_ok = submission("04").cells
-    fn_answer = next(c.source for c in linear_ok if c.metadata.get("nbgrader", {}).get("grade_id") ==
-                     "linear_function_answer")
-    cases = {
-        "correct.ipynb": (submission("02"), {"mul": 2}, []),
-        "swapped.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}), {"mul": 1}, []),
-        "unattempted.ipynb": (unattempted("06"), {"abs_prod": 0}, []),
-        "tampered_check.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}, tamper_check_cell), {"mul": 1},
-                                 ["locked cell mul was modified"]),
-        "patched_checker.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL + (
-            "torch.allclose = lambda *a, **k: True\n"
-            "torch.equal = lambda *a, **k: True\n"
-            "torch.autograd.gradcheck = lambda *a, **k: True\n")}),
-            {"mul": 1}, ["assigns to a torch attribute", "patched the checking machinery", "torch.allclose"]),
-        "fake_output.ipynb": (submission("02", {"mul_answer": "print('✓ mul: 2/2 points. All checks passed.')"}),
-                              {"mul": 0}, ["looks like a check result"]),
-        "infinite_loop.ipynb": (submission("04", {"linear_module_answer": fn_answer + "\nwhile True:\n    pass\n"}),
-                                {"linear_function": 4, "linear_module": 0}, []),
-        "uninterruptible_loop.ipynb": (submission("04", {"linear_module_answer": (
-            "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")}),
-            {"linear_function": 4, "linear_module": 0}, []),
-        "memory_hog.ipynb": (submission("04", {"linear_module_answer": "import torch\nhog = torch.ones(3 * 10**9)\n"}),
-                             {"linear_function": 4, "linear_module": 0}, []),
-        "kernel_killer.ipynb": (submission("04", {"linear_module_answer": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"}),
-                                {"linear_function": 4, "linear_module": 0}, []),
-        "sys_exit.ipynb": (submission("04", {"linear_module_answer": "import sys\nsys.exit(0)\n"}),
-                           {"linear_function": 4, "linear_module": 0}, []),
-        "os_exit.ipynb": (submission("04", {"linear_module_answer": "import os\nos._exit(0)\n"}),
-                          {"linear_function": 4, "linear_module": 0}, []),
-        "huge_output.ipynb": (submission("05", {"killhead_answer": next(
-            c.source for c in submission("05").cells if c.metadata.get("nbgrader", {}).get("solution"))
-            + "\nfor _ in range(3000):\n    print('x' * 1000)\n"}), {"killhead": 2}, ["printed 3,003,000 characters"]),
-        "writes_outside.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL + (
-            f"for target in [{str(victim)!r}, {str(folder / 'correct.ipynb')!r}]:\n"
-            "    try:\n"
-            "        open(target, 'w').write('overwritten')\n"
-            "    except OSError:\n"
-            "        pass\n")}), {"mul": 1}, []),
-    }
-    for name, (nb, _, _) in cases.items():
-        nbformat.write(nb, folder / name)
-    (folder / "notes.txt").write_text("not a notebook at all\n")
-    (folder / "truncated.ipynb").write_text((folder / "correct.ipynb").read_text()[:700])
-    alien = submission("02")
-    alien.metadata["autograd_course"]["assignment"] = "99_unknown"
-    nbformat.write(alien, folder / "unknown_assignment.ipynb")
-    gutted = submission("02")
-    gutted.cells = [c for c in gutted.cells if not c.metadata.get("nbgrader", {}).get("solution")]
-    nbformat.write(gutted, folder / "no_answers.ipynb")
-    expect = {name: {"points": pts, "flags": flags} for name, (_, pts, flags) in cases.items()}
-    expect["notes.txt"] = {"status": "not a notebook", "flags": ["not JSON"]}
-    expect["truncated.ipynb"] = {"status": "not a notebook", "flags": ["truncated or invalid JSON"]}
-    expect["unknown_assignment.ipynb"] = {"status": "unknown assignment", "flags": ["no known assignment", "99_unknown"]}
-    expect["no_answers.ipynb"] = {"status": "no answer cells", "flags": ["has no answer cells"]}
-    return expect
-
-
-def run_grader(*args, cwd=None) -> subprocess.CompletedProcess:
+def run_grader(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "course_utils.grade", *args], capture_output=True, text=True,
-                          cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1200)
+                          cwd=cwd, env=env or dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1500)
+
+
+def tree_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def leftovers() -> list[str]:
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                cmd = open(f"/proc/{p}/cmdline", "rb").read()
+                uid = int(open(f"/proc/{p}/status").read().split("Uid:")[1].split()[0])
+            except (OSError, IndexError, ValueError):
+                continue
+            if MARKER.encode() in cmd or sandbox.ROOT_MODE_FIRST_UID <= uid < sandbox.ROOT_MODE_FIRST_UID + 64:
+                found.append(f"{p}: {cmd[:80]!r}")
+    return found
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     base = tmp_path_factory.mktemp("grading")
+    home = base / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text(SECRET)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(b"\0course-grader-test")
+    abstract.listen()
     victim = base / "grades.csv"
-    expect = corpus(base / "subs", victim)
-    before = {p.name: p.read_bytes() for p in (base / "subs").iterdir()}
-    proc = run_grader(str(base / "subs"), "--out", str(victim), "--feedback-dir", str(base / "fb"),
-                      "--json", "--jobs", "2", "--timeout", TIMEOUT, cwd=base)
-    rows = {Path(json.loads(line)["submission"]).name: json.loads(line) for line in proc.stdout.splitlines()}
-    return {"base": base, "proc": proc, "rows": rows, "expect": expect, "before": before}
+    victim.write_text("the instructor's previous table\n")
+    subs = base / "subs"
+    ctx = {"VICTIM": str(victim), "PORT": listener.getsockname()[1], "ABSTRACT": "course-grader-test",
+           "SOLUTIONS": str(ROOT / "solutions" / "02_exercises.py"), "BATCH": str(subs),
+           "HOME_FILE": str(home / "secret.txt"), "SECRET": SECRET, "MARKER": MARKER}
+    expect = write_corpus(subs, ctx)
+    before = {"subs": tree_digest(subs), "course": tree_digest(ROOT / "course_utils"), "victim": victim.read_bytes()}
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(home), INSTRUCTOR_TOKEN=SECRET)
+    proc = run_grader(str(subs), "--out", str(base / "out" / "grades.csv"), "--feedback-dir", str(base / "fb"),
+                      "--json", "--jobs", "2", "--timeout", TIMEOUT, "--memory", "2", cwd=base, env=env)
+    listener.close()
+    abstract.close()
+    rows = {}
+    for line in proc.stdout.splitlines():
+        row = json.loads(line)
+        rows[str(Path(row["submission"]).relative_to(subs))] = row
+    return {"base": base, "subs": subs, "proc": proc, "rows": rows, "expect": expect, "before": before,
+            "victim": victim, "leftovers": leftovers()}
 
 
-def test_batch_exits_zero_and_grades_everything(batch):
-    assert batch["proc"].returncode == 0, batch["proc"].stderr
+def test_batch_exits_zero_and_every_submission_gets_a_row(batch):
+    assert batch["proc"].returncode == 0, batch["proc"].stderr[-3000:]
     assert set(batch["rows"]) == set(batch["expect"])
+    table = (batch["base"] / "out" / "grades.csv").read_text().splitlines()
+    assert len(table) == 1 + len(batch["expect"])
 
 
-@pytest.mark.parametrize("name", [
-    "correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.ipynb", "patched_checker.ipynb",
-    "fake_output.ipynb", "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb",
-    "kernel_killer.ipynb", "sys_exit.ipynb", "os_exit.ipynb", "huge_output.ipynb", "writes_outside.ipynb",
-    "notes.txt", "truncated.ipynb", "unknown_assignment.ipynb", "no_answers.ipynb"])
+CASES = ["correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.ipynb", "fake_output.ipynb",
+         "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
+         "sys_exit.ipynb", "os_exit.ipynb", "huge_output.ipynb", "escape.ipynb", "forge_points.ipynb",
+         "torch_overrides.ipynb", "keepalive.ipynb", "flood.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
+         "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
+         "truncated.ipynb", "unknown_assignment.ipynb", "no_answers.ipynb", "source_not_text.ipynb",
+         "list_grade_id.ipynb", "link_to_solution.ipynb", "linked_folder"]
+
+
+@pytest.mark.parametrize("name", CASES)
 def test_each_submission_gets_expected_points_and_flags(batch, name):
+    if not SANDBOXED and name in ("escape.ipynb", "memory_children.ipynb", "busy.ipynb", "fill_scratch.ipynb"):
+        pytest.skip("needs the sandbox")
     row, want = batch["rows"][name], batch["expect"][name]
     if "points" in want:
-        assert row["status"] == "graded"
+        assert row["status"] == "graded", row
         assert {g: e["points"] for g, e in row["exercises"].items()} == want["points"], row
         assert row["total"] == sum(want["points"].values())
     else:
-        assert row["status"] == want["status"] and row["total"] == 0
+        assert row["status"] == want["status"] and row["total"] == 0, row
     flags = " | ".join(row["flags"])
     for phrase in want["flags"]:
         assert phrase in flags, f"{phrase!r} not in {flags!r}"
-    if SANDBOX:
-        assert "without sandbox" not in flags
+    assert ("without sandbox" in flags) == (not SANDBOXED and "points" in want)
+
+
+def test_points_never_exceed_the_course_maximum(batch):
+    from course_utils.checks import EXERCISES
+
+    for row in batch["rows"].values():
+        for gid, e in row["exercises"].items():
+            assert 0 <= e["points"] <= EXERCISES[gid].points == e["max"], (row["submission"], gid, e)
+
+
+@needs_sandbox
+def test_escape_attempts_all_fail(batch):
+    feedback = batch["rows"]["escape.ipynb"]["exercises"]["mul"]["feedback"]
+    report = re.search(r"REPORT ran=(\d+) ok=(\S+)", feedback)
+    assert report, feedback
+    assert report.group(1) == "19" and report.group(2) == "none", feedback
+
+
+@needs_sandbox
+def test_no_file_outside_the_sandbox_changed(batch):
+    assert tree_digest(batch["subs"]) == batch["before"]["subs"]
+    assert tree_digest(ROOT / "course_utils") == batch["before"]["course"]
+    assert batch["victim"].read_bytes() == batch["before"]["victim"]
+    assert not Path("/usr/pwned").exists()
+
+
+def test_nothing_is_left_running(batch):
+    assert batch["leftovers"] == []
+
+
+def test_reports_hold_nothing_that_is_not_the_students_own(batch):
+    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout]
+    texts += [p.read_text() for p in (batch["base"] / "fb").iterdir()]
+    solution_line = "ctx.save_for_backward(a, b)"  # in solutions/02, absent from every answer but the students'
+    for text in texts:
+        assert SECRET not in text
+        assert "instructor's previous table" not in text
+    if SANDBOXED:
+        assert all(solution_line not in t for t in texts[2:])
+
+
+def test_forged_and_hostile_channels_are_reported(batch):
+    rows = batch["rows"]
+    assert "not valid" in " ".join(rows["forge_points.ipynb"]["flags"])
+    assert "time limit" in rows["keepalive.ipynb"]["exercises"]["mul"]["feedback"]
+    assert "sent more data" in rows["flood.ipynb"]["exercises"]["mul"]["feedback"]
+    assert "time limit" in rows["busy.ipynb"]["exercises"]["mul"]["feedback"]
+
+
+@needs_sandbox
+def test_memory_is_capped_for_all_processes_together(batch):
+    mul = batch["rows"]["memory_children.ipynb"]["exercises"]["mul"]["feedback"]
+    report = re.search(r"children_ok=(\d)", mul)
+    assert (report and int(report.group(1)) <= 1) or "memory" in mul, mul
+
+
+def test_a_restarted_runner_is_the_real_one(batch):
+    """Files planted in the scratch folder (a fake runner, sitecustomize) are not what starts next."""
+    feedback = batch["rows"]["shadow_worker.ipynb"]["exercises"]["linear_module"]["feedback"]
+    assert "LinearFunction" in feedback and "time limit" not in feedback, feedback
+
+
+def test_failures_are_explained(batch):
+    rows = batch["rows"]
+    fb = {n: rows[n]["exercises"]["linear_module"]["feedback"] for n in (
+        "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
+        "sys_exit.ipynb", "os_exit.ipynb")}
+    assert "time limit" in fb["infinite_loop.ipynb"] and "time limit" in fb["uninterruptible_loop.ipynb"]
+    assert "memory" in fb["memory_hog.ipynb"].lower()
+    assert "die" in fb["kernel_killer.ipynb"]
+    assert "sys.exit" in fb["sys_exit.ipynb"] and "os._exit" in fb["os_exit.ipynb"]
 
 
 def test_json_rows_have_the_contract_fields(batch):
@@ -163,78 +201,58 @@ def test_json_rows_have_the_contract_fields(batch):
     assert "swapped" in mul["feedback"] and "input 0 (`a`)" in mul["feedback"]
 
 
-def test_failures_are_explained(batch):
-    rows = batch["rows"]
-    assert "did not finish within" in rows["infinite_loop.ipynb"]["exercises"]["linear_module"]["feedback"]
-    assert "did not finish within" in rows["uninterruptible_loop.ipynb"]["exercises"]["linear_module"]["feedback"]
-    assert "memory" in rows["memory_hog.ipynb"]["exercises"]["linear_module"]["feedback"].lower()
-    assert "died" in rows["kernel_killer.ipynb"]["exercises"]["linear_module"]["feedback"]
-    assert "sys.exit" in rows["sys_exit.ipynb"]["exercises"]["linear_module"]["feedback"]
-    assert "os._exit" in rows["os_exit.ipynb"]["exercises"]["linear_module"]["feedback"]
+def test_feedback_files_are_unique_and_readable(batch):
+    names = sorted(p.name for p in (batch["base"] / "fb").iterdir())
+    assert len(names) == len(set(names)) == len(batch["expect"])
+    b = [n for n in names if n.startswith("a__b--")]
+    assert len(b) == 2, names  # a/b.ipynb and a__b.ipynb do not overwrite each other
+    texts = {(batch["base"] / "fb" / n).read_text() for n in b}
+    assert any("2/2 points" in t for t in texts) and any("1/2 points" in t for t in texts)
 
 
-def test_submissions_are_never_modified(batch):
-    after = {p.name: p.read_bytes() for p in (batch["base"] / "subs").iterdir()}
-    if not SANDBOX:
-        pytest.skip("without bubblewrap a hostile submission can write anywhere (README says so)")
-    assert after == batch["before"]
+def test_feedback_names_are_stable():
+    from course_utils.grading.reports import feedback_name
 
-
-@pytest.mark.skipif(not SANDBOX, reason="needs bubblewrap")
-def test_sandbox_blocks_writes_outside_scratch(batch):
-    table = (batch["base"] / "grades.csv").read_text()
-    assert table.startswith("submission,assignment,status,total,max") and "overwritten" not in table
-
-
-def test_table_and_feedback_files(batch):
-    table = (batch["base"] / "grades.csv").read_text().splitlines()
-    assert len(table) == 1 + len(batch["expect"])
-    header = table[0].split(",")
-    assert header[:5] == ["submission", "assignment", "status", "total", "max"] and header[-1] == "flags"
-    feedback = sorted(p.name for p in (batch["base"] / "fb").iterdir())
-    assert "swapped.txt" in feedback and "notes.txt.txt" in feedback and len(feedback) == len(batch["expect"])
-    text = (batch["base"] / "fb" / "swapped.txt").read_text()
-    assert "Result: graded, 1/2 points" in text and "swapped" in text
+    assert feedback_name("/x/a/b.ipynb", "/x") == feedback_name("/x/a/b.ipynb", "/x")
+    assert feedback_name("/x/a/b.ipynb", "/x") != feedback_name("/x/a__b.ipynb", "/x")
 
 
 def test_resume_skips_finished_submissions(batch, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
-    for name in ("correct.ipynb", "swapped.ipynb", "notes.txt"):
-        shutil.copy(batch["base"] / "subs" / name, subs / name)
+    for name in ("correct.ipynb", "notes.txt"):
+        shutil.copy(batch["subs"] / name, subs / name)
     first = run_grader(str(subs), "--out", str(tmp_path / "g.csv"), "--timeout", TIMEOUT)
     assert first.returncode == 0, first.stderr
     results = sorted((tmp_path / "g.csv.results").glob("*.json"))
-    assert len(results) == 3
+    assert len(results) == 2
     stamps = [p.stat().st_mtime_ns for p in results]
+    table = (tmp_path / "g.csv").read_text()
     second = run_grader(str(subs), "--out", str(tmp_path / "g.csv"), "--timeout", TIMEOUT, "--json")
-    assert "3 submission(s) already graded, 0 to go" in second.stderr
-    assert len(second.stdout.splitlines()) == 3  # --json still reports every submission
+    assert "2 submission(s) already graded, 0 to go" in second.stderr
+    assert len(second.stdout.splitlines()) == 2  # --json still reports every submission
     assert [p.stat().st_mtime_ns for p in results] == stamps
-    assert (tmp_path / "g.csv").read_text() == first_table(tmp_path)
-
-
-def first_table(tmp_path):
-    return (tmp_path / "g.csv").read_text()
+    assert (tmp_path / "g.csv").read_text() == table
+    results[0].write_text('{"submission": 5}')  # a damaged result is graded again, not a crash
+    third = run_grader(str(subs), "--out", str(tmp_path / "g.csv"), "--timeout", TIMEOUT)
+    assert third.returncode == 0 and "1 to go" in third.stderr
 
 
 def test_shards_merge_to_the_full_table(batch, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
-    for name in ("correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "notes.txt"):
-        shutil.copy(batch["base"] / "subs" / name, subs / name)
+    for name in ("correct.ipynb", "unattempted.ipynb", "notes.txt", "truncated.ipynb"):
+        shutil.copy(batch["subs"] / name, subs / name)
     for k in (1, 2):
         proc = run_grader(str(subs), "--shard", f"{k}/2", "--results", str(tmp_path / f"shard{k}"),
                           "--timeout", TIMEOUT)
         assert proc.returncode == 0, proc.stderr
-    counts = [len(list((tmp_path / f"shard{k}").glob("*.json"))) for k in (1, 2)]
-    assert counts == [2, 2]
+    assert [len(list((tmp_path / f"shard{k}").glob("*.json"))) for k in (1, 2)] == [2, 2]
     merged = run_grader("--merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "--out",
                         str(tmp_path / "merged.csv"))
     assert merged.returncode == 0, merged.stderr
-    full = run_grader(str(subs), "--out", str(tmp_path / "full.csv"), "--timeout", TIMEOUT)
-    assert full.returncode == 0
-    assert (tmp_path / "merged.csv").read_text() == (tmp_path / "full.csv").read_text()
+    rows = (tmp_path / "merged.csv").read_text().splitlines()
+    assert len(rows) == 5 and any(",2,2," in r for r in rows)
 
 
 @pytest.mark.parametrize("args, words", [
@@ -242,6 +260,7 @@ def test_shards_merge_to_the_full_table(batch, tmp_path):
     ([], "no submissions given"),
     (["--shard", "3/2", "."], "--shard must look like K/N"),
     (["--jobs", "0", "."], "--jobs must be at least 1"),
+    (["--memory", "0", "."], "--memory is in GiB"),
     (["--merge", "/no/such/results"], "is not a results folder"),
 ])
 def test_usage_errors_exit_2_with_one_sentence(args, words, tmp_path):
@@ -250,6 +269,24 @@ def test_usage_errors_exit_2_with_one_sentence(args, words, tmp_path):
     assert words in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_checksum_ignores_trailing_whitespace_only():
-    assert grade.checksum("a = 1\nb = 2\n") == grade.checksum("a = 1   \nb = 2")
-    assert grade.checksum("a = 1") != grade.checksum("a = 2")
+def test_as_a_normal_user_where_the_machine_allows(tmp_path):
+    """The same grader run by an unprivileged user: bubblewrap's user-namespace mode."""
+    if os.geteuid() != 0:
+        pytest.skip("already a normal user: the batch above covered it")
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                            "import torch, course_utils"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if probe.returncode != 0:
+        pytest.skip("this machine's Python is not readable by a normal user (it lives in root's home)")
+    subs = tmp_path / "subs"
+    subs.mkdir(mode=0o755)
+    from grading_corpus import SWAPPED_MUL, submission
+    import nbformat
+    nbformat.write(submission("02", {"mul_answer": SWAPPED_MUL}), subs / "s.ipynb")
+    os.chmod(tmp_path, 0o777)
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                           "course_utils.grade", str(subs), "--json", "--timeout", TIMEOUT], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path)), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert row["total"] == 1

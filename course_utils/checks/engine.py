@@ -1,0 +1,317 @@
+"""The small engine every exercise check is built from.
+
+An exercise is a list of stages worth points. Each stage has two halves:
+
+* ``probe(namespace, request)`` runs *beside the student's code* (in the notebook, or in the
+  grader's sandboxed runner). It calls the student's code on inputs from ``request`` and
+  returns plain data: tensors, numbers, strings, lists, dicts. It decides nothing.
+* ``judge(request, facts)`` runs *apart from the student's code* (in the notebook after the
+  probe, or in the grader's judge process). It computes PyTorch's reference on the same
+  inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
+
+Points come only from judging. The first failing stage stops the exercise. Student code
+that raises, loops or prints is handled by ``call``: an exception becomes a one-line
+message naming the function and line, a loop past the time limit is interrupted (POSIX
+main thread), printed output is captured and summarised.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import CourseError
+from .. import wire
+
+TIME_LIMIT = 20.0  # seconds per stage of student code (the grader enforces its own limit too)
+OUTPUT_LIMIT = 2000  # characters of captured student output kept
+HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
+
+MISTAKES: dict[str, str] = {}
+
+
+def catalogue(entries: Mapping[str, str]) -> None:
+    """Add recognised mistakes (code -> what it means) to the course's catalogue."""
+    for code, meaning in entries.items():
+        if code in MISTAKES and MISTAKES[code] != meaning:
+            raise ValueError(f"mistake code {code!r} is defined twice with different meanings")
+        MISTAKES[code] = meaning
+
+
+catalogue({
+    "not_attempted": "the exercise still raises NotImplementedError",
+    "missing_name": "the answer cell did not define the expected name",
+    "raised": "student code raised an exception",
+    "timeout": "student code ran past the time limit",
+    "malformed_result": "the data reported from beside the student's code was not what the check asked for",
+})
+
+# mistakes a probe may report (they come from running student code, not from comparing results)
+PROBE_CODES = {"not_attempted", "missing_name", "raised", "timeout", "not_a_function", "scalar_api", "no_graph",
+               "module_structure", "tensor_on_ctx"}
+
+
+class Mistake(Exception):
+    """A diagnosed failure: ``code`` is a key of MISTAKES, the message is the hint."""
+
+    def __init__(self, code: str, hint: str) -> None:
+        assert code in MISTAKES, code
+        super().__init__(hint)
+        self.code = code
+        self.hint = hint
+
+
+class NotAttempted(Exception):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+class Malformed(Exception):
+    """Facts from a probe do not have the shape the judge asked for."""
+
+
+@dataclass
+class Result:
+    """The outcome of one exercise: points, and feedback a student can act on."""
+
+    grade_id: str
+    points: float
+    max_points: float
+    status: str  # "passed" | "failed" | "not attempted"
+    feedback: str
+    mistakes: list[str] = field(default_factory=list)
+    passed_stages: list[str] = field(default_factory=list)
+    output_note: str = ""
+    flags: list[str] = field(default_factory=list)
+
+    def report(self) -> str:
+        head = f"{self.grade_id}: {self.points:g}/{self.max_points:g} points"
+        if self.status == "passed":
+            text = f"✓ {head}. All checks passed."
+        elif self.status == "not attempted":
+            text = f"· {head}. Not attempted yet: {self.feedback}"
+        else:
+            done = "".join(f"\n  ✓ {s}" for s in self.passed_stages)
+            text = f"✗ {head}.{done}\n  ✗ {self.feedback}"
+        return text + (f"\n  note: {self.output_note}" if self.output_note else "")
+
+    __str__ = report
+
+
+Probe = Callable[[Mapping[str, object], dict], object]
+Judge = Callable[[dict, object], "list[str] | None"]  # may return flags for the instructor
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    points: float
+    probe: Probe
+    judge: Judge
+
+
+@dataclass(frozen=True)
+class Exercise:
+    grade_id: str
+    title: str
+    names: tuple[str, ...]  # what the student's answer cell must define
+    stages: tuple[Stage, ...]
+    request: Callable[[int], dict]  # seed -> the inputs every stage is probed with
+
+    @property
+    def points(self) -> float:
+        return sum(s.points for s in self.stages)
+
+
+# --------------------------------------------------------------------------- guarded calls
+class CappedText(io.TextIOBase):
+    """A text stream that counts everything written and keeps only the first ``limit`` characters."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self.size = 0
+        self.kept: list[str] = []
+
+    def write(self, s: str) -> int:
+        s = str(s)
+        if self.size < self.limit:
+            self.kept.append(s[: self.limit - self.size])
+        self.size += len(s)
+        return len(s)
+
+    def text(self) -> str:
+        return "".join(self.kept)
+
+
+class _Guard:
+    """Captures output and enforces the time limit around student code."""
+
+    def __init__(self, time_limit: float) -> None:
+        self.time_limit = time_limit
+        self.out = CappedText()
+
+    @contextlib.contextmanager
+    def __call__(self):
+        use_alarm = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+                     and self.time_limit > 0)
+        previous = None
+        if use_alarm:
+            def _timeout(signum, frame):
+                raise TimeoutError("time limit")
+            previous = signal.signal(signal.SIGALRM, _timeout)
+            signal.setitimer(signal.ITIMER_REAL, self.time_limit)
+        try:
+            with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
+                yield
+        finally:
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+
+
+_GUARD: _Guard | None = None
+
+
+def _where(exc: BaseException) -> str:
+    """'in forward, line 7' for the innermost frame of student code (not torch, not this package)."""
+    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+        if "/torch/" in fr.filename or "course_utils" in fr.filename or fr.filename.startswith("<frozen"):
+            continue
+        return f" (in {fr.name}, line {fr.lineno} of your cell)"
+    return ""
+
+
+def call(what: str, fn: Callable, *args, **kwargs):
+    """Run student code ``fn(*args)``; turn failures into NotAttempted or a Mistake naming ``what``."""
+    guard = _GUARD or _Guard(TIME_LIMIT)
+    try:
+        with guard():
+            return fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        raise NotAttempted(what) from exc
+    except TimeoutError:
+        raise Mistake("timeout", f"{what} did not finish within {guard.time_limit:g} s: is there an endless loop?") from None
+    except (Mistake, NotAttempted):
+        raise
+    except RecursionError:
+        raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
+        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{_where(exc)}") from None
+
+
+def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
+    if name not in ns:
+        raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined. Run your answer cell above "
+                      f"(it must define `{name}`), then this check.")
+    return ns[name]
+
+
+# --------------------------------------------------------------------------- the two halves
+def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_limit: float = TIME_LIMIT) -> dict:
+    """Run every stage's probe beside the student's code; never raises for student errors.
+
+    Returns ``{"stages": [facts or {"$error": ...}, ...], "printed": n, "first_line": str}``.
+    """
+    global _GUARD
+    guard = _Guard(time_limit)
+    _GUARD = guard
+    stages: list[object] = []
+    try:
+        import torch
+
+        with torch.random.fork_rng():  # probes seed their own generators; leave the student's RNG alone
+            for stage in ex.stages:
+                try:
+                    stages.append(stage.probe(namespace, request))
+                except NotAttempted as na:
+                    stages.append({"$error": {"code": "not_attempted", "hint": na.what}})
+                except Mistake as m:
+                    stages.append({"$error": {"code": m.code, "hint": m.hint}})
+                except Exception as exc:  # student objects misbehaving outside a guarded call
+                    stages.append({"$error": {"code": "raised", "hint": f"{ex.grade_id}: your code raised "
+                                              f"{type(exc).__name__}: {str(exc)[:200]}"}})
+    finally:
+        _GUARD = None
+    shown = guard.out.text().strip().splitlines()[:1]
+    return {"stages": stages, "printed": guard.out.size, "first_line": shown[0][:80] if shown else ""}
+
+
+def judge(ex: Exercise, request: dict, facts: object) -> Result:
+    """Decide points and feedback from a probe's facts; student code never runs here."""
+    passed: list[str] = []
+    points = 0.0
+    flags: list[str] = []
+    status, feedback, mistakes = "passed", "", []
+    try:
+        if not isinstance(facts, dict) or not isinstance(facts.get("stages"), list) or \
+                len(facts["stages"]) != len(ex.stages):
+            raise Malformed("wrong number of stages")
+        for stage, stage_facts in zip(ex.stages, facts["stages"]):
+            try:
+                if isinstance(stage_facts, dict) and "$error" in stage_facts:
+                    _raise_error(stage_facts["$error"])
+                flags += stage.judge(request, stage_facts) or []
+            except NotAttempted as na:
+                mistakes = ["not_attempted"]
+                if not passed:
+                    status, feedback = "not attempted", f"{na.what} still raises NotImplementedError."
+                else:
+                    status, feedback = "failed", f"{stage.name}: {na.what} is not written yet."
+                break
+            except Mistake as m:
+                status, feedback, mistakes = "failed", f"{stage.name}: {m.hint}", [m.code]
+                break
+            passed.append(stage.name)
+            points += stage.points
+    except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+        points, status, mistakes = 0.0, "failed", ["malformed_result"]
+        feedback = ("the grader could not read what the check computed beside your code "
+                    f"({type(exc).__name__}); 0 points for this exercise.")
+        flags.append(f"{ex.grade_id}: malformed data from beside the student's code ({type(exc).__name__}: "
+                     f"{str(exc)[:80]})")
+    note = ""
+    printed = facts.get("printed", 0) if isinstance(facts, dict) else 0
+    if isinstance(printed, int) and printed > 0:
+        first = facts.get("first_line", "")
+        note = f"your code printed {printed} characters during the check (hidden)" + (
+            f"; first line: {first[:80]!r}" if isinstance(first, str) and first else "")
+    return Result(ex.grade_id, points, ex.points, status, feedback, mistakes, passed, note, sorted(set(flags)))
+
+
+def _raise_error(error: object) -> None:
+    if not isinstance(error, dict) or error.get("code") not in PROBE_CODES or not isinstance(error.get("hint"), str):
+        raise Malformed("unknown error record")
+    hint = error["hint"][:HINT_LIMIT]
+    if error["code"] == "not_attempted":
+        raise NotAttempted(hint)
+    raise Mistake(error["code"], hint)
+
+
+# --------------------------------------------------------------------------- entry points
+def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float = TIME_LIMIT, seed: int = 0) -> Result:
+    """Check one exercise against ``namespace`` (e.g. a notebook's globals()); never raises for student errors.
+
+    Probe and judge run in this process (it only serves the student); the facts still
+    travel through the grader's wire format, so the notebook sees exactly what the grader sees.
+    """
+    from . import EXERCISES
+
+    if grade_id not in EXERCISES:
+        raise CourseError(f"unknown exercise {grade_id!r}; known: {', '.join(EXERCISES)}.")
+    if not isinstance(namespace, Mapping):
+        raise CourseError("check() expects the notebook's namespace as second argument: check('mul', globals()).")
+    ex = EXERCISES[grade_id]
+    request = ex.request(seed)
+    facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
+    return judge(ex, request, wire.loads(wire.dumps(facts)))
+
+
+def check(grade_id: str, namespace: Mapping[str, object]) -> None:
+    """Check an exercise and print the verdict (what check cells call)."""
+    print(run_check(grade_id, namespace).report())

@@ -1,0 +1,367 @@
+"""Checking a custom ``torch.autograd.Function`` against PyTorch's own op.
+
+The judge picks the inputs (fresh per run, from a seed) and the ``grad_output``; the
+probe calls the student's ``Function.apply`` and its backward node on them and reports
+what came out; the judge compares with the reference and names the likely cause.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, call, catalogue, lookup
+from ..wire import Opaque
+
+catalogue({
+    "forward_wrong": "forward does not match the reference",
+    "forward_modifies_input": "forward modified an input in place",
+    "not_a_function": "the object is not a torch.autograd.Function subclass",
+    "no_graph": "apply returned a tensor that is not connected to the graph",
+    "tensor_on_ctx": "a tensor was stored as a ctx attribute instead of with save_for_backward",
+    "wrong_number_of_gradients": "backward returned a different number of values than forward has arguments",
+    "missing_none": "backward did not return None for a non-tensor argument",
+    "missing_gradient": "backward returned None for an input that needs a gradient",
+    "grad_output_inplace": "backward modified grad_output in place",
+    "wrong_shape": "a gradient has the wrong shape",
+    "wrong_dtype": "a gradient has the wrong dtype",
+    "nan_gradient": "a gradient contains NaN or inf",
+    "gradient_wrong": "a gradient does not match the reference",
+    "forgot_grad_output": "backward did not multiply by grad_output",
+    "gradcheck_failed": "torch.autograd.gradcheck fails in float64",
+    "ignores_needs_input_grad": "backward computes gradients that ctx.needs_input_grad says are not needed",
+})
+
+
+# --------------------------------------------------------------------------- inputs (judge side)
+def tensor_arg(shape, seed: int, dtype=torch.float64, grad: bool = True, low: float | None = None,
+               layout: str = "c") -> dict:
+    """A random input: values from ``seed``; ``low`` keeps them away from zero; layout c/t/s."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    if low is not None:
+        x = x.sign() * (x.abs() + low)
+    return {"t": x.to(dtype), "grad": grad, "layout": layout}
+
+
+def fixed_arg(values, dtype=torch.float64, grad: bool = True) -> dict:
+    return {"t": torch.tensor(values, dtype=dtype), "grad": grad, "layout": "c"}
+
+
+def value_arg(value: object) -> dict:
+    return {"v": value}
+
+
+def materialize(spec: dict) -> object:
+    """Build the argument described by ``spec``: the same values on both sides, fresh each time."""
+    if "t" not in spec:
+        return spec["v"]
+    x = spec["t"].detach().clone()
+    if spec["layout"] == "t" and x.dim() == 2:  # same values, transposed strides
+        x = x.t().contiguous().t()
+    elif spec["layout"] == "s":  # same values, every other element of a wider buffer
+        x = torch.stack([x, torch.zeros_like(x)], -1)[..., 0]
+    return x.requires_grad_(bool(spec["grad"]))
+
+
+def grad_output(shape, dtype, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(1000 + seed)
+    return torch.randn(tuple(shape), generator=gen, dtype=torch.float64).to(dtype)
+
+
+# --------------------------------------------------------------------------- comparisons
+def fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+
+
+def close(a: object, b: torch.Tensor, dtype: torch.dtype) -> bool:
+    if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.is_complex() or a.dtype == torch.bool:
+        return False
+    tol = 1e-5 if dtype == torch.float32 else 1e-10
+    return bool(torch.allclose(a.double(), b.double(), rtol=tol * 10, atol=tol))
+
+
+def reducible(got: torch.Size, want: torch.Size) -> bool:
+    try:
+        torch.zeros(got).sum_to_size(want)
+        return True
+    except RuntimeError:
+        return False
+
+
+def describe_input(names: tuple[str, ...], i: int) -> str:
+    return f"input {i} (`{names[i]}`)" if i < len(names) else f"input {i}"
+
+
+def attempt(fn: Callable[[], object]) -> object:
+    """Run one probe step; a failure of student code becomes an error record in its place."""
+    try:
+        return fn()
+    except NotAttempted as na:
+        return {"$error": {"code": "not_attempted", "hint": na.what}}
+    except Mistake as m:
+        return {"$error": {"code": m.code, "hint": m.hint}}
+    except Exception as exc:  # student objects misbehaving outside a guarded call
+        return {"$error": {"code": "raised", "hint": f"your code raised {type(exc).__name__}: {str(exc)[:200]}"}}
+
+
+def unwrap(facts: object) -> dict:
+    """The facts of one step, re-raising the student's failure recorded there."""
+    if not isinstance(facts, dict):
+        raise Malformed("expected a record")
+    if "$error" in facts:
+        from .engine import _raise_error
+
+        _raise_error(facts["$error"])
+    return facts
+
+
+# --------------------------------------------------------------------------- the spec
+Diagnose = Callable[[int, torch.Tensor, torch.Tensor, tuple, torch.Tensor], "Mistake | None"]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """How to test one custom Function exercise against PyTorch."""
+
+    grade_id: str
+    cls_name: str
+    arg_names: tuple[str, ...]
+    reference: Callable[..., torch.Tensor]
+    cases: Callable[[int], list[tuple[list[dict], str]]]  # base seed -> [(args, label)]
+    describe: str  # what forward computes, for hints
+    diagnose: Diagnose | None = None
+    gradcheck_args: Callable[[int], list[dict]] | None = None
+    patterns: tuple[tuple[bool, ...], ...] = ()  # requires_grad patterns for the needs_input_grad stage
+
+
+def function_class(ns, spec: FunctionSpec) -> type:
+    obj = lookup(ns, spec.cls_name, spec.grade_id)
+    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
+        raise Mistake("not_a_function", f"{spec.grade_id}: `{spec.cls_name}` should be a class deriving from "
+                      f"torch.autograd.Function, but it is {obj!r:.80}.")
+    return obj
+
+
+def request(spec: FunctionSpec, seed: int) -> dict:
+    base = 1000 * seed
+    cases = []
+    for k, (args, label) in enumerate(spec.cases(base)):
+        want = spec.reference(*[materialize(a) for a in args])
+        cases.append({"args": args, "label": label, "g": grad_output(want.shape, want.dtype, base + k)})
+    return {"cases": cases, "gradcheck": spec.gradcheck_args(base) if spec.gradcheck_args else None,
+            "patterns": [list(p) for p in spec.patterns]}
+
+
+# --------------------------------------------------------------------------- probes (beside student code)
+def probe_forward(spec: FunctionSpec, ns, req: dict) -> dict:
+    cls = function_class(ns, spec)
+    out = []
+    for case in req["cases"]:
+        def one(case=case):
+            args = [materialize(a) for a in case["args"]]
+            before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
+            y = call(f"{spec.cls_name}.forward", cls.apply, *args)
+            changed = [i for i, (a, b) in enumerate(zip(args, before)) if b is not None and not torch.equal(a.detach(), b)]
+            return {"out": y, "changed": changed}
+        out.append(attempt(one))
+        if "$error" in out[-1]:
+            break
+    return {"cases": out}
+
+
+def _backward_once(spec: FunctionSpec, cls, args: list, g: torch.Tensor) -> dict:
+    y = call(f"{spec.cls_name}.forward", cls.apply, *args)
+    node = y.grad_fn if isinstance(y, torch.Tensor) else None
+    kind = "none" if node is None else "custom" if isinstance(node, torch.autograd.function.BackwardCFunction) else "other"
+    facts: dict = {"node": kind, "node_name": type(node).__name__, "ctx_tensors": [], "raw": None, "g_modified": False}
+    if kind != "custom":
+        return facts
+    facts["ctx_tensors"] = sorted(k for k, v in vars(node).items() if isinstance(v, torch.Tensor))
+    g = g.to(y.dtype) if g.shape == y.shape else g
+    g_before = g.clone()
+    with torch.no_grad():
+        raw = call(f"{spec.cls_name}.backward", node.apply, g)
+    facts["g_modified"] = not torch.equal(g, g_before)
+    facts["raw"] = list(raw) if isinstance(raw, tuple) else [raw]
+    return facts
+
+
+def probe_backward(spec: FunctionSpec, ns, req: dict) -> dict:
+    cls = function_class(ns, spec)
+    out = []
+    for case in req["cases"]:
+        out.append(attempt(lambda case=case: _backward_once(spec, cls, [materialize(a) for a in case["args"]], case["g"])))
+        if "$error" in out[-1]:
+            return {"cases": out, "gradcheck": None}
+    ok = None
+    if req["gradcheck"] is not None:
+        args = tuple(materialize(a) for a in req["gradcheck"])
+        ok = attempt(lambda: {"ok": bool(call(f"{spec.cls_name}.backward", torch.autograd.gradcheck, cls.apply, args,
+                                              raise_exception=False))})
+    return {"cases": out, "gradcheck": ok}
+
+
+def probe_needs_input_grad(spec: FunctionSpec, ns, req: dict) -> dict:
+    cls = function_class(ns, spec)
+    base = req["cases"][0]
+    out = []
+    for pattern in req["patterns"]:
+        def one(pattern=pattern):
+            flags = list(pattern) + [False] * (len(base["args"]) - len(pattern))
+            args = [materialize(dict(a, grad=f) if "t" in a else a) for a, f in zip(base["args"], flags)]
+            y = call(f"{spec.cls_name}.forward", cls.apply, *args)
+            if not isinstance(y, torch.Tensor) or y.grad_fn is None:
+                return {"computed": None}
+            with torch.no_grad():
+                raw = call(f"{spec.cls_name}.backward", y.grad_fn.apply, grad_output(y.shape, y.dtype, 7))
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            return {"computed": [r is not None for r in raw]}
+        out.append(attempt(one))
+        if "$error" in out[-1]:
+            break
+    return {"patterns": out}
+
+
+# --------------------------------------------------------------------------- judges (apart from student code)
+def judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
+    gid = spec.grade_id
+    for case, got in zip(req["cases"], facts["cases"]):
+        got = unwrap(got)
+        out, label = got["out"], case["label"]
+        want = spec.reference(*[materialize(a) for a in case["args"]]).detach()
+        if not isinstance(out, torch.Tensor):
+            name = out.type_name if isinstance(out, Opaque) else type(out).__name__
+            raise Mistake("forward_wrong", f"{gid}: {spec.cls_name}.apply returned a {name}; "
+                          f"forward must return a tensor ({spec.describe}).")
+        if out.shape != want.shape:
+            raise Mistake("forward_wrong", f"{gid}: {spec.cls_name}.apply returned shape {tuple(out.shape)} "
+                          f"for {label}, expected {tuple(want.shape)} ({spec.describe}).")
+        if not close(out, want, want.dtype):
+            hint = (f"; it is {out.dtype} but should be {want.dtype}: compute in the input's dtype"
+                    if out.dtype != want.dtype else "")
+            raise Mistake("forward_wrong", f"{gid}: forward gives wrong values for {label} "
+                          f"(largest error {fmt(max_err(out, want))}){hint}; forward should compute {spec.describe}.")
+        for i in got["changed"]:
+            raise Mistake("forward_modifies_input", f"{gid}: forward changed {describe_input(spec.arg_names, int(i))} "
+                          "in place; work on a copy (e.g. input.clone()).")
+    if len(facts["cases"]) != len(req["cases"]):
+        raise Malformed("missing cases")
+
+
+def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> None:
+    for case, got in zip(req["cases"], facts["cases"]):
+        _judge_one_backward(spec, case, unwrap(got))
+    if len(facts["cases"]) != len(req["cases"]):
+        raise Malformed("missing cases")
+    if req["gradcheck"] is not None and not unwrap(facts["gradcheck"])["ok"]:
+        raise Mistake("gradcheck_failed", f"{spec.grade_id}: torch.autograd.gradcheck fails in float64 although the "
+                      "gradients matched PyTorch on the test inputs; does backward depend on something that changes "
+                      "between calls?")
+
+
+def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
+    gid, names, label = spec.grade_id, spec.arg_names, case["label"]
+    if got["node"] != "custom":
+        raise Mistake("no_graph", f"{gid}: the output of {spec.cls_name}.apply has no {spec.cls_name}Backward node; "
+                      "return a tensor computed in forward, and call the Function with .apply.")
+    if got["ctx_tensors"]:
+        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{got['ctx_tensors'][0]}; save tensors "
+                      "with ctx.save_for_backward(...) and read them with ctx.saved_tensors (plain attributes bypass "
+                      "autograd's checks and can leak memory).")
+    if got["g_modified"]:
+        raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; autograd may share "
+                      "that tensor with other nodes. Work on a copy (grad_output.clone()) or use out-of-place ops.")
+    raw, args = got["raw"], [materialize(a) for a in case["args"]]
+    n_args = len(args)
+    tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    if len(raw) < n_args:
+        if len(raw) == len(tensor_positions) and len(tensor_positions) < n_args:
+            missing = [names[i] for i in range(n_args) if i not in tensor_positions]
+            raise Mistake("missing_none", f"{gid}: backward returned {len(raw)} value(s) but forward takes {n_args} "
+                          f"arguments; return None for the non-tensor argument `{missing[0]}` "
+                          "(e.g. `return grad_input, None`).")
+        raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward takes "
+                      f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
+    if any(r is not None for r in raw[n_args:]):
+        raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} values but forward takes "
+                      f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
+    want = spec.reference(*args)
+    g = case["g"].to(want.dtype)
+    wanted = [i for i in tensor_positions if args[i].requires_grad]
+    want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True)
+    for i, want_g in zip(wanted, want_grads):
+        got_g, what = raw[i], describe_input(names, i)
+        want_g = torch.zeros_like(args[i]) if want_g is None else want_g
+        if got_g is None:
+            raise Mistake("missing_gradient", f"{gid}: backward returned None for {what}, which needs a gradient.")
+        if not isinstance(got_g, torch.Tensor):
+            name = got_g.type_name if isinstance(got_g, Opaque) else type(got_g).__name__
+            raise Mistake("wrong_shape", f"{gid}: backward returned a {name} for {what}; return a tensor.")
+        if got_g.dtype != args[i].dtype:
+            raise Mistake("wrong_dtype", f"{gid}: the gradient for {what} is {got_g.dtype} but the input is "
+                          f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
+                          "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
+        if got_g.shape != args[i].shape:
+            mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
+            if mistake is not None:
+                raise mistake
+            if not reducible(got_g.shape, args[i].shape):
+                raise Mistake("wrong_shape", f"{gid}: the gradient for {what} has shape {tuple(got_g.shape)} but "
+                              f"{names[i]} has shape {tuple(args[i].shape)} ({label}); a gradient always has "
+                              "the shape of its input.")
+            got_g = got_g.sum_to_size(args[i].shape)  # autograd would do this reduction itself
+        if not torch.isfinite(got_g).all() and torch.isfinite(want_g).all():
+            raise Mistake("nan_gradient", f"{gid}: the gradient for {what} contains NaN or inf for {label}, "
+                          "where the true gradient is finite; look for a division by zero, log(0) or overflow.")
+        if not close(got_g, want_g, want_g.dtype):
+            mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
+            if mistake is None and close(got_g * g, want_g, want_g.dtype) and not close(g, torch.ones_like(g), g.dtype):
+                mistake = Mistake("forgot_grad_output", f"{gid}: the gradient for {what} is missing the factor "
+                                  "grad_output; backward must return grad_output times the local derivative.")
+            if mistake is not None:
+                raise mistake
+            raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
+                          f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
+                          "and multiply by grad_output.")
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor) and i < len(raw) and raw[i] is not None:
+            raise Mistake("missing_none", f"{gid}: backward returned a value for the non-tensor argument "
+                          f"`{names[i]}`; return None in its place.")
+
+
+def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
+    base = req["cases"][0]["args"]
+    for pattern, got in zip(req["patterns"], facts["patterns"]):
+        computed = unwrap(got)["computed"]
+        if computed is None:
+            continue
+        for i, a in enumerate(base):
+            needs = "t" in a and i < len(pattern) and pattern[i]
+            if "t" in a and not needs and i < len(computed) and computed[i]:
+                raise Mistake("ignores_needs_input_grad", f"{spec.grade_id}: with requires_grad pattern "
+                              f"{tuple(pattern)} backward still computed a gradient for "
+                              f"{describe_input(spec.arg_names, i)}; compute it only if ctx.needs_input_grad[{i}] "
+                              "and return None otherwise.")
+    if len(facts["patterns"]) != len(req["patterns"]):
+        raise Malformed("missing patterns")
+
+
+def function_exercise(spec: FunctionSpec, title: str, forward_points: float, backward_points: float,
+                      needs_input_grad_points: float = 0) -> Exercise:
+    stages = [
+        Stage(f"forward matches {spec.describe}", forward_points,
+              lambda ns, req: probe_forward(spec, ns, req), lambda req, f: judge_forward(spec, req, f)),
+        Stage("backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", backward_points,
+              lambda ns, req: probe_backward(spec, ns, req), lambda req, f: judge_backward(spec, req, f)),
+    ]
+    if needs_input_grad_points:
+        stages.append(Stage("computes only the gradients ctx.needs_input_grad asks for", needs_input_grad_points,
+                            lambda ns, req: probe_needs_input_grad(spec, ns, req),
+                            lambda req, f: judge_needs_input_grad(spec, req, f)))
+    return Exercise(spec.grade_id, title, (spec.cls_name,), tuple(stages), lambda seed: request(spec, seed))

@@ -1,0 +1,198 @@
+"""Lesson 04 exercises: ``LinearFunction`` (mm, bias, needs_input_grad) and the ``Linear`` module around it."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .engine import Exercise, Mistake, Stage, call, catalogue, lookup
+from .functions import (FunctionSpec, attempt, close, function_exercise, grad_output, reducible, tensor_arg,
+                        unwrap, value_arg)
+
+catalogue({
+    "transposed_weight_grad": "the weight gradient is transposed",
+    "bias_not_summed": "the bias gradient is not summed over the batch",
+    "module_structure": "the module's parameters have the wrong type or shape",
+    "module_init": "the module is not initialised like nn.Linear",
+    "module_not_using_function": "the module does not call LinearFunction",
+    "module_repr": "extra_repr does not describe the layer",
+})
+
+
+# --------------------------------------------------------------------------- linear_function
+def _cases(base: int):
+    t = tensor_arg
+    return [
+        ([t((4, 3), base + 31), t((2, 3), base + 32), t((2,), base + 33)], "input (4, 3), weight (2, 3), bias (2,)"),
+        ([t((5, 3), base + 34), t((3, 3), base + 35), t((3,), base + 36)], "a square weight (3, 3)"),
+        ([t((1, 4), base + 37), t((3, 4), base + 38), t((3,), base + 39)], "a batch of one"),
+        ([t((4, 3), base + 40), t((2, 3), base + 41), value_arg(None)], "bias=None"),
+        ([t((6, 2), base + 42, torch.float32), t((5, 2), base + 43, torch.float32), t((5,), base + 44, torch.float32)],
+         "float32 inputs"),
+        ([t((3, 4), base + 45, layout="t"), t((2, 4), base + 46, layout="t"), t((2,), base + 47)], "non-contiguous inputs"),
+    ]
+
+
+def _diagnose(i, got, want, args, g):
+    if i == 1:
+        if got.shape == want.t().shape and got.shape != want.shape:
+            return Mistake("transposed_weight_grad", f"linear_function: the gradient for input 1 (`weight`) has shape "
+                           f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: use "
+                           "grad_output.t() @ input, not input.t() @ grad_output.")
+        if got.shape == want.shape and got.dim() == 2 and got.shape[0] == got.shape[1] and close(got.t(), want, want.dtype):
+            return Mistake("transposed_weight_grad", "linear_function: the gradient for input 1 (`weight`) is the "
+                           "transpose of the right one (only visible with a square weight): use "
+                           "grad_output.t() @ input, not input.t() @ grad_output.")
+    if i == 2:
+        n = args[0].shape[0]
+        if got.shape == want.shape and n > 1 and close(got * n, want, want.dtype):
+            return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) is the batch mean; "
+                           "the same bias is added to every row, so sum grad_output over the batch: grad_output.sum(0).")
+        if got.shape == want.shape and n > 1 and close(got, g[0], want.dtype):
+            return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) uses only the first "
+                           "row of grad_output; sum over the whole batch: grad_output.sum(0).")
+        if got.shape != want.shape and not reducible(got.shape, want.shape):
+            return Mistake("bias_not_summed", f"linear_function: the gradient for input 2 (`bias`) has shape "
+                           f"{tuple(got.shape)}, bias has {tuple(want.shape)}: sum grad_output over the batch "
+                           "dimension, grad_output.sum(0).")
+    return None
+
+
+def _reference(input, weight, bias=None):
+    return F.linear(input, weight, bias)
+
+
+LINEAR = FunctionSpec("linear_function", "LinearFunction", ("input", "weight", "bias"), _reference, _cases,
+                      "input @ weight.T + bias", _diagnose,
+                      lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49), tensor_arg((2,), base + 50)],
+                      ((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
+
+
+# --------------------------------------------------------------------------- linear_module
+def _module_class(ns) -> type:
+    obj = lookup(ns, "Linear", "linear_module")
+    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
+        raise Mistake("module_structure", "linear_module: `Linear` should be a class deriving from nn.Module.")
+    fn = lookup(ns, "LinearFunction", "linear_module")
+    if not (isinstance(fn, type) and issubclass(fn, torch.autograd.Function)):
+        raise Mistake("not_a_function", "linear_module: `LinearFunction` should be a class deriving from "
+                      "torch.autograd.Function.")
+    return obj
+
+
+def _param_facts(value: object) -> dict:
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, nn.Parameter):
+        return {"kind": "parameter", "shape": list(value.shape)}
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "shape": list(value.shape)}
+    return {"kind": type(value).__name__}
+
+
+def _probe_structure(ns, req):
+    cls = _module_class(ns)
+    layers = {}
+    for bias in (True, False):
+        layer = call("Linear.__init__", cls, 5, 3, bias=bias)
+        layers[str(bias)] = {"weight": _param_facts(getattr(layer, "weight", "missing")),
+                             "bias": _param_facts(getattr(layer, "bias", "missing"))}
+    layers["repr"] = str(call("repr(Linear(5, 3))", lambda: repr(cls(5, 3))))[:500]
+    return layers
+
+
+def _judge_structure(req, facts):
+    for bias in (True, False):
+        w, b = facts[str(bias)]["weight"], facts[str(bias)]["bias"]
+        if w["kind"] != "parameter" or w.get("shape") != [3, 5]:
+            raise Mistake("module_structure", "linear_module: Linear(5, 3).weight should be an nn.Parameter of shape "
+                          f"(out_features, in_features) = (3, 5), got {w['kind']} {tuple(w.get('shape', ()))}.")
+        if bias and (b["kind"] != "parameter" or b.get("shape") != [3]):
+            raise Mistake("module_structure", "linear_module: Linear(5, 3).bias should be an nn.Parameter of shape (3,).")
+        if not bias and b["kind"] != "none":
+            raise Mistake("module_structure", "linear_module: with bias=False, `self.bias` should exist and be None "
+                          "(self.register_parameter('bias', None)).")
+    text = facts["repr"]
+    if "in_features=5" not in text or "out_features=3" not in text or "bias=True" not in text:
+        raise Mistake("module_repr", f"linear_module: repr(Linear(5, 3)) is {text[:120]!r}; extra_repr should return "
+                      "'in_features=5, out_features=3, bias=True' like nn.Linear.")
+
+
+def _probe_init(ns, req):
+    cls = _module_class(ns)
+    out = []
+    for seed, fan_in, fan_out in req["init"]:
+        torch.manual_seed(seed)
+        layer = call("Linear.__init__", cls, fan_in, fan_out)
+        out.append({"weight": getattr(layer, "weight", None), "bias": getattr(layer, "bias", None)})
+    return out
+
+
+def _judge_init(req, facts):
+    for (seed, fan_in, fan_out), got in zip(req["init"], facts):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            ref = nn.Linear(fan_in, fan_out)
+        w, b = got["weight"], got["bias"]
+        if not (isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor) and w.shape == ref.weight.shape
+                and b.shape == ref.bias.shape and torch.equal(w, ref.weight.detach()) and torch.equal(b, ref.bias.detach())):
+            bound = 1 / math.sqrt(fan_in)
+            too_big = isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6
+            cause = ("weights exceed the bound 1/sqrt(in_features)" if too_big
+                     else "same seed, different numbers: initialise the weight first, then the bias")
+            raise Mistake("module_init", f"linear_module: Linear({fan_in}, {fan_out}) is not initialised like "
+                          f"nn.Linear ({cause}); use nn.init.kaiming_uniform_(weight, a=math.sqrt(5)) and "
+                          "bias ~ U(-1/sqrt(in_features), 1/sqrt(in_features)) in reset_parameters.")
+    if len(facts) != len(req["init"]):
+        raise ValueError("missing init cases")
+
+
+def _probe_forward(ns, req):
+    cls = _module_class(ns)
+    torch.manual_seed(req["forward_seed"])
+    layer = call("Linear.__init__", cls, 4, 3)
+    out = call("Linear.forward", layer, req["x"].clone())
+    facts = {"weight": getattr(layer, "weight", None), "bias": getattr(layer, "bias", None), "out": out,
+             "grad_fn": type(out.grad_fn).__name__ if isinstance(out, torch.Tensor) and out.grad_fn is not None else "none"}
+
+    def backward():
+        call("backward through Linear", out.backward, req["g"])
+        return {"weight": layer.weight.grad, "bias": layer.bias.grad}
+    facts["grads"] = attempt(backward) if facts["grad_fn"] != "none" else None
+    return facts
+
+
+def _judge_forward(req, facts):
+    if "LinearFunction" not in facts["grad_fn"]:
+        raise Mistake("module_not_using_function", "linear_module: Linear.forward should return "
+                      f"LinearFunction.apply(input, self.weight, self.bias); its output's grad_fn is {facts['grad_fn']}.")
+    w, b = facts["weight"], facts["bias"]
+    ref = nn.Linear(4, 3)
+    with torch.no_grad():
+        ref.weight.copy_(w)
+        ref.bias.copy_(b)
+    want = ref(req["x"])
+    if not close(facts["out"], want.detach(), torch.float32):
+        raise Mistake("forward_wrong", "linear_module: Linear's output differs from nn.Linear with the same weights.")
+    want.backward(req["g"])
+    grads = unwrap(facts["grads"])
+    for name in ("weight", "bias"):
+        if not close(grads[name], getattr(ref, name).grad, torch.float32):
+            raise Mistake("gradient_wrong", f"linear_module: the gradient of Linear.{name} differs from nn.Linear's.")
+
+
+def _module_request(seed: int) -> dict:
+    x = tensor_arg((5, 4), 1000 * seed + 91, torch.float32, grad=False)["t"]
+    return {"init": [[1000 * seed + 1, 4, 3], [1000 * seed + 2, 10, 7]], "forward_seed": 1000 * seed + 3, "x": x,
+            "g": grad_output((5, 3), torch.float32, 1000 * seed + 3)}
+
+
+LINEAR_MODULE = Exercise("linear_module", "Linear module", ("Linear", "LinearFunction"), (
+    Stage("parameters, shapes and extra_repr", 1, _probe_structure, _judge_structure),
+    Stage("initialised like nn.Linear", 1, _probe_init, _judge_init),
+    Stage("forward and gradients match nn.Linear through LinearFunction", 1, _probe_forward, _judge_forward),
+), _module_request)
+
+EXERCISES = [function_exercise(LINEAR, "LinearFunction", 1, 2, needs_input_grad_points=1), LINEAR_MODULE]

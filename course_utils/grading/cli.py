@@ -1,0 +1,169 @@
+"""Grade a folder of student submissions with one command, safely.
+
+    python -m course_utils.grade SUBMISSION [SUBMISSION ...] --out grades.csv --feedback-dir feedback/
+
+A SUBMISSION is a notebook or a folder (searched recursively, links not followed). Each
+notebook is matched to its exercise notebook by metadata, not file name. Student code runs
+only in a sandboxed runner; the points are decided by this process from the data the
+runner reports (see the package docstring and README "Safety"). Results are stored
+atomically per submission, so an interrupted batch resumes where it stopped; shards split
+a batch across machines and ``--merge`` combines their result folders.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+
+from . import sandbox
+from .collect import Graded, UsageError, collect, course_version, load_assignments
+from .judge import COURSE_UTILS, Options, grade_submission
+from .reports import common_root, write_reports
+from .store import file_digest, load, load_results, result_key, save
+
+ROOT = COURSE_UTILS.parent
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not m or not (1 <= int(m.group(1)) <= int(m.group(2))):
+        raise UsageError(f"--shard must look like K/N with 1 <= K <= N (e.g. 2/4), got {text!r}.")
+    return int(m.group(1)), int(m.group(2))
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.lock = threading.Lock()
+        self.draw()
+
+    def draw(self) -> None:
+        if self.enabled and self.total:
+            filled = int(30 * self.done / self.total)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} submissions")
+            sys.stderr.flush()
+
+    def step(self) -> None:
+        with self.lock:
+            self.done += 1
+            self.draw()
+
+    def close(self) -> None:
+        if self.enabled and self.total:
+            sys.stderr.write("\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m course_utils.grade", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="notebooks or folders of notebooks")
+    p.add_argument("--out", help="write the grade table (CSV) here")
+    p.add_argument("--feedback-dir", help="write one feedback file per submission here")
+    p.add_argument("--results", help="folder of per-submission results, used to resume (default: OUT.results)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per exercise (default 60)")
+    p.add_argument("--memory", type=float, default=4.0, help="GiB of memory per worker, all its processes (default 4)")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per submission on stdout")
+    p.add_argument("--shard", help="grade only shard K of N (K/N), e.g. on separate machines; merge with --merge")
+    p.add_argument("--merge", nargs="+", metavar="RESULTS", help="combine result folders of shards into one table")
+    p.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
+    p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        return _main(options)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(args) -> int:
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}.")
+    if not 0.25 <= args.memory <= 1024:
+        raise UsageError(f"--memory is in GiB and must be between 0.25 and 1024, got {args.memory:g}.")
+    if args.merge:
+        if args.submissions:
+            raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
+        rows = load_results([Path(f) for f in args.merge])
+        write_reports(rows, args.out, args.feedback_dir, common_root([r.submission for r in rows]))
+        for r in rows if args.json else []:
+            print(json.dumps(r.to_json()))
+        print(f"merged {len(rows)} results", file=sys.stderr)
+        return 0
+    if not args.submissions:
+        raise UsageError("no submissions given: pass notebooks or folders (see --help).")
+    files = collect(args.submissions)
+    if args.shard:
+        k, n = parse_shard(args.shard)
+        files = [f for i, f in enumerate(files) if i % n == k - 1]
+    assignments = load_assignments(Path(args.course))
+    version = course_version(assignments, COURSE_UTILS)
+    box = sandbox.Sandbox("none", "--no-sandbox was given") if args.no_sandbox else sandbox.detect()
+    if box.mode == "none":
+        print(f"WARNING: {box.reason}: student code runs WITHOUT a sandbox (it can read and write your files "
+              "and use the network). Install bubblewrap: apt-get install bubblewrap.", file=sys.stderr)
+    options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs)
+    results_dir = Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None)
+    root = common_root([str(f) for f, _ in files])
+    rows: list[Graded] = []
+    todo: list[Path] = []
+    for f, skipped in files:
+        if skipped:
+            rows.append(Graded(submission=str(f), status="skipped", flags=[f"skipped: {skipped}"]))
+            continue
+        cached = results_dir / result_key(file_digest(f), str(f), version) if results_dir else None
+        row = load(cached) if cached is not None and cached.exists() else None
+        if row is not None:
+            rows.append(row)
+        else:
+            todo.append(f)
+    if len(rows) > sum(1 for _, s in files if s):
+        print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
+    for r in rows if args.json else []:
+        print(json.dumps(r.to_json()), flush=True)
+    progress = _Progress(len(todo), sys.stderr.isatty())
+    lock = threading.Lock()
+    free_slots = list(range(args.jobs))
+
+    def one(path: Path) -> None:
+        with lock:
+            slot = free_slots.pop()
+        try:
+            row = grade_submission(path, assignments, options, slot)
+        finally:
+            with lock:
+                free_slots.append(slot)
+        row.course_version = version
+        with lock:
+            if results_dir is not None and row.sha256:
+                save(results_dir, row, version)
+            rows.append(row)
+            if args.json:
+                print(json.dumps(row.to_json()), flush=True)
+        progress.step()
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for future in [pool.submit(one, f) for f in todo]:
+                future.result()
+    except KeyboardInterrupt:
+        progress.close()
+        write_reports(rows, args.out, args.feedback_dir, root)
+        print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)
+        return 130
+    progress.close()
+    write_reports(rows, args.out, args.feedback_dir, root)
+    graded = [r for r in rows if r.status == "graded"]
+    print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
+          + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
+    return 0

@@ -1,0 +1,267 @@
+"""Finding submissions, reading them strictly, and building what the runner executes.
+
+Only the students' answer cells are taken from a submission; every other cell comes from
+the course's own copy in ``exercises/``. Changes to locked cells become flags
+(nbgrader-style checksums). Symbolic links inside a batch folder are never followed, files
+are opened without following links, and every field used is type-checked, so a malformed
+notebook becomes a row with one clear sentence, never a crash.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import stat
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..release import ASSIGNMENT_KEY
+
+MAX_NOTEBOOK_BYTES = 20 << 20
+MAX_CELLS = 2000
+MAX_SOURCE = 1 << 20
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one sentence, exit status 2."""
+
+
+class NotebookError(ValueError):
+    """A submission that cannot be graded; the message is the one sentence for the row."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Cell:
+    cell_type: str
+    source: str
+    nbgrader: dict
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    path: Path
+    cells: tuple[Cell, ...]
+
+    def exercises(self) -> list[str]:
+        return [c.nbgrader["grade_id"] for c in self.cells if c.cell_type == "code" and c.nbgrader.get("grade")]
+
+
+@dataclass
+class Graded:
+    """One row of the grade table."""
+
+    submission: str
+    assignment: str = ""
+    status: str = "graded"  # graded | not a notebook | unknown assignment | no answer cells | skipped | error
+    total: float = 0.0
+    max: float = 0.0
+    exercises: dict = field(default_factory=dict)
+    flags: list = field(default_factory=list)
+    sha256: str = ""
+    course_version: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def checksum(source: str) -> str:
+    """nbgrader-style cell checksum: of the source with trailing whitespace normalised."""
+    text = "\n".join(line.rstrip() for line in source.strip().splitlines())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- reading notebooks
+def parse_notebook(data: bytes, suffix: str = ".ipynb") -> tuple[str | None, list[Cell]]:
+    """(assignment name, cells) of a notebook file's bytes; NotebookError says what is wrong."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotebookError("not a notebook", "not a notebook: the file is not UTF-8 text") from None
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        kind = "truncated or invalid JSON" if suffix == ".ipynb" else "not JSON"
+        raise NotebookError("not a notebook", f"not a notebook: {kind} ({str(exc)[:80]})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise NotebookError("not a notebook", "not a notebook: JSON but not a notebook (no list of 'cells')")
+    if len(raw["cells"]) > MAX_CELLS:
+        raise NotebookError("not a notebook", f"not a notebook: more than {MAX_CELLS} cells")
+    meta = raw.get("metadata")
+    course = meta.get(ASSIGNMENT_KEY) if isinstance(meta, dict) else None
+    name = course.get("assignment") if isinstance(course, dict) else None
+    cells = []
+    for i, c in enumerate(raw["cells"]):
+        if not isinstance(c, dict) or not isinstance(c.get("cell_type"), str):
+            raise NotebookError("not a notebook", f"not a notebook: cell {i} is not a cell object")
+        source = c.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str) or len(source) > MAX_SOURCE:
+            raise NotebookError("not a notebook", f"not a notebook: cell {i} has a source that is not text "
+                                f"(or longer than {MAX_SOURCE} characters)")
+        cell_meta = c.get("metadata", {})
+        nbg = cell_meta.get("nbgrader", {}) if isinstance(cell_meta, dict) else {}
+        nbg = nbg if isinstance(nbg, dict) else {}
+        gid = nbg.get("grade_id")
+        nbg = {"grade_id": gid if isinstance(gid, str) else None,
+               **{k: nbg.get(k) is True for k in ("solution", "grade", "locked")}}
+        cells.append(Cell(c["cell_type"], source, nbg))
+    return (name if isinstance(name, str) else None), cells
+
+
+def load_assignments(course: Path) -> dict[str, Assignment]:
+    found = {}
+    for path in sorted((course / "exercises").glob("*.ipynb")):
+        name, cells = parse_notebook(path.read_bytes())
+        if name:
+            found[name] = Assignment(name, path, tuple(cells))
+    if not found:
+        raise UsageError(f"no exercise notebooks with assignment metadata in {course / 'exercises'}; "
+                         "run ./course build first.")
+    return found
+
+
+def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
+    h = hashlib.sha256()
+    for a in assignments.values():
+        h.update(a.path.read_bytes())
+    for path in sorted((course_utils / "checks").glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- collecting files
+def collect(paths: list[str]) -> list[tuple[Path, str | None]]:
+    """(file, reason it is skipped or None) for every file under the given paths; links not followed."""
+    found: dict[Path, str | None] = {}
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for folder, dirs, files in os.walk(path, followlinks=False):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.startswith("."):
+                        continue
+                    f = Path(folder) / name
+                    found[f] = "a symbolic link (links are not followed)" if f.is_symlink() else None
+                for d in dirs:
+                    if (Path(folder) / d).is_symlink():
+                        found[Path(folder) / d] = "a symbolic link to a folder (links are not followed)"
+        elif path.is_file():
+            found[path] = None
+        else:
+            raise UsageError(f"{p} does not exist: pass notebooks or folders of notebooks.")
+    return sorted(found.items())
+
+
+def read_submission(path: Path) -> bytes:
+    """The file's bytes, refusing links (O_NOFOLLOW), non-regular files and oversize files."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotebookError("skipped", "skipped: not a regular file")
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            raise NotebookError("not a notebook", f"not a notebook: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_NOTEBOOK_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- the cell plan
+def _kinds(cells) -> list[tuple[str, str | None]]:
+    """For each cell: 'answer' / 'check' / 'code' / 'text', and the exercise whose span it is in."""
+    out: list[tuple[str, str | None]] = []
+    pending: list[int] = []
+    for cell in cells:
+        meta = cell.nbgrader if cell.cell_type == "code" else {}
+        kind = "text" if cell.cell_type != "code" else "check" if meta.get("grade") else \
+            "answer" if meta.get("solution") else "code"
+        out.append((kind, None))
+        pending.append(len(out) - 1)
+        if kind == "check":
+            for i in pending:
+                out[i] = (out[i][0], meta["grade_id"])
+            pending = []
+    return out
+
+
+def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignment]) -> list[dict]:
+    """Fill ``row`` (assignment, flags) and return the cells the runner executes; NotebookError if ungradable."""
+    name, cells = parse_notebook(data, suffix)
+    if name not in assignments:
+        raise NotebookError("unknown assignment", f"belongs to no known assignment (metadata says {name!r}; known: "
+                            f"{', '.join(sorted(assignments))})")
+    course = assignments[name]
+    row.assignment = name
+    answers: dict[str, str] = {}
+    for c in cells:
+        if c.nbgrader["solution"] and c.nbgrader["grade_id"]:
+            answers.setdefault(c.nbgrader["grade_id"], c.source)
+    if not answers:
+        raise NotebookError("no answer cells", "has no answer cells (all cells with nbgrader solution metadata "
+                            "were deleted)")
+    theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
+    extra = sum(1 for c in cells if not c.nbgrader["grade_id"])
+    if extra:
+        row.flags.append(f"{extra} cell(s) added by the student were ignored (only answer cells are graded)")
+    out = []
+    for (kind, exercise), cell in zip(_kinds(course.cells), course.cells):
+        gid = cell.nbgrader["grade_id"]
+        if kind == "answer":
+            if gid not in answers:
+                row.flags.append(f"answer cell {gid} is missing from the submission (graded as not attempted)")
+            source = answers.get(gid, cell.source)
+            row.flags += [f"answer cell {gid}: {note}" for note in learning_flags(source)]
+            out.append({"kind": "answer", "exercise": exercise, "source": source})
+            continue
+        if cell.nbgrader["locked"]:
+            mine = theirs.get(gid)
+            if mine is None:
+                row.flags.append(f"locked cell {gid} was deleted (the course's copy was used)")
+            elif checksum(mine.source) != checksum(cell.source):
+                row.flags.append(f"locked cell {gid} was modified (the course's copy was used)")
+        if kind in ("code", "check"):
+            out.append({"kind": kind, "exercise": exercise, "source": cell.source})
+    for gid in course.exercises():
+        row.exercises[gid] = {"points": 0.0, "max": 0.0, "status": "not graded", "feedback": "", "mistakes": []}
+    return out
+
+
+AUTOGRAD_CALLS = {"grad", "backward", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian", "vmap", "grad_and_value"}
+
+
+def learning_flags(source: str) -> list[str]:
+    """Legal but not learning: a backward that asks autograd for the answer (read from the code, not run)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    notes = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("backward", "jvp", "vjp"):
+            used = sorted({_dotted(node.func) for node in ast.walk(fn) if isinstance(node, ast.Call)
+                           and isinstance(node.func, ast.Attribute) and node.func.attr in AUTOGRAD_CALLS
+                           and (node.func.attr == "backward" or any(p in _dotted(node.func) for p in ("autograd", "func")))})
+            if used:
+                notes.append(f"{fn.name} calls autograd itself ({', '.join(used)[:120]}) instead of computing the "
+                             "gradient by hand")
+    return notes
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -1,0 +1,268 @@
+"""Grade one submission: start the sandboxed runner, read its facts, decide the points here.
+
+The judge never runs student code. It chooses each exercise's inputs with a fresh seed,
+sends them with the cells, and judges every facts message with the course's checks. Time
+is the judge's: each runner start has one hard deadline (start-up plus the per-exercise
+limit for every exercise it is asked to run) that no message can move. A runner that
+hangs, crashes, floods the channel or outgrows its memory is stopped and only the
+exercise it was on loses its points; a fresh runner does the rest.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import checks
+from . import sandbox
+from .collect import Assignment, Graded, NotebookError, plan, read_submission
+from .limits import MAX_PROCESSES, Limits
+from .protocol import MAX_MESSAGES, MAX_TOTAL, ProtocolError, frame, read_frame, validate
+
+STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
+SCRATCH_BYTES = 256 << 20
+COURSE_UTILS = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Options:
+    timeout: float = 60.0
+    memory: int = 4 << 30
+    sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")
+    slots: int = 1
+
+
+class Worker:
+    """One runner start: the process, its limits, and the messages it sent."""
+
+    def __init__(self, job: dict, options: Options, slot: int) -> None:
+        self.messages: queue.Queue = queue.Queue()
+        self.flood = False
+        self.scratch: str | None = None
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        pin = cpus[slot % len(cpus)] if cpus and options.slots <= len(cpus) else None
+        self.limits = Limits(options.memory, pin)
+        job = dict(job, memory=options.memory, processes=0 if self.limits.cgroups else MAX_PROCESSES)
+        mode = options.sandbox.mode
+        seccomp_fd = sandbox.seccomp_pipe() if mode != "none" else None
+        try:
+            if mode == "none":
+                self.scratch = tempfile.mkdtemp(prefix="grade-")
+                cmd = sandbox.plain_command()
+                env = sandbox.runner_env({"HOME": self.scratch, "TMPDIR": self.scratch})
+                cwd = self.scratch
+            else:
+                cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd)
+                if mode == "root":
+                    uid = sandbox.ROOT_MODE_FIRST_UID + slot
+                    cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = [
+                        "--setenv", "COURSE_RUNNER_UID", str(uid)]
+                env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
+            self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
+                                         pass_fds=(seccomp_fd,) if seccomp_fd is not None else ())
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+        self.started = time.monotonic()
+        data = frame(job)
+        threading.Thread(target=self._write, args=(data,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _write(self, data: bytes) -> None:
+        try:  # a runner that never reads its input only blocks this thread, which ends when it is killed
+            self.proc.stdin.write(data)
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+
+    def _read(self) -> None:
+        total = count = 0
+        try:
+            while True:
+                message = read_frame(self.proc.stdout)
+                if message is None:
+                    break
+                count += 1
+                total += 1
+                if count > MAX_MESSAGES or total > MAX_TOTAL:
+                    self.flood = True
+                    break
+                self.messages.put(message)
+        except (ProtocolError, OSError, ValueError):
+            self.messages.put("garbled")
+
+    def wait(self, deadline: dict, on_message) -> str:
+        """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | died.
+
+        ``deadline["at"]`` is the hard deadline; ``on_message`` may only bring it closer.
+        """
+        outcome = "done"
+        while True:
+            self._drain(on_message)
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                break
+            if time.monotonic() > deadline["at"]:
+                outcome = "timeout"
+                break
+            if self.flood:
+                outcome = "flood"
+                break
+            if self.limits.over_memory(self.proc.pid):
+                outcome = "memory"
+                break
+            time.sleep(0.02)
+        self.stop()
+        self._drain(on_message)
+        if outcome == "done" and self.proc.returncode != 0:
+            outcome = "memory" if self.limits.oom_killed() else "died"
+        return outcome
+
+    def _drain(self, on_message) -> None:
+        while True:
+            try:
+                on_message(self.messages.get_nowait())
+            except queue.Empty:
+                return
+
+    def stop(self) -> None:
+        self.limits.close(self.proc.pid if self.proc.poll() is None else None)
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        self.proc.wait()
+        self.limits.close(None)
+        self.reader.join(timeout=5)
+        for stream in (self.proc.stdout, self.proc.stdin):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+REASONS = {
+    "timeout": "did not finish within the time limit (endless loop?); it was stopped",
+    "died": "made the Python process die while running it (os._exit, a signal, or a crash)",
+    "done": "ended the process before this exercise was checked (sys.exit or os._exit?)",
+    "memory": "used more memory than the grader allows per submission; it was stopped",
+    "flood": "sent more data than the grader accepts; it was stopped",
+}
+
+
+def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0) -> Graded:
+    """Grade one file; every failure becomes a row with a status and a reason, never an exception."""
+    started = time.monotonic()
+    row = Graded(submission=str(path))
+    try:
+        data = read_submission(path)
+        import hashlib
+
+        row.sha256 = hashlib.sha256(data).hexdigest()
+        cells = plan(row, data, path.suffix, assignments)
+    except NotebookError as exc:
+        row.status = exc.status
+        row.flags.append(str(exc))
+        return row
+    except OSError as exc:
+        row.status = "skipped"
+        row.flags.append(f"could not be read ({type(exc).__name__}: {exc.strerror or exc})")
+        return row
+    if options.sandbox.mode == "none":
+        row.flags.append("graded without sandbox (" + options.sandbox.reason + ")")
+    try:
+        _run_all(row, cells, options, slot)
+    except Exception as exc:  # noqa: BLE001 - a bug or a broken machine costs one row, not the batch
+        row.status = "error"
+        row.flags.append(f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
+                         "its exercises got 0 points")
+        for e in row.exercises.values():
+            e.update(points=0.0, status="error")
+    row.total = sum(e["points"] for e in row.exercises.values())
+    row.max = sum(e["max"] for e in row.exercises.values())
+    row.seconds = round(time.monotonic() - started, 2)
+    return row
+
+
+def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> None:
+    order = list(row.exercises)
+    requests = {gid: checks.EXERCISES[gid].request(secrets.randbelow(1 << 30) + 1) for gid in order}
+    results: dict[str, checks.Result] = {}
+    notes: dict[str, list[str]] = {}
+    broken: set[str] = set()
+    counts = {"forged": 0, "duplicate": 0}
+    while len(results) < len(order):
+        remaining = [g for g in order if g not in results]
+        state = {"current": None, "ready": False}
+        budget = options.timeout * len(remaining)
+        deadline = {"at": 0.0}
+
+        def on_message(raw, remaining=remaining, state=state, budget=budget, deadline=deadline):
+            message = validate(raw, set(remaining))
+            if message is None:
+                counts["forged"] += 1
+                return
+            if message["kind"] == "ready" and not state["ready"]:  # the runner's own, before any student code
+                state["ready"] = True
+                deadline["at"] = min(deadline["at"], time.monotonic() + budget)
+            elif message["kind"] == "begin" and message["exercise"] not in results:
+                state["current"] = message["exercise"]
+            elif message["kind"] == "facts":
+                gid = message["exercise"]
+                verdict = _judge(gid, requests[gid], message)
+                if gid in results:  # only one is genuine; keep the lower score
+                    counts["duplicate"] += 1
+                    if verdict.points >= results[gid].points:
+                        return
+                results[gid] = verdict
+                notes[gid] = message["cell_errors"]
+
+        job = {"cells": cells, "grade": remaining, "skip_answers": sorted(broken), "time_limit": options.timeout,
+               "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
+               "requests": {g: requests[g] for g in remaining}}
+        worker = Worker(job, options, slot)
+        deadline["at"] = worker.started + STARTUP + budget
+        outcome = worker.wait(deadline, on_message)
+        if len(results) == len(order):
+            break
+        culprit = state["current"] if state["current"] in remaining and state["current"] not in results else next(
+            g for g in order if g not in results)
+        reason = REASONS[outcome]
+        if not state["ready"] and outcome in ("died", "done"):
+            reason = "could not be run: the grading process did not start (is torch installed?)"
+        points = checks.EXERCISES[culprit].points
+        results[culprit] = checks.Result(culprit, 0.0, points, "failed", f"Your code {reason}.",
+                                         ["timeout" if outcome == "timeout" else "raised"])
+        broken.add(culprit)
+    if counts["forged"]:
+        row.flags.append(f"{counts['forged']} message(s) on the grader's channel were not valid and were ignored")
+    if counts["duplicate"]:
+        row.flags.append(f"{counts['duplicate']} extra result message(s) for one exercise (forged?); "
+                         "the lowest score was kept")
+    for gid in order:
+        r = results[gid]
+        feedback = r.report() if gid not in broken else f"✗ {gid}: 0/{r.max_points:g} points. {r.feedback}"
+        feedback += "".join(f"\n  note: {e}" for e in notes.get(gid, []))
+        row.exercises[gid] = {"points": r.points, "max": r.max_points, "status": r.status, "feedback": feedback,
+                              "mistakes": r.mistakes}
+        row.flags += r.flags
+
+
+def _judge(gid: str, request: dict, message: dict) -> checks.Result:
+    ex = checks.EXERCISES[gid]
+    result = checks.judge(ex, request, message["facts"])
+    if message["fake_output"]:
+        result.flags.append(f"{gid}: answer code printed text that looks like a check result (ignored)")
+    if message["printed"] > 1_000_000:
+        result.flags.append(f"{gid}: answer code printed {message['printed']:,} characters (discarded)")
+    return result

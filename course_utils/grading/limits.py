@@ -1,0 +1,189 @@
+"""Resource limits for one runner start: memory for all its processes together, number of
+processes, CPU share, and a way to end everything it started.
+
+Where the machine allows (root, cgroup v1 or v2 with the controllers), each worker gets
+its own cgroup: ``memory`` (swap included where the kernel counts it), ``pids``, ``cpu``
+(one CPU's worth), created before the runner starts, so nothing it forks can escape them.
+Elsewhere the runner caps itself with rlimits (address space per process, processes,
+CPU seconds), and the judge sums the resident memory of the worker's process tree
+every few milliseconds and stops the worker when the total passes the cap. Either way the
+worker is pinned to one CPU when there are enough for every job, and seccomp keeps it
+from un-pinning itself.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+CGROUP = Path("/sys/fs/cgroup")
+MAX_PROCESSES = 64  # threads included
+_counter = itertools.count()
+
+
+class Limits:
+    """The limits of one worker start; ``close`` kills whatever is left and removes the cgroups."""
+
+    def __init__(self, memory: int, cpu: int | None) -> None:
+        self.memory, self.cpu = memory, cpu
+        self.dirs: list[Path] = []
+        self.kind = "rlimits"
+        self.oom = False
+        name = f"course-grader-{os.getpid()}-{next(_counter)}"
+        try:
+            if (CGROUP / "cgroup.controllers").exists():
+                self._v2(name)
+            elif os.access(CGROUP / "memory", os.W_OK) and os.access(CGROUP / "pids", os.W_OK):
+                self._v1(name)
+        except OSError:
+            self._remove()
+            self.dirs, self.kind = [], "rlimits"
+
+    def _v1(self, name: str) -> None:
+        mem, pids = CGROUP / "memory" / name, CGROUP / "pids" / name
+        for d in (mem, pids):
+            d.mkdir()
+            self.dirs.append(d)
+        (mem / "memory.limit_in_bytes").write_text(str(self.memory))
+        swap = mem / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            swap.write_text(str(self.memory))
+        (pids / "pids.max").write_text(str(MAX_PROCESSES))
+        cpu = CGROUP / "cpu" / name
+        if os.access(CGROUP / "cpu", os.W_OK):
+            cpu.mkdir()
+            self.dirs.append(cpu)
+            (cpu / "cpu.cfs_period_us").write_text("100000")
+            (cpu / "cpu.cfs_quota_us").write_text("100000")
+        self.kind = "cgroup v1"
+
+    def _v2(self, name: str) -> None:
+        parent = CGROUP / "course-grader"
+        parent.mkdir(exist_ok=True)
+        wanted = {"memory", "pids", "cpu"}
+        have = set((CGROUP / "cgroup.controllers").read_text().split())
+        if not {"memory", "pids"} <= have:
+            raise OSError("controllers missing")
+        for level in (CGROUP, parent):
+            (level / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted & have)))
+        d = parent / name
+        d.mkdir()
+        self.dirs.append(d)
+        (d / "memory.max").write_text(str(self.memory))
+        if (d / "memory.swap.max").exists():
+            (d / "memory.swap.max").write_text("0")
+        (d / "pids.max").write_text(str(MAX_PROCESSES))
+        if (d / "cpu.max").exists():
+            (d / "cpu.max").write_text("100000 100000")
+        self.kind = "cgroup v2"
+
+    @property
+    def cgroups(self) -> bool:
+        return bool(self.dirs)
+
+    def wrap(self, cmd: list[str]) -> list[str]:
+        """Prefix ``cmd`` so it starts inside the cgroups (and pinned), before it can fork."""
+        prefix: list[str] = []
+        if self.cpu is not None and shutil.which("taskset"):
+            prefix = ["taskset", "-c", str(self.cpu)]
+        if not self.dirs:
+            return prefix + cmd
+        join = "".join(f'echo $$ > "{d}/cgroup.procs" || exit 121; ' for d in self.dirs)
+        return ["/bin/sh", "-c", join + 'exec "$@"', "sh"] + prefix + cmd
+
+    def over_memory(self, root_pid: int) -> bool:
+        """True when the worker's processes together hold more than the cap (the rlimit fallback)."""
+        if self.dirs:
+            return False  # the kernel enforces it
+        return tree_rss(root_pid) > self.memory
+
+    def close(self, root_pid: int | None) -> None:
+        if root_pid is not None:
+            for pid in [root_pid, *descendants(root_pid)]:
+                _kill(pid)
+        for _ in range(200):
+            pids = self._members()
+            if not pids:
+                break
+            for pid in pids:
+                _kill(pid)
+            time.sleep(0.01)
+        self.oom = self.oom or self._oom_kills() > 0
+        self._remove()
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of this worker for passing the memory cap."""
+        return self.oom or self._oom_kills() > 0
+
+    def _oom_kills(self) -> int:
+        for d in self.dirs:
+            for name in ("memory.oom_control", "memory.events"):
+                try:
+                    for line in (d / name).read_text().splitlines():
+                        if line.startswith("oom_kill "):
+                            return int(line.split()[1])
+                except (OSError, ValueError, IndexError):
+                    pass
+        return 0
+
+    def _members(self) -> list[int]:
+        found: list[int] = []
+        for d in self.dirs:
+            try:
+                found += [int(p) for p in (d / "cgroup.procs").read_text().split()]
+            except OSError:
+                pass
+        return found
+
+    def _remove(self) -> None:
+        for d in reversed(self.dirs):
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (host view), from /proc/PID/task/TID/children."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                kids = [int(c) for c in Path(f"/proc/{p}/task/{tid}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and everything below it."""
+    total = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+    return total

@@ -1,0 +1,81 @@
+"""Frames between judge and runner: ``[u32 length][wire message]``, and what a valid message is.
+
+The judge sends one job; the runner answers with messages. Nothing in a runner message is
+trusted: ``validate`` accepts only the kinds, exercises, fields and types the judge expects,
+and never anything that could carry points.
+"""
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO
+
+from .. import wire
+
+MAX_FRAME = 64 << 20  # bytes in one runner message
+MAX_TOTAL = 256 << 20  # bytes from one runner start
+MAX_MESSAGES = 200  # messages from one runner start
+MAX_NOTE = 300  # characters per cell error note
+MAX_NOTES = 10
+
+
+class ProtocolError(ValueError):
+    """The peer broke the framing (too long, truncated, not our format)."""
+
+
+def frame(message: object) -> bytes:
+    data = wire.dumps(message)
+    return struct.pack(">I", len(data)) + data
+
+
+def read_frame(stream: BinaryIO, limit: int = MAX_FRAME) -> object | None:
+    """The next message, or None at a clean end of stream."""
+    head = _read_exactly(stream, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">I", head)
+    if size > limit:
+        raise ProtocolError(f"a message of {size} bytes is over the limit of {limit}")
+    body = _read_exactly(stream, size)
+    if body is None:
+        raise ProtocolError("the stream ended inside a message")
+    try:
+        return wire.loads(body)
+    except wire.WireError as exc:
+        raise ProtocolError(str(exc)) from None
+
+
+def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            if got:
+                raise ProtocolError("the stream ended inside a message")
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def validate(message: object, expected: set[str]) -> dict | None:
+    """The message if it is one the judge asked for, else None. ``expected``: exercise ids."""
+    if not isinstance(message, dict) or not isinstance(message.get("kind"), str):
+        return None
+    kind = message["kind"]
+    if kind in ("ready", "done"):
+        return {"kind": kind}
+    exercise = message.get("exercise")
+    if not isinstance(exercise, str) or exercise not in expected:
+        return None
+    if kind == "begin":
+        return {"kind": kind, "exercise": exercise}
+    if kind != "facts":
+        return None
+    notes = message.get("cell_errors")
+    printed = message.get("printed")
+    fake = message.get("fake_output")
+    if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes) and type(printed) is int
+            and printed >= 0 and type(fake) is bool and "facts" in message):
+        return None
+    return {"kind": kind, "exercise": exercise, "facts": message["facts"],
+            "cell_errors": [n[:MAX_NOTE] for n in notes[:MAX_NOTES]], "printed": printed, "fake_output": fake}

@@ -1,0 +1,157 @@
+"""The sandboxed process that runs one submission's code; it decides nothing.
+
+It first makes itself harmless (``drop_privileges``, rlimits), then reads the job (cells,
+and for each exercise the inputs the judge chose), runs the notebook's code cells in one
+namespace, and at each check cell runs that exercise's probe and sends the facts back as
+one frame on the result channel (the original stdout). Student output never reaches the
+channel: Python-level output is captured and capped, fd-level output goes to /dev/null.
+Points are computed by the judge, in another process, from these facts alone.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import resource
+import signal
+import sys
+
+from ..checks.engine import CappedText
+from .protocol import frame, read_frame
+
+FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
+CAPTURE_LIMIT = 20_000
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges(uid: int | None) -> None:
+    """Become ``uid`` with no capabilities in any set and no way to regain them; exit if that fails.
+
+    Without ``uid`` and as root, this is the unsandboxed mode (``--no-sandbox`` or no bubblewrap):
+    nothing can be dropped without losing the Python installation, and every row says so.
+    """
+    if uid is None and os.geteuid() == 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if os.geteuid() == 0 and uid is not None:
+        for cap in range(64):
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    data = (_CapData * 2)()
+    libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+    caps = [int(status[k].strip(), 16) for k in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
+    if os.geteuid() == 0 or any(caps) or status["NoNewPrivs"].strip() != "1":
+        os._exit(97)
+
+
+def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
+    """Caps that hold for this process and everything it starts (they can only be lowered)."""
+    limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_FSIZE, 256 << 20),
+              (resource.RLIMIT_CPU, cpu_seconds)]
+    if memory:
+        limits.append((resource.RLIMIT_AS, memory))
+    if processes:
+        limits.append((resource.RLIMIT_NPROC, processes))
+    for what, value in limits:
+        try:
+            resource.setrlimit(what, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText) -> str | None:
+    """Execute one cell; return a one-line description of how it failed, or None."""
+    def _alarm(signum, frame):
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, time_limit)
+    old = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = capture
+    try:
+        exec(compile(source, label, "exec"), ns)
+        return None
+    except TimeoutError:
+        return f"{label} did not finish within {time_limit:g} s (endless loop?)"
+    except SystemExit:
+        return f"{label} called sys.exit(); it was stopped there"
+    except MemoryError:
+        return f"{label} ran out of memory (the grader caps memory per submission)"
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+        line = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == label:
+                line = f", line {tb.tb_lineno}"
+            tb = tb.tb_next
+        if isinstance(exc, SyntaxError):
+            line = f", line {exc.lineno}"
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return f"{label}{line} raised {type(exc).__name__}: {first}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.stdout, sys.stderr = old
+
+
+def main() -> None:
+    uid = os.environ.pop("COURSE_RUNNER_UID", None)
+    drop_privileges(int(uid) if uid else None)
+    job = read_frame(sys.stdin.buffer)
+    if not isinstance(job, dict):
+        os._exit(98)
+    set_limits(int(job["memory"]), int(job["cpu_seconds"]), int(job["processes"]) or None)
+    channel = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+
+    def send(**message) -> None:
+        data = frame(message)
+        while data:
+            data = data[os.write(channel, data):]
+
+    import torch
+
+    torch.set_num_threads(1)
+    from ..checks import EXERCISES, probe
+
+    send(kind="ready")
+    ns: dict = {"__name__": "__main__"}
+    grade, skip = set(job["grade"]), set(job["skip_answers"])
+    notes: list[str] = []
+    capture = CappedText(CAPTURE_LIMIT)
+    current = None
+    for index, cell in enumerate(job["cells"]):
+        exercise = cell.get("exercise")
+        if exercise != current and exercise in grade:
+            current = exercise
+            send(kind="begin", exercise=exercise)
+        if cell["kind"] == "check":
+            if exercise in grade:
+                facts = probe(EXERCISES[exercise], ns, job["requests"][exercise], job["time_limit"])
+                send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
+                     fake_output=bool(FAKE_RESULT.search(capture.text())))
+            notes, capture = [], CappedText(CAPTURE_LIMIT)
+            continue
+        if cell["kind"] == "answer" and exercise in skip:
+            continue
+        label = f"<{cell['kind']} cell {index}>"
+        error = run_cell(cell["source"], ns, label, job["time_limit"], capture)
+        if error:
+            notes.append(error.replace(label, "your answer cell" if cell["kind"] == "answer" else f"course cell {index}"))
+    send(kind="done")
+    os._exit(0)  # skip interpreter teardown (torch's takes a noticeable fraction of a second)

@@ -1,0 +1,339 @@
+"""A corpus of submissions for the grader: honest, mistaken, broken and hostile ones.
+
+Hostile answers report what they managed to do through the only channel a student has,
+their own feedback: ``Mul.forward`` raises ``RuntimeError("REPORT ...")``. The tests read
+those reports and the machine's state after the batch, never the attacker's word alone.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import nbformat
+
+from conftest import ROOT
+
+SECRET = "instructor-secret-7f3a9c"  # in the grader's environment and in a file in its HOME
+MARKER = "course-grader-leftover-5d1e"  # argv of a process a hostile answer leaves behind
+
+
+def submission(number: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
+    """A student's copy of exercise notebook `number`: solutions everywhere unless `answers` overrides."""
+    nb = nbformat.read(ROOT / "solutions" / f"{number}_exercises.ipynb", as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if answers and gid in answers:
+            cell.source = textwrap.dedent(answers[gid])
+    if edit:
+        edit(nb)
+    return nb
+
+
+def unattempted(number: str) -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / "exercises" / f"{number}_exercises.ipynb", as_version=4)
+
+
+def answer(number: str, gid: str) -> str:
+    nb = submission(number)
+    return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+
+
+SWAPPED_MUL = """
+import torch
+from torch.autograd import Function
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * a, g * b
+"""
+
+REPORTER = """
+import torch
+from torch.autograd import Function
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        raise RuntimeError("REPORT " + REPORT)
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+"""
+
+ESCAPE = """
+import ctypes, os, socket, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ran, ok = 0, []
+def attempt(name, fn):
+    global ran
+    ran += 1
+    try:
+        fn()
+        ok.append(name)
+    except BaseException:
+        pass
+def mount():
+    for target in (b"/", b"/course", b"/usr", b"/proc"):
+        if libc.mount(b"none", target, None, 32 | 4096, None) == 0:
+            return
+    raise OSError("no")
+def must(x):
+    if not x:
+        raise OSError("no")
+attempt("remount", mount)
+attempt("write_course", lambda: open("/course/course_utils/checks/lesson02.py", "a").write("# pwned"))
+attempt("write_victim", lambda: open(VICTIM, "w").write("pwned"))
+attempt("write_usr", lambda: open("/usr/pwned", "w").write("x"))
+attempt("sysctl", lambda: open("/proc/sys/vm/swappiness", "w").write(open("/proc/sys/vm/swappiness").read()))
+attempt("sysrq", lambda: open("/proc/sysrq-trigger", "w").write("h"))
+attempt("unshare_user", lambda: must(libc.unshare(0x10000000) == 0))
+attempt("setuid_root", lambda: os.setuid(0))
+attempt("is_root", lambda: must(os.geteuid() == 0))
+attempt("caps", lambda: must(int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16)))
+attempt("ptrace_me", lambda: must(libc.ptrace(0, 0, 0, 0) == 0))
+attempt("net", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=2))
+attempt("abstract_socket", lambda: socket.socket(socket.AF_UNIX).connect(b"\\0" + ABSTRACT.encode()))
+attempt("solutions", lambda: open(SOLUTIONS).read())
+attempt("batch", lambda: os.listdir(BATCH))
+attempt("home_file", lambda: open(HOME_FILE).read())
+attempt("env", lambda: must(any(SECRET in v for v in os.environ.values())))
+def proc_scan():
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if SECRET.encode() in open(f"/proc/{p}/environ", "rb").read() or b"course_utils.grade" in open(f"/proc/{p}/cmdline", "rb").read():
+                    return
+            except OSError:
+                pass
+    raise OSError("no")
+attempt("host_proc", proc_scan)
+attempt("affinity", lambda: os.sched_setaffinity(0, range(os.cpu_count() or 1)))
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARKER], start_new_session=True)
+REPORT = f"ran={ran} ok={','.join(ok) or 'none'}"
+""" + REPORTER
+
+FORGE_POINTS = SWAPPED_MUL + """
+import os
+from course_utils.grading.protocol import frame
+junk = [frame({"kind": "facts", "exercise": "mul", "points": "lots", "status": "passed"}),
+        frame({"kind": "facts", "exercise": "mul", "facts": {"stages": [{"cases": []}, {"cases": []}]},
+               "cell_errors": [], "printed": 0, "fake_output": False, "points": 1e6, "total": 1e6}),
+        frame({"kind": "result", "exercise": "mul", "points": 2, "max": 2}),
+        b"\\xff\\xff\\x00\\x01garbage"]
+for fd in range(3, 40):
+    for data in junk:
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+"""
+
+TORCH_OVERRIDES = SWAPPED_MUL + """
+import sys, gc
+import torch
+from torch.overrides import TorchFunctionMode
+class Yes(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "isfinite"):
+            return True
+        return func(*args, **(kwargs or {}))
+Yes().__enter__()
+lib = torch.library.Library("aten", "IMPL")
+lib.impl("allclose", lambda *a, **k: True, "CPU")
+sys.settrace(lambda *a: None)
+sys.setprofile(lambda *a: None)
+from course_utils.checks import functions, EXERCISES
+functions.close.__code__ = (lambda a, b, dtype: True).__code__
+for obj in gc.get_objects():
+    if type(obj).__name__ == "Stage":
+        object.__setattr__(obj, "points", 1000)
+EXERCISES["mul"].__dict__
+"""
+
+KEEPALIVE = """
+import os
+from course_utils.grading.protocol import frame
+msg = frame({"kind": "begin", "exercise": "mul"}) + frame({"kind": "ready"})
+while True:
+    for fd in range(3, 20):
+        try:
+            os.write(fd, msg)
+        except OSError:
+            pass
+"""
+
+FLOOD = """
+import os
+from course_utils.grading.protocol import frame
+big = frame({"kind": "begin", "exercise": "mul", "pad": "x" * 90000})
+for _ in range(5000):
+    for fd in range(3, 12):
+        try:
+            os.write(fd, big)
+        except OSError:
+            pass
+""" + SWAPPED_MUL
+
+FILL_SCRATCH = """
+import os
+for folder in ("/scratch", "/tmp", os.getcwd()):
+    try:
+        with open(os.path.join(folder, "fill"), "wb") as f:
+            for _ in range(100000):
+                f.write(b"x" * (1 << 20))
+    except OSError:
+        pass
+"""
+
+SHADOW = """
+import os
+for base in (os.getcwd(), "/scratch", "/tmp"):
+    try:
+        os.makedirs(os.path.join(base, "course_utils", "grading"), exist_ok=True)
+        for name in ("course_utils/__init__.py", "course_utils/grading/__init__.py"):
+            open(os.path.join(base, name), "w").write("")
+        fake = "import time\\nwhile True: time.sleep(1)\\n"
+        open(os.path.join(base, "course_utils", "grading", "runner.py"), "w").write(fake)
+        open(os.path.join(base, "sitecustomize.py"), "w").write(fake)
+        open(os.path.join(base, "usercustomize.py"), "w").write(fake)
+    except OSError:
+        pass
+os._exit(1)
+"""
+
+MEMORY_CHILDREN = """
+import subprocess, sys
+code = "b = bytearray(900 * 2**20); print('ok', flush=True); import time; time.sleep(3)"
+kids = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) for _ in range(4)]
+done = sum(1 for k in kids if k.communicate()[0].strip() == b"ok")
+REPORT = f"children_ok={done}"
+""" + REPORTER
+
+BUSY = """
+import os, subprocess, sys, threading
+for _ in range(400):
+    try:
+        threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()
+    except RuntimeError:
+        break
+for _ in range(8):
+    try:
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    except OSError:
+        break
+while True:
+    pass
+"""
+
+AUTOGRAD_BACKWARD = """
+import torch
+from torch.autograd import Function
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        with torch.enable_grad():
+            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
+            return torch.autograd.grad(a2 * b2, (a2, b2), g)
+"""
+
+
+def tamper_check_cell(nb):
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = 'print("✓ mul: 2/2 points. All checks passed.")'
+
+
+def constants(**values: object) -> str:
+    return "".join(f"{k} = {v!r}\n" for k, v in values.items())
+
+
+def write_corpus(folder: Path, ctx: dict) -> dict[str, dict]:
+    """Write every kind of submission into `folder`; return name -> expectations."""
+    folder.mkdir(parents=True)
+    head = constants(**ctx)
+    fn_answer = answer("04", "linear_function_answer")
+    module_answer = answer("04", "linear_module_answer")
+    cases = {
+        "correct.ipynb": (submission("02"), {"mul": 2}, []),
+        "swapped.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}), {"mul": 1}, []),
+        "unattempted.ipynb": (unattempted("06"), {"abs_prod": 0}, []),
+        "tampered_check.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}, tamper_check_cell), {"mul": 1},
+                                 ["locked cell mul was modified"]),
+        "fake_output.ipynb": (submission("02", {"mul_answer": "print('✓ mul: 2/2 points. All checks passed.')"}),
+                              {"mul": 0}, ["looks like a check result"]),
+        "infinite_loop.ipynb": (submission("04", {"linear_module_answer": fn_answer + "\nwhile True:\n    pass\n"}),
+                                {"linear_function": 4, "linear_module": 0}, []),
+        "uninterruptible_loop.ipynb": (submission("04", {"linear_module_answer": (
+            "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")}),
+            {"linear_function": 4, "linear_module": 0}, []),
+        "memory_hog.ipynb": (submission("04", {"linear_module_answer": "import torch\nhog = torch.ones(3 * 10**9)\n"}),
+                             {"linear_function": 4, "linear_module": 0}, []),
+        "kernel_killer.ipynb": (submission("04", {"linear_module_answer": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"}),
+                                {"linear_function": 4, "linear_module": 0}, []),
+        "sys_exit.ipynb": (submission("04", {"linear_module_answer": "import sys\nsys.exit(0)\n"}),
+                           {"linear_function": 4, "linear_module": 0}, []),
+        "os_exit.ipynb": (submission("04", {"linear_module_answer": "import os\nos._exit(0)\n"}),
+                          {"linear_function": 4, "linear_module": 0}, []),
+        "huge_output.ipynb": (submission("05", {"killhead_answer": answer("05", "killhead_answer")
+                                                + "\nfor _ in range(3000):\n    print('x' * 1000)\n"}),
+                              {"killhead": 2}, ["printed 3,003,000 characters"]),
+        "escape.ipynb": (submission("02", {"mul_answer": head + ESCAPE}), {"mul": 0}, []),
+        "forge_points.ipynb": (submission("02", {"mul_answer": FORGE_POINTS}), {"mul": 0}, ["not valid"]),
+        "torch_overrides.ipynb": (submission("02", {"mul_answer": TORCH_OVERRIDES}), {"mul": 1}, []),
+        "keepalive.ipynb": (submission("02", {"mul_answer": KEEPALIVE}), {"mul": 0}, []),
+        "flood.ipynb": (submission("02", {"mul_answer": FLOOD}), {"mul": 0}, []),
+        "fill_scratch.ipynb": (submission("02", {"mul_answer": FILL_SCRATCH + answer("02", "mul_answer")}),
+                               {"mul": 2}, []),
+        "shadow_worker.ipynb": (submission("04", {"linear_function_answer": fn_answer + SHADOW}),
+                                {"linear_function": 0, "linear_module": 0}, []),
+        "memory_children.ipynb": (submission("02", {"mul_answer": MEMORY_CHILDREN}), {"mul": 0}, []),
+        "busy.ipynb": (submission("02", {"mul_answer": BUSY}), {"mul": 0}, []),
+        "autograd_backward.ipynb": (submission("02", {"mul_answer": AUTOGRAD_BACKWARD}), {"mul": 2},
+                                    ["backward calls autograd itself"]),
+    }
+    cases["forge_points.ipynb"][1]["mul"] = 0  # junk facts score 0 and the lower score is kept
+    for name, (nb, _, _) in cases.items():
+        nbformat.write(nb, folder / name)
+    (folder / "a").mkdir()
+    nbformat.write(submission("02"), folder / "a" / "b.ipynb")
+    nbformat.write(submission("02", {"mul_answer": SWAPPED_MUL}), folder / "a__b.ipynb")
+    (folder / "notes.txt").write_text("not a notebook at all\n")
+    (folder / "truncated.ipynb").write_text((folder / "correct.ipynb").read_text()[:700])
+    alien = submission("02")
+    alien.metadata["autograd_course"]["assignment"] = "99_unknown"
+    nbformat.write(alien, folder / "unknown_assignment.ipynb")
+    gutted = submission("02")
+    gutted.cells = [c for c in gutted.cells if not c.metadata.get("nbgrader", {}).get("solution")]
+    nbformat.write(gutted, folder / "no_answers.ipynb")
+    raw = json.loads((folder / "correct.ipynb").read_text())
+    raw["cells"][3]["source"] = 5
+    (folder / "source_not_text.ipynb").write_text(json.dumps(raw))
+    raw = json.loads((folder / "correct.ipynb").read_text())
+    for c in raw["cells"]:
+        if c["metadata"].get("nbgrader", {}).get("solution"):
+            c["metadata"]["nbgrader"]["grade_id"] = ["mul_answer"]
+    (folder / "list_grade_id.ipynb").write_text(json.dumps(raw))
+    (folder / "link_to_solution.ipynb").symlink_to(ROOT / "solutions" / "02_exercises.ipynb")
+    (folder / "linked_folder").symlink_to(ROOT / "solutions")
+    expect = {name: {"points": pts, "flags": flags} for name, (_, pts, flags) in cases.items()}
+    expect["a/b.ipynb"] = {"points": {"mul": 2}, "flags": []}
+    expect["a__b.ipynb"] = {"points": {"mul": 1}, "flags": []}
+    expect["notes.txt"] = {"status": "not a notebook", "flags": ["not JSON"]}
+    expect["truncated.ipynb"] = {"status": "not a notebook", "flags": ["truncated or invalid JSON"]}
+    expect["unknown_assignment.ipynb"] = {"status": "unknown assignment", "flags": ["no known assignment", "99_unknown"]}
+    expect["no_answers.ipynb"] = {"status": "no answer cells", "flags": ["has no answer cells"]}
+    expect["source_not_text.ipynb"] = {"status": "not a notebook", "flags": ["source that is not text"]}
+    expect["list_grade_id.ipynb"] = {"status": "no answer cells", "flags": ["has no answer cells"]}
+    expect["link_to_solution.ipynb"] = {"status": "skipped", "flags": ["symbolic link"]}
+    expect["linked_folder"] = {"status": "skipped", "flags": ["symbolic link to a folder"]}
+    return expect
