@@ -105,12 +105,25 @@ def format_rows(rows: list[dict[str, object]], timing: bool = True) -> str:
     return "\n".join(lines)
 
 
+THREADS = 1  # elementwise ops on a shared machine: one thread keeps the time ratios stable
+
+
 def run(sizes=SIZES) -> str:
-    """Measure every size; return a Markdown report."""
+    """Measure every size with ``THREADS`` intra-op threads; return a Markdown report."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        return _run(sizes)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(sizes) -> str:
     parts = [
         "## SiLU: memory held between the passes, peak memory, time (ratios to `F.silu`)",
         "",
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, CPU, `y = f(x)` then "
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s) (set for this table: timings of "
+        "elementwise ops with two threads on a busy two-core machine varied several-fold), float32, CPU, `y = f(x)` then "
         "`y.sum().backward()`. *Held between passes*: bytes the forward created that are still alive when it "
         "returns (the output plus what the graph keeps; the input is the caller's and not counted). *Peak*: most "
         "bytes alive at once over forward + backward, including `x.grad`. Both exact, counted per storage "
