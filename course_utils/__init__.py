@@ -1,6 +1,7 @@
 """Helpers for the course on writing custom PyTorch autograd Functions.
 
-Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool),
+Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool, drawing
+with ``figures`` the data of ``gradients``),
 ``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks),
 ``release`` (exercises from solutions), ``grade`` and ``grade_worker`` (grading),
 ``build`` (notebooks from their text sources), ``site`` (the course website),

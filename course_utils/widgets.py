@@ -1,418 +1,174 @@
 """Interactive gradient comparison for elementwise scalar-to-scalar Functions.
 
-Two views, each a pure data function plus a small stateful widget around it:
+Two explorers, each a set of ipywidgets controls above one figure:
 
-* ``compare_gradients`` / ``GradientExplorer``: over an x range, the function, the gradient
-  from its custom ``backward``, PyTorch's reference gradient, a central finite difference,
-  and the error of each against the reference. Controls: function, x range, dtype, step h.
-* ``step_size_errors`` / ``StepSizeExplorer``: finite-difference error against step size on
-  log-log axes in float32 and float64 (truncation error falls with h, round-off grows).
+* ``GradientExplorer``: over an x range, the function, the gradient from its custom
+  ``backward``, PyTorch's reference gradient, a central finite difference, and the error of
+  each against the reference. Controls: function, x range, dtype, step h.
+* ``StepSizeExplorer``: finite-difference error against step size on log-log axes in
+  float32 and float64 (truncation error falls with h, round-off grows).
 
-The figure is shown as an ordinary display output that the controls update in place
-(``display_id``), so it also appears where no widget front end exists (static HTML, nbval).
-Its text form is a short deterministic summary. A user's Function that raises, returns NaN
-or the wrong shape is reported as a message, never a traceback.
+The data comes from ``course_utils.gradients`` and the figures from ``course_utils.figures``
+(names re-exported here). The figure is an ordinary display output that the controls update
+in place (``display_id``), so it also appears where no widget front end exists (static
+HTML, nbval) and its text form is a short deterministic summary.
+
+Keeping up with a slider: a figure is created once and only its data changes (see
+``figures``), and redraws go through a ``Throttle``. A lone change is drawn at once; changes
+that arrive while the previous drawing is still fresh (a slider being dragged, or a burst of
+messages queued in the kernel) are merged into one later redraw of the latest values, so no
+backlog of redraws builds up. Works with ipywidgets 7 (Colab) and 8.
 """
 from __future__ import annotations
 
-import io
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
-import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from .errors import CourseError, type_name
+from .errors import CourseError
+from .figures import ERROR_FLOOR, ComparisonView, Plot, SweepView, comparison_plot, sweep_plot
+from .gradients import (BUILTIN, DTYPES, Case, Comparison, best_step, cases, compare_gradients,
+                        finite_difference, step_size_errors)
 
-Op = Callable[[torch.Tensor], torch.Tensor]
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
-ERROR_FLOOR = 1e-18  # errors of exactly 0 are drawn here on log axes
-
-
-# --------------------------------------------------------------------------- built-in examples
-class _Exp(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.exp(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
+__all__ = ["BUILTIN", "DTYPES", "ERROR_FLOOR", "Case", "Comparison", "GradientExplorer", "Plot",
+           "StepSizeExplorer", "Throttle", "best_step", "cases", "compare_gradients", "comparison_plot",
+           "finite_difference", "step_size_errors", "sweep_plot"]
 
 
-class _Tanh(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.tanh(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * (1 - y * y)
-
-
-class _Abs(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.abs()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.sign()
-
-
-class _BuggyTanh(torch.autograd.Function):
-    """A plausible mistake: derivative written as 1 - y instead of 1 - y**2."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.tanh(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * (1 - y)
-
-
-class _NaiveSoftplus(torch.autograd.Function):
-    """log(1 + e^x) computed naively: overflows to inf for large x in float32."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return torch.log(1 + torch.exp(x))
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * torch.exp(x) / (1 + torch.exp(x))
-
-
-@dataclass(frozen=True)
-class Case:
-    """A function to explore: the custom op, PyTorch's reference op, a default x range."""
-
-    custom: Op
-    reference: Op
-    x_range: tuple[float, float] = (-3.0, 3.0)
-
-
-BUILTIN: dict[str, Case] = {
-    "exp": Case(_Exp.apply, torch.exp, (-3.0, 3.0)),
-    "tanh": Case(_Tanh.apply, torch.tanh, (-4.0, 4.0)),
-    "abs (kink at 0)": Case(_Abs.apply, torch.abs, (-2.0, 2.0)),
-    "tanh with a bug in backward": Case(_BuggyTanh.apply, torch.tanh, (-4.0, 4.0)),
-    "naive softplus": Case(_NaiveSoftplus.apply, torch.nn.functional.softplus, (-5.0, 100.0)),
-}
-
-
-def cases(extra: Mapping[str, object] | None = None) -> dict[str, Case]:
-    """Built-in examples plus the user's: ``{"name": (custom_op, reference_op)}`` or ``Case``."""
-    out = dict(BUILTIN)
-    for name, value in (extra or {}).items():
-        if isinstance(value, Case):
-            out[name] = value
-        elif isinstance(value, tuple) and len(value) == 2 and all(callable(v) for v in value):
-            out[name] = Case(value[0], value[1])
-        else:
-            raise CourseError(
-                f"functions[{name!r}] should be a pair (custom_op, reference_op), e.g. "
-                f"(MyExp.apply, torch.exp), but got a {type_name(value)}."
-            )
-    return out
-
-
-# --------------------------------------------------------------------------- data
-@dataclass
-class Comparison:
-    """Everything one comparison plot shows, as NumPy arrays (float64)."""
-
-    name: str
-    dtype: str
-    h: float
-    x: np.ndarray
-    y: np.ndarray | None = None
-    grad_custom: np.ndarray | None = None
-    grad_reference: np.ndarray | None = None
-    grad_fd: np.ndarray | None = None
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def err_custom(self) -> np.ndarray | None:
-        if self.grad_custom is None or self.grad_reference is None:
-            return None
-        return np.abs(self.grad_custom - self.grad_reference)
-
-    @property
-    def err_fd(self) -> np.ndarray | None:
-        if self.grad_fd is None or self.grad_reference is None:
-            return None
-        return np.abs(self.grad_fd - self.grad_reference)
-
-    def summary(self) -> str:
-        """Short, deterministic text: what nbval compares and what the text view shows."""
-        lo, hi = float(self.x[0]), float(self.x[-1])
-        head = f"{self.name} on [{lo:g}, {hi:g}], {self.dtype}, finite-difference step h={self.h:.0e}"
-        lines = [head]
-        for label, err in (("custom backward", self.err_custom), ("finite difference", self.err_fd)):
-            if err is not None:
-                finite = err[np.isfinite(err)]
-                worst = f"{finite.max():.1e}" if finite.size else "nan"
-                lines.append(f"  max |{label} - reference| = {worst}")
-        lines += [f"  problem: {p}" for p in self.problems]
-        return "\n".join(lines)
-
-
-def _describe_bad(values: torch.Tensor, x: torch.Tensor) -> str | None:
-    bad = ~torch.isfinite(values)
-    if not bad.any():
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running this code (a Jupyter kernel's), or None in plain Python."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
         return None
-    first = x[bad.nonzero()[0, 0]].item()
-    kinds = "NaN" if torch.isnan(values).any() else "inf"
-    return f"{int(bad.sum())} of {values.numel()} values are {kinds} (first at x = {first:.3g})"
 
 
-def _evaluate(op: Op, x: torch.Tensor, who: str) -> tuple[torch.Tensor | None, torch.Tensor | None, list[str]]:
-    """Run ``op`` forward and backward on ``x``; return (y, dy/dx, problems)."""
-    problems: list[str] = []
-    xr = x.detach().clone().requires_grad_(True)
-    try:
-        y = op(xr)
-    except Exception as exc:  # the user's code: report, don't crash the widget
-        return None, None, [f"{who} forward raised {type(exc).__name__}: {_first_line(exc)}"]
-    if not isinstance(y, torch.Tensor):
-        return None, None, [f"{who} forward returned a {type_name(y)}, not a tensor."]
-    if y.shape != xr.shape:
-        return None, None, [
-            f"{who} forward returned shape {tuple(y.shape)} for an input of shape {tuple(xr.shape)}; "
-            "an elementwise function must keep the shape."
-        ]
-    bad = _describe_bad(y.detach(), x)
-    if bad:
-        problems.append(f"{who} forward: {bad}")
-    if not y.requires_grad:
-        return y.detach(), None, problems + [f"{who} output does not require grad: is backward connected?"]
-    try:
-        (g,) = torch.autograd.grad(y.sum(), xr, allow_unused=True)
-    except Exception as exc:
-        return y.detach(), None, problems + [f"{who} backward raised {type(exc).__name__}: {_first_line(exc)}"]
-    if g is None:
-        return y.detach(), None, problems + [f"{who} backward returned None for the input gradient."]
-    bad = _describe_bad(g, x)
-    if bad:
-        problems.append(f"{who} gradient: {bad}")
-    return y.detach(), g, problems
+class Throttle:
+    """Runs ``work`` for a lone request at once and merges requests that come too fast.
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else "(no message)"
-
-
-def finite_difference(op: Op, x: torch.Tensor, h: float) -> torch.Tensor:
-    """Central difference (f(x+h) - f(x-h)) / 2h, elementwise, in x's dtype."""
-    with torch.no_grad():
-        return (op(x + h) - op(x - h)) / (2 * h)
-
-
-def _check_controls(x_min: float, x_max: float, dtype: str, h: float, points: int) -> None:
-    if not (math.isfinite(x_min) and math.isfinite(x_max) and x_min < x_max):
-        raise CourseError(f"the x range must satisfy x_min < x_max with finite numbers, got [{x_min}, {x_max}].")
-    if dtype not in DTYPES:
-        raise CourseError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}.")
-    if not (h > 0 and math.isfinite(h)):
-        raise CourseError(f"the finite-difference step h must be a positive number, got {h}.")
-    if points < 2:
-        raise CourseError(f"points must be at least 2, got {points}.")
-
-
-def compare_gradients(
-    case: Case,
-    x_min: float,
-    x_max: float,
-    dtype: str = "float64",
-    h: float = 1e-3,
-    points: int = 401,
-    name: str = "function",
-) -> Comparison:
-    """Evaluate custom, reference and finite-difference gradients on a grid of x values."""
-    _check_controls(x_min, x_max, dtype, h, points)
-    x = torch.linspace(x_min, x_max, points, dtype=DTYPES[dtype])
-    result = Comparison(name=name, dtype=dtype, h=h, x=x.double().numpy())
-    y, g_custom, problems = _evaluate(case.custom, x, "custom")
-    result.problems += problems
-    _, g_ref, ref_problems = _evaluate(case.reference, x, "reference")
-    result.problems += [p for p in ref_problems if "forward raised" in p or "backward raised" in p]
-    if y is not None:
-        result.y = y.double().numpy()
-    if g_custom is not None:
-        result.grad_custom = g_custom.double().numpy()
-    if g_ref is not None:
-        result.grad_reference = g_ref.double().numpy()
-    if y is not None:
-        try:
-            fd = finite_difference(case.custom, x, h)
-            if fd.shape == x.shape:
-                result.grad_fd = fd.double().numpy()
-        except Exception:  # forward already reported above
-            pass
-    return result
-
-
-def step_size_errors(case: Case, x0: float = 1.0, hs: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """|finite difference - exact| at x0 for each step h, in float32 and float64.
-
-    The exact derivative is PyTorch's reference gradient in float64. Returns arrays keyed
-    by ``"h"``, ``"float32"``, ``"float64"``.
+    After a run, requests within one run's duration (at least ``min_gap`` seconds) do not
+    run ``work`` again; they schedule a single later run on the event loop, which then sees
+    the latest control values. Without a running event loop (plain Python, tests) every
+    request runs at once. ``clock`` and ``loop`` can be replaced to test it without waiting.
     """
-    hs = np.logspace(-12, 0, 49) if hs is None else np.asarray(hs, dtype=float)
-    x64 = torch.tensor([x0], dtype=torch.float64)
-    _, exact, problems = _evaluate(case.reference, x64, "reference")
-    if exact is None:
-        raise CourseError(f"the reference gradient at x0={x0} could not be computed: {problems[0]}")
-    out: dict[str, np.ndarray] = {"h": hs}
-    for label, dtype in DTYPES.items():
-        x = torch.tensor([x0], dtype=dtype)
-        errs = []
-        for h in hs:
-            try:
-                fd = finite_difference(case.custom, x, float(h)).double()
-                errs.append(abs(fd.item() - exact.item()))
-            except Exception:
-                errs.append(float("nan"))
-        out[label] = np.array(errs)
-    return out
+
+    def __init__(self, work: Callable[[], None], min_gap: float = 0.02,
+                 clock: Callable[[], float] = time.monotonic,
+                 loop: Callable[[], asyncio.AbstractEventLoop | None] = _running_loop) -> None:
+        self._work, self.min_gap, self.clock, self.loop = work, min_gap, clock, loop
+        self._gap = min_gap
+        self._last_end = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+        self._held = 0
+        self.pending = False
+        self.requests = 0
+        self.runs = 0
+
+    def request(self) -> None:
+        """Ask for ``work`` to run with the current state, now or soon."""
+        self.requests += 1
+        self.pending = True
+        if self._held or self._timer is not None:
+            return  # the batch's end, or the scheduled run, will see the latest state
+        wait = self._last_end + self._gap - self.clock()
+        loop = self.loop() if wait > 0 else None
+        if loop is None:
+            self.flush()
+        else:
+            self._timer = loop.call_later(wait, self.flush)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several changes made inside count as one request at the end."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held and self.pending:
+            self.pending = False
+            self.request()
+
+    def flush(self) -> None:
+        """Run pending work now (nothing happens when nothing is pending)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.pending:
+            return
+        self.pending = False
+        start = self.clock()
+        try:
+            self._work()
+        finally:
+            self._last_end = self.clock()
+            self._gap = max(self.min_gap, self._last_end - start)
+            self.runs += 1
 
 
-# --------------------------------------------------------------------------- figures
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    FigureCanvasAgg(fig)
-    fig.savefig(buf, format="png", dpi=80, metadata={"Software": None})
-    return buf.getvalue()
-
-
-def comparison_figure(c: Comparison) -> Figure:
-    """Three stacked panels: f(x); the three gradients; their errors against the reference."""
-    fig = Figure(figsize=(7.5, 7.2), layout="constrained")
-    ax_f, ax_g, ax_e = fig.subplots(3, 1, sharex=True)
-    if c.y is not None:
-        ax_f.plot(c.x, c.y, color="black")
-    ax_f.set_ylabel("f(x)")
-    ax_f.set_title(f"{c.name} ({c.dtype}, h = {c.h:.0e})")
-    for values, label, style in (
-        (c.grad_reference, "reference (PyTorch ops)", dict(color="tab:gray", lw=4, alpha=0.5)),
-        (c.grad_custom, "custom backward", dict(color="tab:blue", lw=1.5)),
-        (c.grad_fd, "finite difference", dict(color="tab:orange", lw=1, ls="--")),
-    ):
-        if values is not None:
-            ax_g.plot(c.x, values, label=label, **style)
-    ax_g.set_ylabel("df/dx")
-    if ax_g.lines:
-        ax_g.legend(loc="best", fontsize=8)
-    for values, label, color in ((c.err_custom, "|custom - reference|", "tab:blue"),
-                                 (c.err_fd, "|finite difference - reference|", "tab:orange")):
-        if values is not None:
-            ax_e.semilogy(c.x, np.maximum(values, ERROR_FLOOR), label=label, color=color, lw=1)
-    ax_e.set_ylim(ERROR_FLOOR / 10, None)
-    ax_e.set_ylabel("error")
-    ax_e.set_xlabel("x")
-    if ax_e.lines:
-        ax_e.legend(loc="best", fontsize=8)
-    if c.problems:
-        fig.suptitle("\n".join(c.problems[:3]), color="tab:red", fontsize=9)
-    return fig
-
-
-def sweep_figure(data: Mapping[str, np.ndarray], name: str, x0: float) -> Figure:
-    """Log-log finite-difference error against step size, one line per dtype, with guides."""
-    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
-    ax = fig.subplots()
-    hs = data["h"]
-    for label, color in (("float32", "tab:red"), ("float64", "tab:blue")):
-        ax.loglog(hs, np.maximum(data[label], ERROR_FLOOR), "o-", ms=3, color=color, label=label)
-        eps = torch.finfo(DTYPES[label]).eps
-        ax.loglog(hs, eps / hs, ":", color=color, lw=1, label=f"round-off ~ eps/h ({label})")
-    ax.loglog(hs, hs**2, "--", color="tab:gray", lw=1, label="truncation ~ h²")
-    ax.set_ylim(ERROR_FLOOR, 1e2)
-    ax.set_xlabel("finite-difference step h")
-    ax.set_ylabel("|finite difference - exact|")
-    ax.set_title(f"{name} at x = {x0:g}: central difference error")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def best_step(data: Mapping[str, np.ndarray], dtype: str) -> tuple[float, float]:
-    """(h, error) with the smallest finite-difference error for one dtype."""
-    errs = np.where(np.isfinite(data[dtype]), data[dtype], np.inf)
-    i = int(np.argmin(errs))
-    return float(data["h"][i]), float(errs[i])
-
-
-@dataclass
-class Plot:
-    """A figure with a PNG view and a short deterministic text view."""
-
-    png: bytes
-    text: str
-
-    def _repr_png_(self) -> bytes:
-        return self.png
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text)
-
-
-def comparison_plot(c: Comparison) -> Plot:
-    return Plot(_png(comparison_figure(c)), c.summary())
-
-
-def sweep_plot(data: Mapping[str, np.ndarray], name: str, x0: float) -> Plot:
-    lines = [f"{name} at x = {x0:g}: best central-difference step per dtype"]
-    for dtype in DTYPES:
-        h, err = best_step(data, dtype)
-        lines.append(f"  {dtype}: h ~ {h:.0e} gives error {err:.0e}")
-    return Plot(_png(sweep_figure(data, name, x0)), "\n".join(lines))
-
-
-# --------------------------------------------------------------------------- widgets
 class _Explorer:
     """Controls plus one figure that is redrawn in place whenever a control changes."""
 
     controls: object
-    _handle = None
-    _plot: Plot
+    status: object
 
-    def _compute(self) -> Plot:
+    def __init__(self) -> None:
+        self._handle = None
+        self._plot: Plot | None = None
+        self._last = None
+        self.throttle = Throttle(self._redraw)
+
+    def _draw(self) -> Plot:
         raise NotImplementedError
 
-    def update(self) -> None:
-        """Recompute from the current control values and redraw in place."""
-        self._plot = self._compute()
+    def _redraw(self) -> None:
+        try:
+            self._plot = self._draw()
+        except Exception as exc:  # e.g. a reference gradient that cannot be computed: say so, keep going
+            if self._plot is None:  # nothing to show yet: the caller gets the error
+                raise
+            self.status.value = f'<span style="color:#b00020">⚠ {type(exc).__name__}: {exc}</span>'
+            return
         if self._handle is not None:
             self._handle.update(self._plot)
+
+    def _changed(self, _change=None) -> None:
+        self.throttle.request()
+
+    def _watch(self, *controls) -> None:
+        for control in controls:
+            control.observe(self._changed, names="value")
+
+    def flush(self) -> None:
+        """Draw now if a redraw is still waiting (only happens while a kernel is running)."""
+        self.throttle.flush()
+
+    def update(self) -> None:
+        """Recompute from the current control values and redraw in place, now."""
+        self.throttle.pending = True
+        self.flush()
+
+    @property
+    def last(self):
+        """What the figure shows for the current control values (tests read it)."""
+        self.flush()
+        return self._last
+
+    @property
+    def plot(self) -> Plot:
+        """The current figure as PNG + text."""
+        self.flush()
+        return self._plot
 
     def show(self) -> None:
         """Display the controls and the figure (the figure then updates in place)."""
         from IPython.display import display
 
         display(self.controls)
-        self._handle = display(self._plot, display_id=True)
+        self._handle = display(self.plot, display_id=True)
 
     def _ipython_display_(self) -> None:
         self.show()
@@ -423,18 +179,23 @@ def _known_start(start: str, known: Mapping[str, Case]) -> None:
         raise CourseError(f"start={start!r} is not one of the functions: {', '.join(known)}.")
 
 
+def _problems_html(problems: list[str]) -> str:
+    return "<br>".join(f'<span style="color:#b00020">⚠ {p}</span>' for p in problems)
+
+
 class GradientExplorer(_Explorer):
     """Controls + an updating figure comparing custom, reference and finite-difference gradients.
 
     ``GradientExplorer(functions={"my exp": (MyExp.apply, torch.exp)})`` adds your own
     Function next to the built-in examples. ``.show()`` displays it; ``.last`` is the
-    ``Comparison`` that was plotted most recently (tests read it).
+    ``Comparison`` the figure shows.
     """
 
     def __init__(self, functions: Mapping[str, object] | None = None, start: str | None = None,
                  dtype: str = "float64", h: float = 1e-3) -> None:
         import ipywidgets as W
 
+        super().__init__()
         self.cases = cases(functions)
         start = start or (next(iter(functions)) if functions else "exp")
         _known_start(start, self.cases)
@@ -446,46 +207,46 @@ class GradientExplorer(_Explorer):
         self.h = W.FloatLogSlider(value=h, base=10, min=-12, max=0, step=1, description="FD step h",
                                   readout_format=".0e")
         self.status = W.HTML()
-        self.last: Comparison | None = None
-        self._plot = self._compute()
+        self.view = ComparisonView()
         self.function.observe(self._on_function, names="value")
-        for control in (self.x_range, self.dtype, self.h):
-            control.observe(lambda _change: self.update(), names="value")
+        self._watch(self.x_range, self.dtype, self.h)
         self.controls = W.VBox([W.HBox([self.function, self.dtype]), W.HBox([self.x_range, self.h]), self.status])
-
-    def _on_function(self, change) -> None:
-        lo, hi = self.cases[change["new"]].x_range
-        with self.x_range.hold_trait_notifications():
-            self.x_range.value = (lo, hi)
         self.update()
 
-    def _compute(self) -> Plot:
+    def _on_function(self, change) -> None:
+        with self.throttle.batch():  # a new range and a new function: one redraw
+            self.x_range.value = self.cases[change["new"]].x_range
+            self.throttle.request()
+
+    def _draw(self) -> Plot:
         name = self.function.value
         lo, hi = self.x_range.value
-        self.last = compare_gradients(self.cases[name], lo, hi, self.dtype.value, self.h.value, name=name)
-        self.status.value = "<br>".join(
-            f'<span style="color:#b00020">⚠ {p}</span>' for p in self.last.problems
-        )
-        return comparison_plot(self.last)
-
+        self._last = compare_gradients(self.cases[name], lo, hi, self.dtype.value, self.h.value, name=name)
+        self.status.value = _problems_html(self._last.problems)
+        return self.view.update(self._last)
 
 
 class StepSizeExplorer(_Explorer):
-    """Finite-difference error against step size (log-log), float32 vs float64, for one function."""
+    """Finite-difference error against step size (log-log), float32 vs float64, for one function.
+
+    ``.last`` is the sweep the figure shows (``step_size_errors``'s arrays).
+    """
 
     def __init__(self, functions: Mapping[str, object] | None = None, start: str = "exp", x0: float = 1.0) -> None:
         import ipywidgets as W
 
+        super().__init__()
         self.cases = cases(functions)
         _known_start(start, self.cases)
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
         self.x0 = W.FloatSlider(value=x0, min=-3.0, max=3.0, step=0.25, description="at x =")
-        self.last: dict[str, np.ndarray] | None = None
-        self._plot = self._compute()
-        for control in (self.function, self.x0):
-            control.observe(lambda _change: self.update(), names="value")
-        self.controls = W.HBox([self.function, self.x0])
+        self.status = W.HTML()
+        self.view = SweepView(np.logspace(-12, 0, 49))
+        self._watch(self.function, self.x0)
+        self.controls = W.VBox([W.HBox([self.function, self.x0]), self.status])
+        self.update()
 
-    def _compute(self) -> Plot:
-        self.last = step_size_errors(self.cases[self.function.value], self.x0.value)
-        return sweep_plot(self.last, self.function.value, self.x0.value)
+    def _draw(self) -> Plot:
+        self.status.value = ""
+        self._last = step_size_errors(self.cases[self.function.value], self.x0.value, self.view.hs)
+        return self.view.update(self._last, self.function.value, self.x0.value)

@@ -154,3 +154,138 @@ def test_bad_arguments_get_clear_sentences():
         widgets.GradientExplorer(functions={"mine": torch.exp})
     with pytest.raises(CourseError, match="is not one of the functions"):
         widgets.GradientExplorer(start="nope")
+
+
+# --------------------------------------------------------------------------- keeping up with a slider
+def test_explorer_updates_its_figure_in_place_and_reuses_the_artists():
+    tool = widgets.GradientExplorer()
+    view, lines, first = tool.view, [tool.view.f, *tool.view.grads, *tool.view.errors], tool.plot
+    renders = view.renders
+    tool.x_range.value = (0.0, 2.0)
+    assert tool.view is view and [view.f, *view.grads, *view.errors] == lines
+    assert view.renders == renders + 1, "one control change should draw the figure exactly once"
+    assert tool.plot.png != first.png and tool.plot.text != first.text
+    np.testing.assert_array_equal(view.grads[1].get_xdata(), tool.last.x)
+    assert view.ax_f.get_xlim() == (0.0, 2.0)
+    tool.function.value = "tanh"  # changes the function and the x range: still one redraw
+    assert view.renders == renders + 2 and tool.last.name == "tanh"
+
+    sweep = widgets.StepSizeExplorer()
+    line, before = sweep.view.lines["float64"], sweep.plot.png
+    sweep.x0.value = -1.0
+    assert sweep.view.lines["float64"] is line and sweep.plot.png != before
+    np.testing.assert_array_equal(line.get_ydata(), np.maximum(sweep.last["float64"], widgets.ERROR_FLOOR))
+
+
+def test_a_reused_figure_draws_exactly_what_a_fresh_one_draws():
+    tool = widgets.GradientExplorer(start="naive softplus", dtype="float32")
+    tool.function.value = "abs (kink at 0)"
+    tool.h.value = 1e-6
+    assert tool.plot.png == widgets.comparison_plot(tool.last).png
+
+
+class FakeLoop:
+    """An event loop that only runs scheduled callbacks when told to; time stands still."""
+
+    def __init__(self):
+        self.scheduled = []
+
+    def call_later(self, delay, callback):
+        handle = FakeHandle(callback)
+        self.scheduled.append(handle)
+        return handle
+
+    def run_scheduled(self):
+        todo, self.scheduled = self.scheduled, []
+        for handle in todo:
+            if not handle.cancelled:
+                handle.callback()
+
+
+class FakeHandle:
+    def __init__(self, callback):
+        self.callback, self.cancelled = callback, False
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def test_a_burst_of_slider_changes_is_drawn_once_more_not_once_per_change():
+    loop = FakeLoop()
+    tool = widgets.StepSizeExplorer()
+    tool.throttle.loop, tool.throttle.clock = (lambda: loop), (lambda: 1e9)
+    renders = tool.view.renders
+    for value in np.arange(-3.0, 3.01, 0.25):  # 25 changes while the kernel is busy
+        tool.x0.value = float(value)
+    assert tool.view.renders == renders + 1, "only the first change is drawn at once"
+    assert len(loop.scheduled) == 1, "the others wait for one later redraw"
+    loop.run_scheduled()
+    assert tool.view.renders == renders + 2
+    assert tool._last is not None and tool.plot.text.startswith("exp at x = 3:")
+    loop.run_scheduled()
+    assert tool.view.renders == renders + 2, "nothing left to draw"
+
+
+def test_reading_last_draws_a_pending_change_first():
+    loop = FakeLoop()
+    tool = widgets.GradientExplorer()
+    tool.throttle.loop, tool.throttle.clock = (lambda: loop), (lambda: 1e9)
+    tool.x_range.value = (0.0, 1.0)  # drawn at once
+    tool.x_range.value = (0.0, 2.0)  # waits for the loop
+    assert tool.last.x[-1] == 2.0 and loop.scheduled[0].cancelled
+
+
+def test_a_lone_change_after_a_quiet_moment_is_drawn_at_once():
+    now = [1e9]
+    loop = FakeLoop()
+    tool = widgets.StepSizeExplorer()
+    tool.throttle.loop, tool.throttle.clock = (lambda: loop), (lambda: now[0])
+    renders = tool.view.renders
+    for value in (0.5, 1.5, 2.5):
+        now[0] += 10.0  # a student thinking between moves
+        tool.x0.value = value
+    assert tool.view.renders == renders + 3 and not loop.scheduled
+
+
+def test_the_figure_is_a_static_display_where_no_widget_front_end_exists():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    published = []
+
+    class Recorder:
+        def publish(self, data, metadata=None, **kwargs):
+            published.append(data)
+
+        def clear_output(self, wait=False):
+            pass
+
+    shell = InteractiveShell.instance()
+    saved, shell.display_pub = shell.display_pub, Recorder()
+    try:
+        tool = widgets.StepSizeExplorer()
+        tool.show()
+        tool.x0.value = 2.0
+    finally:
+        shell.display_pub = saved
+    figures = [d for d in published if "image/png" in d]
+    assert len(figures) == 2 and all(d["image/png"] for d in figures)
+    assert figures[0]["text/plain"].startswith("exp at x = 1: best central-difference step per dtype")
+    assert figures[1]["text/plain"].startswith("exp at x = 2: best central-difference step per dtype")
+
+
+def test_a_burst_of_slider_messages_in_a_real_kernel_does_not_queue_redraws(tmp_path):
+    """A browser sends one comm message per slider position; 40 arrive at once here."""
+    from jupyter_client.manager import start_new_kernel
+
+    from widget_kernel import slider_burst
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        result = slider_burst(kc)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert result["ipywidgets"].startswith("8.")
+    assert result["requests"] >= result["changes"] and result["x0"] == 3.0
+    assert result["runs"] <= result["changes"] // 4, result  # without merging: one redraw per message
+    assert result["figures"][-1].startswith("exp at x = 3:") and result["same_artists"]
