@@ -2,8 +2,9 @@
 
 Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool, drawing
 with ``figures`` the data of ``gradients``),
-``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks),
-``release`` (exercises from solutions), ``grade`` and ``grade_worker`` (grading),
+``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks:
+probe beside the student's code, judge apart from it), ``wire`` (plain-bytes format of check data),
+``release`` (exercises from solutions), ``grading`` (the instructors' grader; ``grade`` is its command),
 ``build`` (notebooks from their text sources), ``site`` (the course website),
 ``errors`` (one-sentence errors).
 """

@@ -1,0 +1,67 @@
+"""Reading submissions strictly: every malformed notebook is one clear sentence, never a crash."""
+import json
+
+import pytest
+
+from conftest import ROOT
+from course_utils.grading import collect
+
+GOOD = (ROOT / "solutions" / "02_exercises.ipynb").read_bytes()
+
+
+def mutate(fn) -> bytes:
+    raw = json.loads(GOOD)
+    fn(raw)
+    return json.dumps(raw).encode()
+
+
+def test_a_solution_notebook_parses():
+    name, cells = collect.parse_notebook(GOOD)
+    assert name == "02_exercises" and any(c.nbgrader["solution"] for c in cells)
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"\xff\xfe", "not UTF-8"),
+    (b'{"cells": ', "truncated or invalid JSON"),
+    (b"[1, 2]", "no list of 'cells'"),
+    (b'{"cells": {}}', "no list of 'cells'"),
+    (b'{"cells": [5]}', "cell 0 is not a cell object"),
+    (mutate(lambda r: r["cells"][1].update(source=5)), "source that is not text"),
+    (mutate(lambda r: r["cells"][1].update(source=[1, 2])), "source that is not text"),
+])
+def test_malformed_notebooks_get_one_sentence(data, words):
+    with pytest.raises(collect.NotebookError, match=words) as err:
+        collect.parse_notebook(data)
+    assert "\n" not in str(err.value)
+
+
+def test_odd_metadata_types_are_normalised():
+    data = mutate(lambda r: [c["metadata"].update(nbgrader={"grade_id": ["x"], "solution": "yes"}) for c in r["cells"]]
+                  + [r["metadata"].update(autograd_course=["02_exercises"])])
+    name, cells = collect.parse_notebook(data)
+    assert name is None and all(c.nbgrader == {"grade_id": None, "solution": False, "grade": False, "locked": False}
+                                for c in cells)
+
+
+def test_collect_does_not_follow_links(tmp_path):
+    (tmp_path / "real.ipynb").write_bytes(GOOD)
+    (tmp_path / "link.ipynb").symlink_to(ROOT / "solutions" / "02_exercises.ipynb")
+    (tmp_path / "dir").symlink_to(ROOT / "solutions")
+    found = dict(collect.collect([str(tmp_path)]))
+    assert found[tmp_path / "real.ipynb"] is None
+    assert "symbolic link" in found[tmp_path / "link.ipynb"] and "folder" in found[tmp_path / "dir"]
+    with pytest.raises(OSError):
+        collect.read_submission(tmp_path / "link.ipynb")
+
+
+def test_learning_flags_read_the_code():
+    src = ("class Mul:\n    @staticmethod\n    def backward(ctx, g):\n"
+           "        return torch.autograd.grad(y, x, g)\n")
+    assert "torch.autograd.grad" in collect.learning_flags(src)[0]
+    assert collect.learning_flags("def backward(ctx, g):\n    return g * 2\n") == []
+    assert collect.learning_flags("def backward(:") == []
+
+
+def test_checksum_ignores_trailing_whitespace_only():
+    assert collect.checksum("a = 1\nb = 2\n") == collect.checksum("a = 1   \nb = 2")
+    assert collect.checksum("a = 1") != collect.checksum("a = 2")

@@ -1,0 +1,82 @@
+"""The sandbox's pieces: the seccomp filter really refuses what it lists, the command binds the minimum."""
+import ctypes
+import os
+import subprocess
+import sys
+
+import pytest
+
+from course_utils.grading import sandbox, seccomp
+
+LOAD_AND_TRY = r"""
+import ctypes, errno, os, subprocess, sys, threading
+prog = open(sys.argv[1], "rb").read()
+libc = ctypes.CDLL(None, use_errno=True)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(Fprog(len(prog) // 8, prog)), 0, 0) == 0
+def err(rc):
+    return "ok" if rc == 0 else errno.errorcode[ctypes.get_errno()]
+out = {
+    "mount": err(libc.mount(b"none", b"/", None, 32 | 4096, None)),
+    "unshare_user": err(libc.unshare(0x10000000)),
+    "ptrace": err(libc.ptrace(0, 0, 0, 0)),
+    "clone3": err(libc.syscall(435, 0, 0)),
+    "setaffinity": err(libc.sched_setaffinity(0, 0, None)),
+}
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+out["thread"] = "ok"
+out["subprocess"] = subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True).stdout.decode().strip()
+print(out)
+"""
+
+
+@pytest.mark.skipif(seccomp.filter_for() is None, reason="no seccomp table for this architecture")
+def test_filter_refuses_listed_calls_and_allows_normal_work(tmp_path):
+    prog = tmp_path / "filter.bpf"
+    prog.write_bytes(seccomp.filter_for())
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_TRY, str(prog)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = eval(done.stdout)  # our own child's dict of strings
+    assert out == {"mount": "EPERM", "unshare_user": "EPERM", "ptrace": "EPERM", "clone3": "ENOSYS",
+                   "setaffinity": "EPERM", "thread": "ok", "subprocess": "1"}
+
+
+def test_filter_is_whole_instructions_for_known_architectures():
+    for arch in ("x86_64", "aarch64"):
+        prog = seccomp.filter_for(arch)
+        assert prog and len(prog) % 8 == 0 and len(prog) // 8 < 255
+    assert seccomp.filter_for("sparc") is None
+
+
+def test_command_binds_only_what_the_runner_needs(tmp_path):
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, 7)
+    binds = [cmd[i + 2] for i, a in enumerate(cmd) if a in ("--ro-bind", "--bind")]
+    root = str(sandbox.Path(sandbox.__file__).resolve().parents[2])
+    assert "--bind" not in cmd  # nothing of the host is writable
+    assert f"{sandbox.COURSE_MOUNT}/course_utils" in binds
+    assert not any(b.startswith(root) and b != sys.prefix and not b.startswith(sys.prefix) for b in binds), binds
+    assert all(x in cmd for x in ("--unshare-pid", "--unshare-net", "--clearenv", "--die-with-parent", "-I"))
+    assert cmd[cmd.index("--seccomp") + 1] == "7"
+    user = sandbox.bwrap_command("user", sandbox.Path("/x/course_utils"), 1 << 20, None)
+    assert all(x in user for x in ("--unshare-user", "--disable-userns", "--cap-drop")) and "--seccomp" not in user
+
+
+def test_the_environment_is_empty_but_for_what_the_runner_needs(monkeypatch):
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "secret")
+    env = sandbox.runner_env()
+    assert "INSTRUCTOR_TOKEN" not in env and env["HOME"] == sandbox.SCRATCH
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or sandbox.detect().mode != "root", reason="root-mode sandbox only")
+def test_root_mode_runner_drops_to_an_unprivileged_uid():
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, None)
+    cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = ["--setenv", "COURSE_RUNNER_UID", "61999"]
+    probe = ("import os; from course_utils.grading.runner import drop_privileges; "
+             "drop_privileges(int(os.environ['COURSE_RUNNER_UID'])); s = open('/proc/self/status').read(); "
+             "print(os.getuid(), os.geteuid(), [l.split()[1] for l in s.splitlines() if l.startswith('Cap')])")
+    cmd[-1] = cmd[-1].replace("from course_utils.grading.runner import main; main()", probe)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["61999", "61999"] and done.stdout.count("0000000000000000") == 5
