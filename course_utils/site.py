@@ -220,7 +220,8 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
     out = Path(out)
     src, html = out / "src", out / "html"
     stage(src)
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-d", str(out / "doctrees"), str(src), str(html)]
+    shutil.rmtree(html, ignore_errors=True)  # a full build (about 10 s): no stale pages or neighbours
+    cmd = [sys.executable, "-m", "sphinx", "-E", "-b", "html", "-d", str(out / "doctrees"), str(src), str(html)]
     if quiet:
         cmd.insert(3, "-q")
     done = subprocess.run(cmd, cwd=src, text=True, capture_output=quiet)

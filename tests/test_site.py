@@ -263,6 +263,8 @@ def test_every_lesson_page_in_chromium(served):
                     return inline.length + imgs.length;
                 }""")
                 assert shown == svg_graphs(rel), f"{rel}: {shown} SVG graphs shown, the notebook has {svg_graphs(rel)}"
+                hrefs = page.eval_on_selector_all("article a[href]", "els => els.map(e => e.href)")
+                assert build.colab_url(rel) in hrefs and site.binder_url(rel) in hrefs, f"{rel}: launch links"
                 prev = page.locator("a.left-prev").first.get_attribute("href")
                 assert urljoin(url, prev) == urljoin(base, page_html(order[i - 1])), f"{rel}: previous link"
                 nxt = page.locator("a.right-next").first.get_attribute("href")
