@@ -1,5 +1,6 @@
 """The mistake catalogue: every entry has a buggy implementation that must receive its hint."""
 import re
+from pathlib import Path
 import textwrap
 
 import jupytext
@@ -30,8 +31,16 @@ def solution_namespace(number: str) -> dict:
     return run_code_cells(jupytext.read(ROOT / "solutions" / f"{number}_exercises.py"))
 
 
-EXERCISE_NOTEBOOK = {"scalar_engine": "01", "mul": "02", "exp": "03", "linear_function": "04",
-                     "linear_module": "04", "killhead": "05", "abs_prod": "06"}
+def _exercise_notebooks() -> dict[str, str]:
+    """grade_id -> number of the solution notebook whose check cell names it."""
+    found = {}
+    for py in sorted((ROOT / "solutions").glob("*_exercises.py")):
+        for gid in re.findall(r'^check\("(\w+)"', py.read_text(), re.M):
+            found[gid] = py.name[:2]
+    return found
+
+
+EXERCISE_NOTEBOOK = _exercise_notebooks()
 
 
 # --------------------------------------------------------------------------- reference solutions
@@ -468,8 +477,22 @@ def test_each_mistake_gets_its_hint(code):
     assert len(report) < 900 and "Traceback" not in report
 
 
+def all_bug_codes() -> set[str]:
+    """Mistake codes with a test: BUGS here and in every tests/test_checks_*.py (one per lesson)."""
+    import importlib
+
+    codes = set(BUGS)
+    for path in sorted(Path(__file__).parent.glob("test_checks_*.py")):
+        codes |= set(importlib.import_module(path.stem).BUGS)
+    return codes
+
+
+def test_every_exercise_has_a_solution_notebook():
+    assert set(EXERCISE_NOTEBOOK) == set(checks.EXERCISES)
+
+
 def test_every_catalogue_entry_is_tested():
-    tested = set(BUGS) | {"not_attempted", "timeout", "gradient_wrong", "malformed_result"}
+    tested = all_bug_codes() | {"not_attempted", "timeout", "gradient_wrong", "malformed_result"}
     assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
 
 

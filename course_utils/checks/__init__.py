@@ -9,12 +9,18 @@ One module per lesson's exercises; ``MISTAKES`` is the catalogue of recognised m
 """
 from __future__ import annotations
 
-from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06
+import importlib
+import pkgutil
+
 from ..errors import CourseError
 from .engine import MISTAKES, Exercise, Mistake, Result, check, judge, probe, run_check
 
-EXERCISES: dict[str, Exercise] = {
-    ex.grade_id: ex for module in (lesson01, lesson02, lesson03, lesson04, lesson05, lesson06) for ex in module.EXERCISES
-}
+LESSON_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("lesson"))
+EXERCISES: dict[str, Exercise] = {}
+for _name in LESSON_MODULES:  # lessonNN.py, in lesson order; each lists its exercises in EXERCISES
+    for _ex in importlib.import_module(f"{__name__}.{_name}").EXERCISES:
+        if _ex.grade_id in EXERCISES:
+            raise ValueError(f"exercise {_ex.grade_id!r} is defined twice")
+        EXERCISES[_ex.grade_id] = _ex
 
 __all__ = ["CourseError", "EXERCISES", "MISTAKES", "Exercise", "Mistake", "Result", "check", "judge", "probe", "run_check"]

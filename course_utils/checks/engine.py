@@ -50,9 +50,6 @@ catalogue({
     "malformed_result": "the data reported from beside the student's code was not what the check asked for",
 })
 
-# mistakes a probe may report (they come from running student code, not from comparing results)
-PROBE_CODES = {"not_attempted", "missing_name", "raised", "timeout", "not_a_function", "scalar_api", "no_graph",
-               "module_structure", "tensor_on_ctx"}
 
 
 class Mistake(Exception):
@@ -285,7 +282,8 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
 
 
 def _raise_error(error: object) -> None:
-    if not isinstance(error, dict) or error.get("code") not in PROBE_CODES or not isinstance(error.get("hint"), str):
+    # any catalogued code may come from a probe: an error record can only fail a stage, never pass one
+    if not isinstance(error, dict) or error.get("code") not in MISTAKES or not isinstance(error.get("hint"), str):
         raise Malformed("unknown error record")
     hint = error["hint"][:HINT_LIMIT]
     if error["code"] == "not_attempted":
