@@ -322,8 +322,8 @@ print("same gradients:", torch.equal(*grads.values()))
 # ### Newton's method for a square root
 #
 # $y = \sqrt{x}$ is the root of $F(y, x) = y^2 - x = 0$. Newton's method iterates
-# $y \leftarrow \tfrac12 (y + x / y)$, from $y_0 = \max(x, 1) \ge \sqrt{x}$ it converges
-# quickly. Differentiating *through* the loop makes autograd record every iteration. But
+# $y \leftarrow \tfrac12 (y + x / y)$; started from $y_0 = \max(x, 1) \ge \sqrt{x}$, it
+# converges from above, quickly. Differentiating *through* the loop makes autograd record every iteration. But
 # the answer does not depend on the path: the **implicit function theorem** gives the
 # derivative of the root from $F$ alone,
 #
@@ -570,9 +570,11 @@ for label, fn in (("float32 saves", tanh_chain), ("float16 saves", in_half(tanh_
 # %% [markdown]
 # Now the three intermediate outputs shrink to half (the last output is still alive with
 # the caller, so its half copy is extra again): 16000 bytes become 12000, for the price
-# of gradients with about three correct digits. `torch.autograd.graph.save_on_cpu()` is the same mechanism
-# with "move to CPU" as the pack function. On a GPU that frees device memory; on this
-# CPU-only machine there is nothing to move, and nothing changes:
+# of gradients with about three correct digits.
+#
+# `torch.autograd.graph.save_on_cpu()` is the same mechanism with "move to CPU" as the
+# pack function. On a GPU that frees device memory; on this CPU-only machine there is
+# nothing to move, and nothing changes:
 
 # %%
 from torch.autograd.graph import save_on_cpu
