@@ -36,17 +36,24 @@ def repo_url() -> str:
     return data["project"]["urls"]["Repository"]
 
 
+SOURCE_VARIABLE = "COURSE_UTILS_SOURCE"  # overrides where Colab installs course_utils from (tests use it)
+
+
 def setup_cell_source() -> str:
-    """The first code cell of every notebook: a no-op locally, installs what Colab lacks."""
+    """The first code cell of every notebook: a no-op locally, installs what Colab lacks.
+
+    course_utils comes from the repository URL (pyproject.toml) unless the environment
+    variable ``COURSE_UTILS_SOURCE`` names another pip source, e.g. a local checkout.
+    """
     return (
         f"{SETUP_MARK}: does nothing on your machine (`./course lab` installed everything).\n"
         "# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.\n"
-        "import subprocess, sys\n"
+        "import os, subprocess, sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
+        f'    source = os.environ.get("{SOURCE_VARIABLE}", "git+{repo_url()}")\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)\n'
-        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\",\n"
-        f'                    "git+{repo_url()}"], check=True)'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)'
     )
 
 

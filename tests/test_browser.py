@@ -1,9 +1,16 @@
-"""A real browser: JupyterLab on loopback, lesson 03 run in headless Chromium, a control moved.
+"""A real browser: JupyterLab on loopback, lesson 03 run in headless Chromium, controls moved.
 
-Asserts that the gradient plot changes and that no cell shows an error; saves a screenshot
-to artifacts/. Runs on a copy of the notebook so JupyterLab's autosave cannot touch the
-committed one.
+Asserts that each explorer's figure changes after each control change and that no cell shows
+an error; saves a screenshot to artifacts/. Runs on a copy of the notebook so JupyterLab's
+autosave cannot touch the committed one.
+
+It also measures, in the page, the time from a control's input event (key press, click,
+selection) until the new figure is decoded, and writes the samples to
+artifacts/widget_latency.json for ``./course bench`` to report. Times are recorded, never
+asserted.
 """
+import datetime
+import json
 import os
 import signal
 import subprocess
@@ -61,6 +68,68 @@ def lab(tmp_path):
     proc.wait(timeout=30)
 
 
+# In the page: the figure of the k-th explorer (the image in the cell with its controls), and
+# a probe that resolves with the milliseconds from the next input event to a new, decoded figure.
+PROBE = """
+window.figureOf = (k) => {
+  const cells = [...document.querySelectorAll('.jp-CodeCell')].filter(c => c.querySelector('.widget-dropdown'));
+  return cells[k] ? cells[k].querySelector('.jp-OutputArea-output img') : null;
+};
+window.armFigureProbe = (k) => {
+  const old = window.figureOf(k) ? window.figureOf(k).src : null;
+  const events = ['keydown', 'pointerdown', 'change', 'input'];
+  let t0 = null;
+  const mark = () => { if (t0 === null) t0 = performance.now(); };
+  events.forEach(e => document.addEventListener(e, mark, {capture: true}));
+  window.figureProbe = new Promise(resolve => {
+    const finish = value => { observer.disconnect(); events.forEach(e => document.removeEventListener(e, mark, {capture: true})); resolve(value); };
+    const check = async () => {
+      const img = window.figureOf(k);
+      if (t0 === null || !img || img.src === old) return;
+      observer.disconnect();
+      try { await img.decode(); } catch (err) {}
+      finish(performance.now() - t0);
+    };
+    const observer = new MutationObserver(check);
+    observer.observe(document.querySelector('.jp-Notebook'), {subtree: true, childList: true, attributes: true,
+                                                           attributeFilter: ['src']});
+    setTimeout(() => finish(null), 60000);
+  });
+};
+"""
+
+
+def timed_change(page, explorer: int, action) -> float:
+    """Milliseconds from the input event of ``action()`` to the explorer's new figure; fails if none came."""
+    page.evaluate("k => window.armFigureProbe(k)", explorer)
+    action()
+    ms = page.evaluate("() => window.figureProbe")
+    assert ms is not None, f"explorer {explorer}'s figure did not change within 60 s after moving a control"
+    return ms
+
+
+def measure_latency(page) -> dict[str, list[float]]:
+    """Move every kind of control of both explorers; return the latencies per explorer."""
+    page.evaluate(PROBE)
+    gradient, sweep = page.locator(".jp-CodeCell", has=page.locator(".widget-dropdown")).all()[:2]
+    samples = {"GradientExplorer": [], "StepSizeExplorer": []}
+    record = samples["GradientExplorer"].append
+    record(timed_change(page, 0, lambda: gradient.locator(".widget-dropdown select").select_option(label="tanh")))
+    for dtype in ("float32", "float64"):
+        record(timed_change(page, 0, lambda: gradient.locator(".widget-toggle-button", has_text=dtype).click()))
+    h_handle = gradient.locator(".widget-slider").nth(1).locator(".noUi-handle").first
+    h_handle.focus()
+    for key in ["ArrowLeft"] * 4 + ["ArrowRight"] * 4:  # FD step h: 1e-3 down to 1e-7 and back
+        record(timed_change(page, 0, lambda: h_handle.press(key)))
+    record = samples["StepSizeExplorer"].append
+    x0_handle = sweep.locator(".widget-slider .noUi-handle").first
+    x0_handle.focus()
+    for key in ["ArrowRight"] * 4 + ["ArrowLeft"] * 4:  # x0: 1.0 up to 2.0 and back, step 0.25
+        record(timed_change(page, 1, lambda: x0_handle.press(key)))
+    record(timed_change(page, 1, lambda: sweep.locator(".widget-dropdown select").select_option(label="tanh")))
+    return samples
+
+
 def plot_images(page) -> list[str]:
     return page.eval_on_selector_all(".jp-OutputArea-output img", "els => els.map(e => e.src)")
 
@@ -111,6 +180,10 @@ def test_lesson_runs_in_jupyterlab_and_the_widget_redraws(lab):
                 page.screenshot(path=str(shots / "browser_lesson03_failed.png"))
                 raise AssertionError(f"cells did not all run; prompts: {prompts()}") from None
             page.wait_for_selector(".widget-dropdown select", timeout=60_000)
+            samples = measure_latency(page)
+            shots.joinpath("widget_latency.json").write_text(json.dumps({
+                "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "samples": samples}, indent=1))
             before = plot_images(page)
             assert len(before) >= 2, "the two widget figures should be shown"
 

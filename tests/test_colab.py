@@ -1,0 +1,225 @@
+"""Colab, offline: its widget stack (ipywidgets 7.7.1) and its install path (the set-up cell).
+
+Two Colab-like environments, made cheaply by tests/colab_env.py (the ipywidgets 7 packages
+are installed once into .cache/; torch and the rest are reused from .venv):
+
+* **ipywidgets 7**: both explorers driven headless in a kernel, from Python and with a burst
+  of comm messages like a browser's slider sends.
+* **The Colab path**: a kernel that has a stand-in ``google.colab`` module loaded at start-up
+  and *no* course_utils. ``COURSE_UTILS_SOURCE`` points the set-up cell at a copy of this
+  checkout, so it installs course_utils with pip exactly as in Colab, minus the network.
+
+Trade-off, to keep ``./course test`` within its time budget: nbval already executes every
+notebook once, so here (1) every lesson and exercise notebook is checked to start with the
+identical set-up cell, (2) that cell is executed for real once, after which course_utils and
+every one of its modules must import from the pip-installed copy (a module left out of the
+package fails here, for every notebook), and (3) only the notebooks that exercise something
+this environment changes are run to the end, two at a time, in a fresh kernel each with an
+empty working folder like Colab's /content: the lessons that use the widgets (ipywidgets 7)
+and the first exercises notebook (the checks, from the installed package). Each of those
+runs its own set-up cell again. A notebook that only uses torch and the course's plain
+Python would repeat nbval's run and is not run again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import colab_env
+from conftest import ROOT
+from course_utils import build
+from widget_kernel import run, slider_burst
+
+WIDGET_STACK = {"ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "ipython-genutils"}
+STANDIN = '''"""Stand-in for Colab's google.colab package: only its presence matters to the course."""
+IN_COLAB_STANDIN = True
+'''
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s#]+)", line)
+        if m:
+            found[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return found
+
+
+def test_colab_widget_stack_is_written_down_once():
+    colab, main = pins(colab_env.REQUIREMENTS), pins(ROOT / "requirements.txt")
+    assert colab["ipywidgets"] == "7.7.1", "Colab ships ipywidgets 7.7.1"
+    assert main["ipywidgets"].startswith("8."), "the course itself pins ipywidgets 8"
+    assert set(colab) <= WIDGET_STACK, f"only the widget stack belongs here, the rest is requirements.txt: {colab}"
+
+
+# --------------------------------------------------------------------------- ipywidgets 7
+@pytest.fixture(scope="module")
+def widgets7_python(tmp_path_factory) -> Path:
+    return colab_env.make_venv(tmp_path_factory.mktemp("widgets7") / "venv", [colab_env.widgets7_site()])
+
+
+DRIVE_BOTH = """
+import ipywidgets
+from course_utils import widgets
+assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
+
+tool = widgets.GradientExplorer()
+tool.show()
+view, first, renders = tool.view, tool.plot, tool.view.renders
+for control, value in ((tool.x_range, (0.0, 2.0)), (tool.h, 1e-6), (tool.dtype, "float32"),
+                       (tool.function, "tanh with a bug in backward")):
+    control.value = value  # four changes in a row inside a running kernel: merged, not drawn four times
+assert tool.last.name == "tanh with a bug in backward" and tool.last.dtype == "float32"  # reading draws
+assert tool.view is view and renders < view.renders <= renders + 2, view.renders
+assert tool.last.err_custom.max() > 1.0 and tool.plot.png != first.png
+
+sweep = widgets.StepSizeExplorer()
+sweep.show()
+before = sweep.plot
+sweep.x0.value = 2.0
+sweep.function.value = "tanh"
+assert sweep.plot.png != before.png and sweep.plot.text.startswith("tanh at x = 2:")
+print("both explorers work")
+"""
+
+
+def test_both_explorers_work_with_ipywidgets_7(widgets7_python, tmp_path):
+    km, kc = colab_env.start_kernel(widgets7_python, tmp_path, env={"PYTHONPATH": str(ROOT)})
+    try:
+        out, messages = run(kc, DRIVE_BOTH)
+        assert "both explorers work" in out
+        shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+        assert any("image/png" in d for d in shown) and any("application/vnd.jupyter.widget-view+json" in d
+                                                           for d in shown)
+        burst = slider_burst(kc)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert burst["ipywidgets"] == "7.7.1" and burst["x0"] == 3.0 and burst["same_artists"]
+    assert burst["runs"] <= burst["changes"] // 4, burst  # without merging: one redraw per message
+
+
+# --------------------------------------------------------------------------- the Colab path
+LESSON_FOLDERS = ("notebooks", "exercises")  # what the Colab links open
+
+
+def colab_notebooks() -> list[Path]:
+    return [p for folder in LESSON_FOLDERS for p in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))]
+
+
+def run_to_the_end() -> list[Path]:
+    """Lessons that use the widgets (ipywidgets 7 matters) and their exercises (checks, installed)."""
+    lessons = [p for p in colab_notebooks() if p.parent.name == "notebooks"
+               and "course_utils import widgets" in p.with_suffix(".py").read_text()]
+    numbers = {p.name[:2] for p in lessons}
+    exercises = [p for p in colab_notebooks() if p.parent.name == "exercises" and p.name[:2] in numbers]
+    exercises = exercises or [p for p in colab_notebooks() if p.parent.name == "exercises"][:1]
+    return lessons + exercises
+
+
+def first_code_cell(nb) -> str:
+    return next(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_every_colab_notebook_starts_with_the_same_setup_cell():
+    wanted = build.setup_cell_source()
+    assert build.repo_url() in wanted and build.SOURCE_VARIABLE in wanted
+    stale = [str(p.relative_to(ROOT)) for p in colab_notebooks()
+             if first_code_cell(nbformat.read(p, as_version=4)) != wanted]
+    assert not stale, f"these notebooks do not start with the current set-up cell (./course build): {stale}"
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory) -> dict:
+    """A Colab-like venv (google.colab loaded, no course_utils) and the env its kernels need."""
+    base = tmp_path_factory.mktemp("colab")
+    standin = base / "standin" / "google" / "colab"
+    standin.mkdir(parents=True)
+    (standin / "__init__.py").write_text(STANDIN)
+    python = colab_env.make_venv(base / "venv", [base / "standin", colab_env.widgets7_site()],
+                                 startup="import google.colab")
+    source = base / "checkout"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".cache", "artifacts", "build", "*.egg-info", "__pycache__", ".pytest_cache", "*.ipynb"))
+    env = {build.SOURCE_VARIABLE: str(source), "PIP_NO_BUILD_ISOLATION": "0",  # build with the env's setuptools
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
+    return {"python": python, "env": env, "base": base}
+
+
+IMPORT_EVERYTHING = """
+import importlib, json, pkgutil, sys
+import course_utils
+names = [m.name for m in pkgutil.walk_packages(course_utils.__path__, "course_utils.")]
+failed = {}
+for name in names:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        failed[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"file": course_utils.__file__, "modules": names, "failed": failed,
+                  "colab": "google.colab" in sys.modules}))
+"""
+
+
+def test_setup_cell_installs_course_utils_as_in_colab(colab, tmp_path):
+    content = tmp_path / "content"
+    content.mkdir()
+    km, kc = colab_env.start_kernel(colab["python"], tmp_path, env=colab["env"], cwd=content)
+    try:
+        out, _ = run(kc, "import importlib.util; print(importlib.util.find_spec('course_utils') is None)")
+        assert out.strip() == "True", "course_utils must not be importable before the set-up cell ran"
+        run(kc, build.setup_cell_source(), timeout=600)
+        report = json.loads(run(kc, IMPORT_EVERYTHING)[0])
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert report["colab"]
+    assert str(colab["base"] / "venv") in report["file"], f"course_utils came from {report['file']}"
+    expected = {f"course_utils.{p.stem}" for p in (ROOT / "course_utils").glob("*.py") if p.stem != "__init__"}
+    expected |= {f"course_utils.{p.parent.name}" for p in (ROOT / "course_utils").glob("*/__init__.py")}
+    missing = sorted(expected - set(report["modules"]))
+    assert not missing, f"the pip-installed course_utils lacks {missing}: list them in pyproject.toml's packages"
+    assert not report["failed"], report["failed"]
+
+
+RUNNER = """
+import sys, nbformat
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+path, specs, cwd = sys.argv[1:4]
+nb = nbformat.read(path, as_version=4)
+km = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[specs]))
+NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": cwd}}).execute(cwd=cwd)
+"""
+
+
+def _run_notebook(path: Path, colab: dict) -> tuple[Path, str | None]:
+    if first_code_cell(nbformat.read(path, as_version=4)) != build.setup_cell_source():
+        return path, "its set-up cell is not the current one (it would install from GitHub): run ./course build"
+    scratch = colab["base"] / f"run-{path.parent.name}-{path.stem}"
+    content = scratch / "content"
+    content.mkdir(parents=True)
+    specs = colab_env.kernel_spec_dir(colab["python"], scratch)
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(specs), str(content)],
+                          env=dict(os.environ, **colab["env"]), capture_output=True, text=True, timeout=900)
+    return path, None if done.returncode == 0 else done.stderr[-4000:]
+
+
+def test_notebooks_run_to_the_end_in_colab(colab):
+    todo = run_to_the_end()
+    assert any(p.parent.name == "notebooks" for p in todo), "no lesson uses the widgets any more?"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda p: _run_notebook(p, colab), todo))
+    failures = {str(p.relative_to(ROOT)): err for p, err in results if err}
+    assert not failures, "\n\n".join(f"{name} failed in the Colab-like environment:\n{err}"
+                                     for name, err in failures.items())
