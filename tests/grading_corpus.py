@@ -208,9 +208,12 @@ os._exit(1)
 
 MEMORY_CHILDREN = """
 import subprocess, sys
-code = "b = bytearray(900 * 2**20); print('ok', flush=True); import time; time.sleep(3)"
-kids = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) for _ in range(4)]
-done = sum(1 for k in kids if k.communicate()[0].strip() == b"ok")
+code = "import sys; b = b'x' * (700 * 2**20); print('ok', flush=True); sys.stdin.read()"
+kids = [subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for _ in range(4)]
+done = sum(1 for k in kids if k.stdout.readline().strip() == b"ok")  # all four alive at once
+for k in kids:
+    k.kill()
 REPORT = f"children_ok={done}"
 """ + REPORTER
 

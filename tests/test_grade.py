@@ -24,7 +24,7 @@ from grading_corpus import MARKER, SECRET, write_corpus
 
 BOX = sandbox.detect()
 SANDBOXED = BOX.mode != "none"
-TIMEOUT = "8"
+TIMEOUT = "20"
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {BOX.reason}")
 
 
@@ -143,9 +143,9 @@ def test_escape_attempts_all_fail(batch):
 
 @needs_sandbox
 def test_no_file_outside_the_sandbox_changed(batch):
-    assert tree_digest(batch["subs"]) == batch["before"]["subs"]
-    assert tree_digest(ROOT / "course_utils") == batch["before"]["course"]
-    assert batch["victim"].read_bytes() == batch["before"]["victim"]
+    assert tree_digest(batch["subs"]) == batch["before"]["subs"], "a submission was changed"
+    assert batch["victim"].read_bytes() == batch["before"]["victim"], "the instructor's file was changed"
+    assert tree_digest(ROOT / "course_utils") == batch["before"]["course"], "the course's code was changed"
     assert not Path("/usr/pwned").exists()
 
 
@@ -167,7 +167,8 @@ def test_reports_hold_nothing_that_is_not_the_students_own(batch):
 def test_forged_and_hostile_channels_are_reported(batch):
     rows = batch["rows"]
     assert "not valid" in " ".join(rows["forge_points.ipynb"]["flags"])
-    assert "time limit" in rows["keepalive.ipynb"]["exercises"]["mul"]["feedback"]
+    keepalive = rows["keepalive.ipynb"]["exercises"]["mul"]["feedback"]
+    assert "time limit" in keepalive or "sent more data" in keepalive, keepalive
     assert "sent more data" in rows["flood.ipynb"]["exercises"]["mul"]["feedback"]
     assert "time limit" in rows["busy.ipynb"]["exercises"]["mul"]["feedback"]
 
@@ -182,7 +183,7 @@ def test_memory_is_capped_for_all_processes_together(batch):
 def test_a_restarted_runner_is_the_real_one(batch):
     """Files planted in the scratch folder (a fake runner, sitecustomize) are not what starts next."""
     feedback = batch["rows"]["shadow_worker.ipynb"]["exercises"]["linear_module"]["feedback"]
-    assert "LinearFunction" in feedback and "time limit" not in feedback, feedback
+    assert "not defined" in feedback and "time limit" not in feedback, feedback
 
 
 def test_failures_are_explained(batch):
@@ -190,7 +191,8 @@ def test_failures_are_explained(batch):
     fb = {n: rows[n]["exercises"]["linear_module"]["feedback"] for n in (
         "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
         "sys_exit.ipynb", "os_exit.ipynb")}
-    assert "time limit" in fb["infinite_loop.ipynb"] and "time limit" in fb["uninterruptible_loop.ipynb"]
+    assert all("did not finish" in fb[n] or "time limit" in fb[n] for n in ("infinite_loop.ipynb",
+                                                                         "uninterruptible_loop.ipynb")), fb
     assert "memory" in fb["memory_hog.ipynb"].lower()
     assert "die" in fb["kernel_killer.ipynb"]
     assert "sys.exit" in fb["sys_exit.ipynb"] and "os._exit" in fb["os_exit.ipynb"]
@@ -283,15 +285,21 @@ def test_as_a_normal_user_where_the_machine_allows(tmp_path):
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
     if probe.returncode != 0:
         pytest.skip("this machine's Python is not readable by a normal user (it lives in root's home)")
+    import tempfile
+
+    import nbformat
+    from grading_corpus import SWAPPED_MUL, submission
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="grade-as-user-"))  # pytest's own folders are root-only
+    os.chmod(tmp_path, 0o777)
     subs = tmp_path / "subs"
     subs.mkdir(mode=0o755)
-    from grading_corpus import SWAPPED_MUL, submission
-    import nbformat
     nbformat.write(submission("02", {"mul_answer": SWAPPED_MUL}), subs / "s.ipynb")
-    os.chmod(tmp_path, 0o777)
     proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
                            "course_utils.grade", str(subs), "--json", "--timeout", TIMEOUT], capture_output=True,
                           text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path)), timeout=600)
+    shutil.rmtree(tmp_path, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
     assert row["exercises"]["mul"]["points"] == 1
+    assert "without sandbox" not in " ".join(row["flags"]), row["flags"]

@@ -143,6 +143,12 @@ def collect(paths: list[str]) -> list[tuple[Path, str | None]]:
     found: dict[Path, str | None] = {}
     for p in paths:
         path = Path(p)
+        try:
+            path.stat()
+        except PermissionError:
+            raise UsageError(f"{p} cannot be read by this user: grade as a user who can read it.") from None
+        except OSError:
+            pass
         if path.is_dir():
             for folder, dirs, files in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
