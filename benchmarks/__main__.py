@@ -8,9 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-from . import grading, implicit, linear, silu
+from . import grading, implicit, linear, silu, widgets
 
-BENCHMARKS = {"linear": linear.run, "grading": grading.run, "silu": silu.run, "implicit": implicit.run}
+BENCHMARKS = {"linear": linear.run, "grading": grading.run, "silu": silu.run, "implicit": implicit.run,
+              "widgets": widgets.run}
 HEADER = "# Benchmark results\n\nWritten by `./course bench` (`./course bench NAME...` reruns only those sections).\n"
 OUT = Path(__file__).with_name("results.md")
 

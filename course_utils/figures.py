@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 from PIL import Image
 
 from .gradients import DTYPES, Comparison, best_step
+from .textcache import TextCachingCanvas
 
 ERROR_FLOOR = 1e-18  # errors of exactly 0 are drawn here on log axes
 DPI = 80
@@ -70,7 +70,7 @@ class _View:
 
     def __init__(self, width: float, height: float, margins: dict[str, float]) -> None:
         self.figure = Figure(figsize=(width, height), dpi=DPI)
-        self.canvas = FigureCanvasAgg(self.figure)
+        self.canvas = TextCachingCanvas(self.figure)  # tick labels repeat: rasterise each once
         self.figure.subplots_adjust(**margins)
         self.renders = 0
         self.dynamic: list = []

@@ -289,3 +289,34 @@ def test_a_burst_of_slider_messages_in_a_real_kernel_does_not_queue_redraws(tmp_
     assert result["requests"] >= result["changes"] and result["x0"] == 3.0
     assert result["runs"] <= result["changes"] // 4, result  # without merging: one redraw per message
     assert result["figures"][-1].startswith("exp at x = 3:") and result["same_artists"]
+
+
+def test_cached_text_is_pixel_identical_to_text_drawn_afresh():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+    from matplotlib.figure import Figure
+
+    from course_utils.textcache import TextCachingCanvas
+
+    class WholePixels(RendererAgg):  # the reference: same whole-pixel anchors, nothing cached
+        def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+            return super().draw_text(gc, round(x), round(y), s, prop, angle, ismath, mtext)
+
+    class Reference(FigureCanvasAgg):
+        def get_renderer(self):
+            if getattr(self, "_made", None) is None:
+                self._made = self.renderer = WholePixels(*self.get_width_height(physical=True), self.figure.dpi)
+            return self._made
+
+    def draw(canvas_class):
+        fig = Figure(figsize=(3, 2), dpi=80)
+        canvas = canvas_class(fig)
+        for i, rotation in enumerate((0, 90, 30, 0)):
+            fig.text(0.1 + 0.2 * i + 0.0123, 0.3 + 0.1 * i, "1e-08 x", rotation=rotation)
+            fig.text(0.1 + 0.2 * i, 0.7, r"$x^2$")  # mathtext: drawn normally
+        canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy(), canvas
+
+    expected, _ = draw(Reference)
+    cached, canvas = draw(TextCachingCanvas)
+    np.testing.assert_array_equal(cached, expected)
+    assert canvas.renderer.hits >= 1 and canvas.renderer.misses >= 3
