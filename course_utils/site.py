@@ -132,7 +132,8 @@ def stage_notebook(rel_path: str, site_pages: set[str]) -> nbformat.NotebookNode
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
             cell.metadata.setdefault("tags", []).append("remove-cell")  # Colab-only; the site has its own links
-        if cell.cell_type == "markdown":
+        if cell.cell_type == "markdown":  # external images (Colab badges) would not load offline: their text
+            cell.source = re.sub(r"!\[([^\]]*)\]\(https?://[^)\s]+\)", r"\1", cell.source)
             cell.source = _rewrite_links(cell.source, rel_path, site_pages)
         for output in cell.get("outputs", []):
             if WIDGET_MIME in output.get("data", {}):

@@ -173,7 +173,7 @@ def test_solutions_never_appear_in_the_site(built):
     for number in numbers:
         rel = f"exercises/{number}_exercises"
         page = built / f"{rel}.html"
-        assert page.exists(), f"exercise page {number} is missing"
+        assert page.exists(), f"exercise page {number} is missing: is {rel}.ipynb built (./course build)?"
         shown = code_lines_html(page.read_text()) | code_lines_nb(built / "_sources" / f"{rel}.ipynb")
         own = solution_lines(number) - code_lines_nb(ROOT / f"{rel}.ipynb")
         assert own, f"solutions/{number}_exercises.py has no line that its exercise notebook lacks"
@@ -239,6 +239,10 @@ def test_every_lesson_page_in_chromium(served):
         page.on("request", lambda r: r.url.startswith(("http", "ws")) and not r.url.startswith(base)
                 and problems.append(f"request outside the site: {r.url}"))
         try:
+            for other in [site.START, *site.exercises(), "instructors.md"]:  # loads cleanly, offline
+                page.goto(urljoin(base, page_html(other.removesuffix(".md"))))
+                page.wait_for_load_state("networkidle")
+                assert not problems, f"{other}: {problems}"
             for i, rel in enumerate(order):
                 if rel not in site.lessons():
                     continue
