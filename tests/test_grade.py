@@ -175,9 +175,10 @@ def test_forged_and_hostile_channels_are_reported(batch):
 
 @needs_sandbox
 def test_memory_is_capped_for_all_processes_together(batch):
+    """Four children of 700 MiB each under --memory 2: three together would already pass the cap."""
     mul = batch["rows"]["memory_children.ipynb"]["exercises"]["mul"]["feedback"]
     report = re.search(r"children_ok=(\d)", mul)
-    assert (report and int(report.group(1)) <= 1) or "memory" in mul, mul
+    assert (report and int(report.group(1)) <= 2) or "memory" in mul, mul
 
 
 def test_a_restarted_runner_is_the_real_one(batch):

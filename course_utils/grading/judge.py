@@ -68,6 +68,11 @@ class Worker:
             self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
                                          pass_fds=(seccomp_fd,) if seccomp_fd is not None else ())
+        except BaseException:
+            self.limits.close(None)
+            if self.scratch:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
         finally:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
