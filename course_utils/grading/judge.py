@@ -3,7 +3,8 @@
 The judge never runs student code. It chooses each exercise's inputs with a fresh seed,
 sends them with the cells, and judges every facts message with the course's checks. Time
 is the judge's: each runner start has one hard deadline (start-up plus the per-exercise
-limit for every exercise it is asked to run) that no message can move. A runner that
+limit for every exercise it is asked to run) that no message can move; within it, each
+exercise gets the per-exercise limit from the last sign of progress. A runner that
 hangs, crashes, floods the channel or outgrows its memory is stopped and only the
 exercise it was on loses its points; a fresh runner does the rest.
 """
@@ -108,14 +109,16 @@ class Worker:
     def wait(self, deadline: dict, on_message) -> str:
         """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | died.
 
-        ``deadline["at"]`` is the hard deadline; ``on_message`` may only bring it closer.
+        The runner is stopped at ``min(deadline["hard"], deadline["step"])``: the hard deadline is
+        fixed at start; ``step`` (the per-exercise limit after the last sign of progress) can only
+        be moved by ``on_message`` to a time that is still before the hard one.
         """
         outcome = "done"
         while True:
             self._drain(on_message)
             if self.proc.poll() is not None and not self.reader.is_alive():
                 break
-            if time.monotonic() > deadline["at"]:
+            if time.monotonic() > min(deadline["hard"], deadline["step"]):
                 outcome = "timeout"
                 break
             if self.flood:
@@ -210,21 +213,28 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
         remaining = [g for g in order if g not in results]
         state = {"current": None, "ready": False}
         budget = options.timeout * len(remaining)
-        deadline = {"at": 0.0}
+        deadline = {"hard": 0.0, "step": 0.0}
 
-        def on_message(raw, remaining=remaining, state=state, budget=budget, deadline=deadline):
+        def progress(deadline=deadline):
+            """Ready, or an exercise's first result: the next exercise gets --timeout from now (never past hard)."""
+            deadline["step"] = time.monotonic() + options.timeout
+
+        def on_message(raw, remaining=remaining, state=state, budget=budget, deadline=deadline, progress=progress):
             message = validate(raw, set(remaining))
             if message is None:
                 counts["forged"] += 1
                 return
             if message["kind"] == "ready" and not state["ready"]:  # the runner's own, before any student code
                 state["ready"] = True
-                deadline["at"] = min(deadline["at"], time.monotonic() + budget)
+                deadline["hard"] = min(deadline["hard"], time.monotonic() + budget)
+                progress()
             elif message["kind"] == "begin" and message["exercise"] not in results:
                 state["current"] = message["exercise"]
             elif message["kind"] == "facts":
                 gid = message["exercise"]
                 verdict = _judge(gid, requests[gid], message)
+                if gid not in results:
+                    progress()  # at most once per exercise, so at most the hard budget in total
                 if gid in results:  # only one is genuine; keep the lower score
                     counts["duplicate"] += 1
                     if verdict.points >= results[gid].points:
@@ -236,7 +246,8 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
                "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
                "requests": {g: requests[g] for g in remaining}}
         worker = Worker(job, options, slot)
-        deadline["at"] = worker.started + STARTUP + budget
+        deadline["hard"] = worker.started + STARTUP + budget
+        deadline["step"] = deadline["hard"]  # until the runner is ready, start-up time applies
         outcome = worker.wait(deadline, on_message)
         if len(results) == len(order):
             break
