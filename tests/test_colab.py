@@ -13,12 +13,13 @@ Trade-off, to keep ``./course test`` within its time budget: nbval already execu
 notebook once, so here (1) every lesson and exercise notebook is checked to start with the
 identical set-up cell, (2) that cell is executed for real once, after which course_utils and
 every one of its modules must import from the pip-installed copy (a module left out of the
-package fails here, for every notebook), and (3) only the notebooks that exercise something
-this environment changes are run to the end, two at a time, in a fresh kernel each with an
-empty working folder like Colab's /content: the lessons that use the widgets (ipywidgets 7)
-and the first exercises notebook (the checks, from the installed package). Each of those
-runs its own set-up cell again. A notebook that only uses torch and the course's plain
-Python would repeat nbval's run and is not run again.
+package fails here, for every notebook), and (3) only notebooks that exercise something
+this environment changes are run to the end, both at once, each in a fresh kernel with an
+empty working folder like Colab's /content: the first lesson that uses the widgets
+(ipywidgets 7 inside a notebook) and its exercises notebook (the checks, imported from the
+installed package). Each runs its own set-up cell again. Other notebooks would repeat
+nbval's run with the same code and are not run again here: a notebook-specific Colab
+problem other than these (say, a file read from the checkout) would go unnoticed.
 """
 from __future__ import annotations
 
@@ -117,9 +118,10 @@ def colab_notebooks() -> list[Path]:
 
 
 def run_to_the_end() -> list[Path]:
-    """Lessons that use the widgets (ipywidgets 7 matters) and their exercises (checks, installed)."""
+    """The first lesson that uses the widgets (ipywidgets 7 in a notebook) and its exercises
+    (the checks, from the pip-installed package). Later widget lessons use the same explorers."""
     lessons = [p for p in colab_notebooks() if p.parent.name == "notebooks"
-               and "course_utils import widgets" in p.with_suffix(".py").read_text()]
+               and "course_utils import widgets" in p.with_suffix(".py").read_text()][:1]
     numbers = {p.name[:2] for p in lessons}
     exercises = [p for p in colab_notebooks() if p.parent.name == "exercises" and p.name[:2] in numbers]
     exercises = exercises or [p for p in colab_notebooks() if p.parent.name == "exercises"][:1]
@@ -149,7 +151,8 @@ def colab(tmp_path_factory) -> dict:
                                  startup="import google.colab")
     source = base / "checkout"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".cache", "artifacts", "build", "*.egg-info", "__pycache__", ".pytest_cache", "*.ipynb"))
+        ".git", ".venv", ".cache", "artifacts", "build", "_build", "node_modules", "*.egg-info", "__pycache__",
+        ".pytest_cache", "*.ipynb"))
     env = {build.SOURCE_VARIABLE: str(source), "PIP_NO_BUILD_ISOLATION": "0",  # build with the env's setuptools
            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
     return {"python": python, "env": env, "base": base}
