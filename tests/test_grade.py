@@ -42,15 +42,15 @@ def tree_digest(folder: Path) -> str:
 
 
 def leftovers() -> list[str]:
+    """Processes the hostile answer started to outlive the grader (other tests may be grading meanwhile)."""
     found = []
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
                 cmd = open(f"/proc/{p}/cmdline", "rb").read()
-                uid = int(open(f"/proc/{p}/status").read().split("Uid:")[1].split()[0])
-            except (OSError, IndexError, ValueError):
+            except OSError:
                 continue
-            if MARKER.encode() in cmd or sandbox.ROOT_MODE_FIRST_UID <= uid < sandbox.ROOT_MODE_FIRST_UID + 64:
+            if MARKER.encode() in cmd:
                 found.append(f"{p}: {cmd[:80]!r}")
     return found
 
