@@ -266,7 +266,7 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
                 break
             passed.append(stage.name)
             points += stage.points
-    except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the facts are, garbage earns nothing and crashes nothing
         points, status, mistakes = 0.0, "failed", ["malformed_result"]
         feedback = ("the grader could not read what the check computed beside your code "
                     f"({type(exc).__name__}); 0 points for this exercise.")
@@ -310,6 +310,12 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     return judge(ex, request, wire.loads(wire.dumps(facts)))
 
 
-def check(grade_id: str, namespace: Mapping[str, object]) -> None:
-    """Check an exercise and print the verdict (what check cells call)."""
-    print(run_check(grade_id, namespace).report())
+def check(grade_id: str, namespace: Mapping[str, object]) -> float:
+    """Check an exercise, print the verdict, and return the points (what check cells call).
+
+    A check cell ends with this call, so the points are the cell's value: nbgrader reads
+    that number as the cell's (partial) grade, and the student reads the printed verdict.
+    """
+    result = run_check(grade_id, namespace)
+    print(result.report())
+    return result.points
