@@ -1,0 +1,361 @@
+"""Lesson 07 exercises: the ctx toolbox put to work (``tanh_twice`` is in ``lesson07_twice``).
+
+* ``relu_inplace``: ``ReluInplace`` modifies its input in place (``mark_dirty``);
+* ``clamp_with_mask``: ``ClampWithMask`` returns ``(y, mask)``, the mask non-differentiable.
+
+The generic Function stages of ``functions`` cover one tensor output; these need facts
+they do not collect (object identity, version counters, several outputs, second
+derivatives), so each exercise has its own probe/judge pairs built from the same helpers.
+"""
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import BackwardCFunction
+
+from .engine import Exercise, Malformed, Mistake, Stage, call, catalogue, lookup
+from .functions import attempt, close, fmt, grad_output, materialize, max_err, tensor_arg, unwrap
+from ..wire import Opaque
+
+catalogue({
+    "inplace_returns_new": "an in-place Function does not return its own input, modified in place",
+    "inplace_not_marked": "an in-place forward does not call ctx.mark_dirty on the input it modifies",
+    "inplace_on_leaf": "an in-place Function accepts a leaf that requires grad instead of refusing it",
+    "relu_grad_through_negatives": "the ReLU gradient is nonzero where the input was negative",
+    "relu_kink": "the ReLU gradient at x == 0 differs from torch.relu's (0)",
+    "mask_differentiable": "a mask output is not marked non-differentiable",
+    "mask_wrong": "the mask output has the wrong dtype or values",
+    "clamp_boundary": "the clamp mask or gradient at x == lo or x == hi differs from torch.clamp's (1)",
+})
+
+F64, F32 = torch.float64, torch.float32
+
+
+# --------------------------------------------------------------------------- shared helpers
+def fn_class(ns, grade_id: str, name: str) -> type:
+    obj = lookup(ns, name, grade_id)
+    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
+        raise Mistake("not_a_function", f"{grade_id}: `{name}` should be a class deriving from "
+                      f"torch.autograd.Function, but it is {obj!r:.80}.")
+    return obj
+
+
+def node_kind(t: object) -> str:
+    """'custom' for a custom Function's backward node, 'none' without one, else the node's type name."""
+    node = t.grad_fn if isinstance(t, torch.Tensor) else None
+    return "none" if node is None else "custom" if isinstance(node, BackwardCFunction) else type(node).__name__
+
+
+def ctx_tensor_names(t: torch.Tensor) -> list[str]:
+    return sorted(k for k, v in vars(t.grad_fn).items() if isinstance(v, torch.Tensor))
+
+
+def type_name(x: object) -> str:
+    return x.type_name if isinstance(x, Opaque) else type(x).__name__
+
+
+def _each(req: dict, one) -> dict:
+    """Run ``one(case)`` for every case, stopping at the first student failure."""
+    out = []
+    for case in req["cases"]:
+        out.append(attempt(lambda case=case: one(case)))
+        if "$error" in out[-1]:
+            break
+    return {"cases": out}
+
+
+def _pairs(req: dict, facts: dict) -> list[tuple[dict, dict]]:
+    got = facts["cases"]
+    pairs = [(case, unwrap(g)) for case, g in zip(req["cases"], got)]
+    if len(got) != len(req["cases"]):
+        raise Malformed("missing cases")
+    return pairs
+
+
+def ctx_mistake(gid: str, names: list) -> None:
+    if names:
+        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{names[0]}; save tensors with "
+                      "ctx.save_for_backward(...) and read them with ctx.saved_tensors (plain attributes bypass "
+                      "autograd's checks).")
+
+
+# --------------------------------------------------------------------------- relu_inplace
+def _relu_request(seed: int) -> dict:
+    base, cases = 1000 * seed, []
+    for k, (shape, dtype, layout, label) in enumerate([((7,), F64, "c", "x of shape (7,) with zeros"),
+                                                       ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
+                                                       ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
+        spec = tensor_arg(shape, base + 1 + k, dtype, layout=layout)
+        spec["t"].view(-1)[::3] = 0.0  # the kink, where torch.relu's gradient is 0
+        cases.append({"x": spec, "label": label, "g": grad_output(shape, dtype, base + 4 + k)})
+    return {"cases": cases, "leaf": tensor_arg((5,), base + 8)}
+
+
+def _relu_input(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    leaf = materialize(case["x"])
+    return leaf, leaf * 1  # a non-leaf with the leaf's values (and strides)
+
+
+def _probe_relu_forward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def one(case):
+        _, x = _relu_input(case)
+        before = x._version
+        y = call("ReluInplace.apply", cls.apply, x)
+        return {"out": y, "input_after": x.detach().clone(), "same_object": y is x, "node": node_kind(y),
+                "same_storage": isinstance(y, torch.Tensor) and y.data_ptr() == x.data_ptr(),
+                "versions": [before, x._version]}
+    return _each(req, one)
+
+
+def _judge_relu_forward(req: dict, facts: dict) -> None:
+    gid = "relu_inplace"
+    for case, got in zip(req["cases"], facts["cases"]):
+        error = got.get("$error") if isinstance(got, dict) else None
+        if isinstance(error, dict) and "marked as dirty" in str(error.get("hint")):
+            raise Mistake("inplace_returns_new", f"{gid}: forward marked x dirty but returned another tensor; "
+                          "return x itself, the tensor you modified.")
+    for case, got in _pairs(req, facts):
+        x, label, out = case["x"]["t"], case["label"], got["out"]
+        want = torch.relu(x)
+        if not isinstance(out, torch.Tensor):
+            raise Mistake("forward_wrong", f"{gid}: ReluInplace.apply returned a {type_name(out)}; forward must return "
+                          "its input x, with the negative entries set to 0.")
+        if out.shape != want.shape or not close(out, want, x.dtype):
+            raise Mistake("forward_wrong", f"{gid}: ReluInplace.apply gives wrong values for {label} (shape "
+                          f"{tuple(out.shape)}); it should return max(x, 0), like torch.relu.")
+        after = got["input_after"]
+        if not got["same_storage"] or not isinstance(after, torch.Tensor) or torch.equal(after, x):
+            what = "left x unchanged" if isinstance(after, torch.Tensor) and torch.equal(after, x) else "changed x"
+            raise Mistake("inplace_returns_new", f"{gid}: ReluInplace.apply(x) returned a new tensor and {what} "
+                          f"({label}); modify x itself (x.relu_() or x.clamp_(min=0)), mark it dirty and return x.")
+        if not got["same_object"] or got["versions"][1] <= got["versions"][0]:
+            raise Mistake("inplace_not_marked", f"{gid}: forward changed x in place but the result is not x "
+                          "itself: without ctx.mark_dirty(x) autograd keeps x's old history, so code that goes on "
+                          "using x gets wrong gradients. Call ctx.mark_dirty(x) before returning x.")
+        if got["node"] != "custom":
+            raise Mistake("no_graph", f"{gid}: the result of ReluInplace.apply has no ReluInplaceBackward node "
+                          f"(grad_fn: {got['node']}); call the Function with .apply.")
+
+
+def _probe_relu_backward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def one(case):
+        leaf, x = _relu_input(case)
+        y = call("ReluInplace.apply", cls.apply, x)
+        if node_kind(y) != "custom":
+            return {"grad": None, "ctx": [], "node": node_kind(y)}
+        (grad,) = call("ReluInplace.backward", torch.autograd.grad, y, leaf, case["g"], allow_unused=True)
+        return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom"}
+    return _each(req, one)
+
+
+def _judge_relu_backward(req: dict, facts: dict) -> None:
+    gid = "relu_inplace"
+    for case, got in _pairs(req, facts):
+        x, g, label, grad = case["x"]["t"], case["g"], case["label"], got["grad"]
+        ctx_mistake(gid, got["ctx"])
+        want = g * (x > 0)
+        if got["node"] != "custom" or grad is None:
+            raise Mistake("missing_gradient", f"{gid}: no gradient reaches x through ReluInplace for {label}; "
+                          "backward must return grad_output * (y > 0).")
+        if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
+            raise Mistake("wrong_shape", f"{gid}: the gradient for x is a {type_name(grad)} of shape "
+                          f"{tuple(getattr(grad, 'shape', ()))}; it must have x's shape {tuple(x.shape)}.")
+        if close(grad, want, x.dtype):
+            continue
+        neg, zero = x < 0, x == 0
+        if neg.any() and close(grad[neg], g[neg], x.dtype):
+            raise Mistake("relu_grad_through_negatives", f"{gid}: the gradient for x is nonzero where x < 0 "
+                          f"({label}). After the in-place ReLU the saved tensor holds relu(x) >= 0, so a test like "
+                          "y >= 0 lets everything through; use y > 0.")
+        if close(grad[~zero], want[~zero], x.dtype):
+            raise Mistake("relu_kink", f"{gid}: the gradient for x is right except where x == 0 ({label}); "
+                          "torch.relu's gradient there is 0, so test y > 0, not >= 0.")
+        if close(grad, (x > 0).to(x.dtype), x.dtype):
+            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output; "
+                          "return grad_output * (y > 0).")
+        raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
+                      f"{fmt(max_err(grad, want))}); it should be grad_output where x > 0 and 0 elsewhere.")
+
+
+def _probe_relu_guards(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def refused(what: str, fn, *args) -> tuple[object, str | None]:
+        try:
+            return call(what, fn, *args), None
+        except Mistake as m:
+            if m.code != "raised":
+                raise
+            return None, m.hint
+
+    leaf = materialize(req["leaf"])
+    before = leaf.detach().clone()
+    _, leaf_error = refused("ReluInplace.apply(leaf)", cls.apply, leaf)
+    facts: dict = {"leaf_error": leaf_error, "leaf_changed": not torch.equal(leaf.detach(), before)}
+    leaf = materialize(req["leaf"])
+    x = leaf * 1
+    b = x * x  # saves x (at its current version) for its own backward
+    call("ReluInplace.apply", cls.apply, x)
+    grad, facts["version_error"] = refused("the backward of b = x * x", torch.autograd.grad, b.sum(), leaf)
+    facts["grad"] = grad[0] if isinstance(grad, tuple) else None
+    return facts
+
+
+def _judge_relu_guards(req: dict, facts: dict) -> None:
+    gid = "relu_inplace"
+    error = facts["leaf_error"]
+    if not (isinstance(error, str) and "leaf" in error.lower()):
+        done = "changed the leaf's values" if facts["leaf_changed"] else "returned a result"
+        raise Mistake("inplace_on_leaf", f"{gid}: ReluInplace.apply(leaf) on a leaf that requires grad {done} "
+                      "without an error; like torch.relu_(leaf) it must refuse (RuntimeError: a leaf Variable that "
+                      "requires grad ...). ctx.mark_dirty(x) on the input itself does that: do not copy leaves.")
+    error = facts["version_error"]
+    if error is None:
+        raise Mistake("inplace_not_marked", f"{gid}: b = x * x saved x, then ReluInplace changed x, yet b's backward "
+                      "ran and returned a gradient from the new values; x's version counter was not bumped. Modify "
+                      "x with a PyTorch in-place op and call ctx.mark_dirty(x).")
+    if "modified by an inplace operation" not in str(error):
+        raise Mistake("raised", str(error))
+
+
+RELU_INPLACE = Exercise("relu_inplace", "ReluInplace", ("ReluInplace",), (
+    Stage("modifies x in place, marks it dirty and returns it", 1, _probe_relu_forward, _judge_relu_forward),
+    Stage("gradients match torch.relu (zeros included, float32/float64, non-contiguous)", 1,
+          _probe_relu_backward, _judge_relu_backward),
+    Stage("refuses a leaf; the version counter protects an earlier saved use of x", 1,
+          _probe_relu_guards, _judge_relu_guards),
+), _relu_request)
+
+
+# --------------------------------------------------------------------------- clamp_with_mask
+def _clamp_request(seed: int) -> dict:
+    base = 1000 * seed
+    lo, hi = -0.5 - 0.25 * (seed % 3), 0.75 + 0.25 * (seed % 2)  # exact in float32 and float64
+    cases = []
+    for k, (shape, dtype, layout, label) in enumerate([((8,), F64, "c", "x of shape (8,)"),
+                                                       ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
+                                                       ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
+        spec = tensor_arg(shape, base + 21 + k, dtype, layout=layout)
+        flat = spec["t"].view(-1)
+        flat.mul_(2)
+        flat[:6] = torch.tensor([lo, (lo + hi) / 2, lo - 1, hi, hi / 2, hi + 1])  # both boundaries, in, out
+        cases.append({"x": spec, "lo": lo, "hi": hi, "label": f"{label}, lo={lo:g}, hi={hi:g}",
+                      "g": grad_output(shape, dtype, base + 24 + k)})
+    return {"cases": cases}
+
+
+def _probe_clamp_forward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
+
+    def one(case):
+        x = materialize(case["x"])
+        before = x.detach().clone()
+        res = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
+        if not (isinstance(res, tuple) and len(res) == 2):
+            return {"kind": f"tuple of {len(res)}" if isinstance(res, tuple) else type(res).__name__}
+        y, mask = res
+        return {"kind": "pair", "y": y, "mask": mask, "node": node_kind(y), "changed": not torch.equal(x.detach(), before),
+                "mask_requires_grad": bool(getattr(mask, "requires_grad", False))}
+    return _each(req, one)
+
+
+def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    x = case["x"]["t"]
+    return (x >= case["lo"]) & (x <= case["hi"]), (x == case["lo"]) | (x == case["hi"])
+
+
+def _judge_clamp_forward(req: dict, facts: dict) -> None:
+    gid = "clamp_with_mask"
+    for case, got in _pairs(req, facts):
+        x, label = case["x"]["t"], case["label"]
+        if got["kind"] != "pair":
+            raise Mistake("forward_wrong", f"{gid}: ClampWithMask.apply returned a {got['kind']}; forward must "
+                          "return two tensors, (y, mask).")
+        y, mask = got["y"], got["mask"]
+        want = x.clamp(case["lo"], case["hi"])
+        if not isinstance(y, torch.Tensor) or y.shape != want.shape or not close(y, want, x.dtype):
+            raise Mistake("forward_wrong", f"{gid}: the first output y is wrong for {label}; it should equal "
+                          "x.clamp(lo, hi).")
+        if got["changed"]:
+            raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; use x.clamp(lo, hi), "
+                          "not x.clamp_(lo, hi).")
+        if got["node"] != "custom":
+            raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
+                          "return a tensor computed in forward and call the Function with .apply.")
+        inside, edge = _inside(case)
+        if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
+            raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
+                          f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}; "
+                          "convert the comparison with .to(x.dtype).")
+        want_mask = inside.to(x.dtype)
+        if not torch.equal(mask, want_mask):
+            if torch.equal(mask[~edge], want_mask[~edge]):
+                raise Mistake("clamp_boundary", f"{gid}: the mask is 0 where x == lo or x == hi ({label}); the "
+                              "boundaries count as inside: use lo <= x <= hi, not strict comparisons.")
+            raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
+                          "lo <= x <= hi and 0.0 elsewhere.")
+        if got["mask_requires_grad"]:
+            raise Mistake("mask_differentiable", f"{gid}: mask.requires_grad is True, so code downstream can "
+                          "backpropagate into a 0/1 mask and its gradient is silently dropped; call "
+                          "ctx.mark_non_differentiable(mask) in forward.")
+
+
+def _probe_clamp_backward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
+
+    def one(case):
+        x = materialize(case["x"])
+        y, mask = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
+        g = case["g"].clone()
+        with torch.no_grad():
+            raw = call("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
+        return {"raw": list(raw) if isinstance(raw, tuple) else [raw], "ctx": ctx_tensor_names(y),
+                "g_modified": not torch.equal(g, case["g"])}
+    return _each(req, one)
+
+
+def _judge_clamp_backward(req: dict, facts: dict) -> None:
+    gid = "clamp_with_mask"
+    for case, got in _pairs(req, facts):
+        x, g, label, raw = case["x"]["t"], case["g"], case["label"], got["raw"]
+        ctx_mistake(gid, got["ctx"])
+        if got["g_modified"]:
+            raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; use "
+                          "out-of-place ops (grad_output * mask).")
+        if len(raw) < 3 or any(r is not None for r in raw[3:]):
+            raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward "
+                          "takes 3 arguments (x, lo, hi); return grad_x, None, None.")
+        if raw[1] is not None or raw[2] is not None:
+            which = "lo" if raw[1] is not None else "hi"
+            raise Mistake("missing_none", f"{gid}: backward returned a value for the number `{which}`; lo and hi "
+                          "are Python numbers, not tensors: return None in their places.")
+        grad = raw[0]
+        if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
+            raise Mistake("wrong_shape" if grad is not None else "missing_gradient",
+                          f"{gid}: the gradient for x is a {type_name(grad)} of shape "
+                          f"{tuple(getattr(grad, 'shape', ()))}; it must be a tensor of x's shape {tuple(x.shape)}.")
+        inside, edge = _inside(case)
+        want = g * inside
+        if close(grad, want, x.dtype):
+            continue
+        if close(grad[~edge], want[~edge], x.dtype) and not grad[edge].any():
+            raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where x == lo or x == hi "
+                          f"({label}); torch.clamp lets the gradient through there (1), so use lo <= x <= hi.")
+        if close(grad, inside.to(x.dtype), x.dtype):
+            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output; "
+                          "return grad_output * mask.")
+        raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
+                      f"{fmt(max_err(grad, want))}); it is grad_output where lo <= x <= hi and 0 elsewhere.")
+
+
+CLAMP_WITH_MASK = Exercise("clamp_with_mask", "ClampWithMask", ("ClampWithMask",), (
+    Stage("returns y = x.clamp(lo, hi) and a non-differentiable float mask", 1,
+          _probe_clamp_forward, _judge_clamp_forward),
+    Stage("the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", 2,
+          _probe_clamp_backward, _judge_clamp_backward),
+), _clamp_request)
+
+EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]

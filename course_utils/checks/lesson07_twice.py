@@ -1,0 +1,132 @@
+"""Lesson 07 exercise ``tanh_twice``: a ``Tanh`` Function that can be differentiated twice.
+
+The first two stages are the generic Function stages (values, first gradients,
+gradcheck); the third differentiates the student's backward: a Hessian-vector product
+on judge-chosen vectors, ``gradgradcheck`` and ``torch.autograd.functional.hessian``.
+Beside the student's code the probe also reports what forward saved (input, output or
+something else) and whether backward is ``@once_differentiable``, so the judge can name
+the cause of a wrong second derivative.
+"""
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .engine import Exercise, Mistake, Stage, call, catalogue
+from .functions import (FunctionSpec, attempt, close, fmt, function_exercise, grad_output, materialize, max_err,
+                        request as function_request, tensor_arg, unwrap)
+from .lesson07 import F32, F64, ctx_mistake, ctx_tensor_names, fn_class, node_kind, type_name
+
+catalogue({
+    "tanh_once_differentiable": "a backward meant to be differentiated twice is marked @once_differentiable",
+    "tanh_saved_intermediate": "forward saved an intermediate, which is a constant when backward is differentiated",
+    "tanh_backward_detached": "backward computes without a graph (.detach() or torch.no_grad()), so it cannot be "
+                              "differentiated",
+})
+
+_ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
+
+
+def _tanh_cases(base: int):
+    return [([tensor_arg((6,), base + 41)], "x of shape (6,)"),
+            ([tensor_arg((2, 3), base + 42, F32)], "float32 x of shape (2, 3)"),
+            ([tensor_arg((3, 2), base + 43, layout="t")], "a non-contiguous x")]
+
+
+TANH = FunctionSpec("tanh_twice", "Tanh", ("x",), torch.tanh, _tanh_cases, "tanh(x)",
+                    gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
+
+
+def _tanh_request(seed: int) -> dict:
+    base = 1000 * seed
+    req = function_request(TANH, seed)
+    req["twice"] = {"x": tensor_arg((5,), base + 45), "g": grad_output((5,), F64, base + 46),
+                    "v": grad_output((5,), F64, base + 47), "gradgrad": tensor_arg((4,), base + 48),
+                    "hessian": tensor_arg((4,), base + 49, grad=False)}
+    return req
+
+
+def _saved_kind(t: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> str:
+    for name, ref in (("input", x), ("output", y)):
+        if t.data_ptr() == ref.data_ptr() and t.shape == ref.shape:
+            return name
+    return "other"
+
+
+def _probe_tanh_twice(ns, req: dict) -> dict:
+    cls = fn_class(ns, "tanh_twice", "Tanh")
+    d = req["twice"]
+    facts: dict = {"once": getattr(cls.backward, "__code__", None) is _ONCE_CODE}
+    x = materialize(d["x"])
+    y = call("Tanh.apply", cls.apply, x)
+    if node_kind(y) != "custom":
+        return dict(facts, node=node_kind(y))
+    facts.update(node="custom", ctx=ctx_tensor_names(y),
+                 saved=[_saved_kind(t, x, y) for t in call("ctx.saved_tensors", lambda: y.grad_fn.saved_tensors)])
+
+    def second():
+        (first,) = call("Tanh.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
+        if not first.requires_grad:
+            return {"first_requires_grad": False, "second": None}
+        (sec,) = call("differentiating Tanh.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
+        return {"first_requires_grad": True, "second": sec}
+    facts["second"] = attempt(second)
+    facts["gradgradcheck"] = attempt(lambda: {"ok": bool(call(
+        "gradgradcheck(Tanh.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
+        raise_exception=False))})
+    facts["hessian"] = attempt(lambda: {"h": call(
+        "torch.autograd.functional.hessian", torch.autograd.functional.hessian,
+        lambda t: cls.apply(t).sum(), materialize(d["hessian"]))})
+    return facts
+
+
+def _judge_tanh_twice(req: dict, facts: dict) -> None:
+    gid, d = "tanh_twice", req["twice"]
+    if facts["node"] != "custom":
+        raise Mistake("no_graph", f"{gid}: Tanh.apply's output has no TanhBackward node; call it with .apply.")
+    x = materialize(d["x"])
+    (first,) = torch.autograd.grad(torch.tanh(x), x, d["g"], create_graph=True)
+    (want,) = torch.autograd.grad(first, x, d["v"])
+    want_h = torch.autograd.functional.hessian(lambda t: torch.tanh(t).sum(), materialize(d["hessian"]))
+    sec, ggc, hess = (facts[k] for k in ("second", "gradgradcheck", "hessian"))
+    got = sec.get("second") if isinstance(sec, dict) and "$error" not in sec else None
+    h = hess.get("h") if isinstance(hess, dict) and "$error" not in hess else None
+    ok = [isinstance(got, torch.Tensor) and close(got, want, F64),
+          isinstance(ggc, dict) and ggc.get("ok") is True,
+          isinstance(h, torch.Tensor) and close(h, want_h, F64)]
+    if all(ok):
+        return
+    if facts["once"]:
+        raise Mistake("tanh_once_differentiable", f"{gid}: backward is marked @once_differentiable, so autograd "
+                      "cannot differentiate it (gradgradcheck fails, the Hessian comes out 0); remove the decorator: "
+                      "a backward made of PyTorch ops on saved inputs/outputs is differentiable.")
+    ctx_mistake(gid, facts["ctx"])
+    if "other" in facts["saved"]:
+        raise Mistake("tanh_saved_intermediate", f"{gid}: forward saved a tensor that is neither x nor the output; "
+                      "forward runs without a graph, so in the second derivative it is a constant. Save the output "
+                      "y and compute 1 - y * y in backward.")
+    zero = isinstance(got, torch.Tensor) and got.numel() > 0 and got.abs().max().item() == 0
+    if isinstance(sec, dict) and "$error" not in sec and (not sec["first_requires_grad"] or got is None or zero):
+        raise Mistake("tanh_backward_detached", f"{gid}: the first gradient has no graph back to x (second "
+                      "derivative 0): backward computes without recording (.detach(), .data or torch.no_grad()). "
+                      "Use ordinary PyTorch ops on ctx.saved_tensors.")
+    unwrap(sec)
+    if not ok[0]:
+        raise Mistake("gradient_wrong", f"{gid}: the second derivative (a Hessian-vector product) is wrong, "
+                      f"largest error {fmt(max_err(got, want))}; d/dx of grad_output * (1 - y^2) is "
+                      "grad_output * (-2 y (1 - y^2)).")
+    if not unwrap(ggc)["ok"]:
+        raise Mistake("gradient_wrong", f"{gid}: torch.autograd.gradgradcheck(Tanh.apply) fails in float64 although "
+                      "the second derivative matched; is backward differentiable in grad_output too?")
+    h = unwrap(hess)["h"]
+    raise Mistake("gradient_wrong", f"{gid}: torch.autograd.functional.hessian of Tanh.apply(x).sum() differs from "
+                  f"torch.tanh's (a {type_name(h)} of shape {tuple(getattr(h, 'shape', ()))}).")
+
+
+_TANH_STAGES = function_exercise(TANH, "Tanh", 1, 1).stages
+TANH_TWICE = Exercise("tanh_twice", "Tanh, twice differentiable", ("Tanh",), _TANH_STAGES + (
+    Stage("differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", 2,
+          _probe_tanh_twice, _judge_tanh_twice),
+), _tanh_request)
+
+EXERCISES = [TANH_TWICE]

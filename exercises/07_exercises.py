@@ -1,0 +1,144 @@
+# ---
+# jupyter:
+#   autograd_course:
+#     assignment: 07_exercises
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: autograd_course
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Exercises 07 · the ctx toolbox
+# > Put `mark_dirty`, `mark_non_differentiable` and double backward to work on three Functions the lesson did not show.
+#
+# Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
+# Each check compares your Function with PyTorch's own op on fresh inputs and names the
+# likely cause when something differs.
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import torch
+from torch.autograd import Function
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `relu_inplace` (3 points)
+#
+# `ReluInplace.apply(x)` sets the negative entries of `x` to zero **in place** and returns
+# `x` itself, like `torch.relu_`. The input is a non-leaf (for example `x = w * 1`).
+#
+# * After the call `x` holds $\max(x, 0)$ and the result **is** `x` (`y is x`), so code that
+#   goes on using `x` differentiates through your Function.
+# * Gradients match `torch.relu`, including at $x = 0$, where `torch.relu`'s gradient is 0.
+# * Like `torch.relu_`, it refuses a leaf that requires grad, and if some earlier operation
+#   saved `x` for its backward (`b = x * x`), that backward must raise instead of
+#   silently using the new values.
+#
+# The lesson's `SquareInPlace` cloned its input before overwriting it. ReLU does not need
+# a copy: which tensor still tells you, after the overwrite, where the gradient passes?
+
+# %% nbgrader={"grade": false, "grade_id": "relu_inplace_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class ReluInplace(Function):
+    @staticmethod
+    def forward(ctx, x):
+        raise NotImplementedError("Exercise 'relu_inplace' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'relu_inplace' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "relu_inplace", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("relu_inplace", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `clamp_with_mask` (3 points)
+#
+# `ClampWithMask.apply(x, lo, hi)` takes a tensor and two Python numbers `lo < hi` and
+# returns **two** tensors `(y, mask)`:
+#
+# * `y` equals `x.clamp(lo, hi)`, and its gradient matches `torch.clamp`'s, **including at
+#   the boundaries** $x = \text{lo}$ and $x = \text{hi}$ (find out what PyTorch does there);
+# * `mask` is a float tensor of `x`'s dtype, 1.0 where $\text{lo} \le x \le \text{hi}$ and 0.0
+#   elsewhere. It has no meaningful gradient, so `mask.requires_grad` must be `False`;
+# * backward returns `None` for `lo` and `hi`.
+#
+# Backward receives one gradient per output. The mask you compute in forward is also
+# exactly what backward needs.
+
+# %% nbgrader={"grade": false, "grade_id": "clamp_with_mask_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class ClampWithMask(Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        raise NotImplementedError("Exercise 'clamp_with_mask' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_mask):
+        raise NotImplementedError("Exercise 'clamp_with_mask' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "clamp_with_mask", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("clamp_with_mask", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `tanh_twice` (4 points)
+#
+# `Tanh.apply(x)` computes $\tanh(x)$ elementwise, with $\frac{d}{dx}\tanh x = 1 - \tanh^2 x$.
+# Values and first gradients must match `torch.tanh` (float32 and float64), and it must
+# be **differentiable twice**: `torch.autograd.gradgradcheck(Tanh.apply, (x,))` passes, and
+# `torch.autograd.functional.hessian(lambda t: Tanh.apply(t).sum(), x)` equals the
+# Hessian of `torch.tanh(t).sum()`.
+#
+# The lesson's `Cube` saved its input and recomputed everything in backward. Tanh's
+# derivative is simplest in terms of its **output**: can you save that instead, and
+# still be differentiable twice? (`gradcheck` alone will not tell you.)
+
+# %% nbgrader={"grade": false, "grade_id": "tanh_twice_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        raise NotImplementedError("Exercise 'tanh_twice' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'tanh_twice' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "tanh_twice", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+from course_utils.checks import check
+
+check("tanh_twice", globals())

@@ -1,0 +1,147 @@
+"""Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
+import pytest
+
+from course_utils import checks
+from test_checks import ns_from, solution_namespace
+
+RELU = """
+class ReluInplace(Function):
+    @staticmethod
+    def forward(ctx, x):
+        FORWARD
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return BACKWARD
+"""
+
+
+def relu(forward="x.clamp_(min=0); ctx.mark_dirty(x); ctx.save_for_backward(x); return x",
+         backward="grad_output * (y > 0)") -> str:
+    return RELU.replace("FORWARD", forward).replace("BACKWARD", backward)
+
+
+CLAMP = """
+class ClampWithMask(Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        mask = MASK
+        MARK
+        ctx.save_for_backward(x, mask)
+        return x.clamp(lo, hi), mask
+    @staticmethod
+    def backward(ctx, grad_y, grad_mask):
+        x, mask = ctx.saved_tensors
+        lo, hi = x.new_tensor(0), x.new_tensor(0)
+        return BACKWARD
+"""
+
+
+def clamp(mask="((x >= lo) & (x <= hi)).to(x.dtype)", mark="ctx.mark_non_differentiable(mask)",
+          backward="grad_y * mask, None, None") -> str:
+    return CLAMP.replace("MASK", mask).replace("MARK", mark).replace("BACKWARD", backward)
+
+
+TANH = """
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        SAVE
+        return y
+    @staticmethod
+    DECORATOR
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return BACKWARD
+"""
+
+
+def tanh(save="ctx.save_for_backward(y)", backward="grad_output * (1 - y * y)", decorator="") -> str:
+    return ("from torch.autograd.function import once_differentiable\n" + TANH.replace("SAVE", save)
+            .replace("    DECORATOR\n", f"    {decorator}\n" if decorator else "").replace("BACKWARD", backward))
+
+
+BUGS = {
+    "inplace_returns_new": ("relu_inplace", relu(forward="y = x.clamp(min=0); ctx.save_for_backward(y); return y"),
+                            ["returned a new tensor and left x unchanged", "mark it dirty"]),
+    "inplace_not_marked": ("relu_inplace", relu(forward="x.relu_(); ctx.save_for_backward(x); return x"),
+                           ["without ctx.mark_dirty(x)", "old history"]),
+    "inplace_on_leaf": ("relu_inplace", relu(forward=(
+        "if x.is_leaf and x.requires_grad:\n            y = x.clamp(min=0); ctx.save_for_backward(y); return y\n"
+        "        x.relu_(); ctx.mark_dirty(x); ctx.save_for_backward(x); return x")),
+        ["ReluInplace.apply(leaf)", "returned a result without an error", "torch.relu_(leaf)"]),
+    "relu_grad_through_negatives": ("relu_inplace", relu(backward="grad_output * (y >= 0)"),
+                                    ["nonzero where x < 0", "y > 0"]),
+    "relu_kink": ("relu_inplace", relu(
+        forward="ctx.save_for_backward(x.clone()); x.relu_(); ctx.mark_dirty(x); return x",
+        backward="grad_output * (y >= 0)"), ["except where x == 0", "torch.relu's gradient there is 0"]),
+    "forgot_grad_output": ("relu_inplace", relu(backward="(y > 0).to(y.dtype)"), ["missing the factor grad_output"]),
+    "mask_differentiable": ("clamp_with_mask", clamp(mark="pass"),
+                            ["mask.requires_grad is True", "ctx.mark_non_differentiable(mask)"]),
+    "mask_wrong": ("clamp_with_mask", clamp(mask="(x >= lo) & (x <= hi)", backward="grad_y * mask, None, None"),
+                   ["torch.float64", "torch.bool", ".to(x.dtype)"]),
+    "clamp_boundary": ("clamp_with_mask", clamp(mask="((x > lo) & (x < hi)).to(x.dtype)"),
+                       ["mask is 0 where x == lo or x == hi", "lo <= x <= hi"]),
+    "missing_none": ("clamp_with_mask", clamp(backward="grad_y * mask, lo, hi"),
+                     ["a value for the number `lo`", "return None"]),
+    "tanh_once_differentiable": ("tanh_twice", tanh(decorator="@once_differentiable"),
+                                 ["@once_differentiable", "remove the decorator"]),
+    "tanh_saved_intermediate": ("tanh_twice", tanh(save="ctx.save_for_backward(1 - y * y)", backward="grad_output * y"),
+                                ["neither x nor the output", "constant"]),
+    "tanh_backward_detached": ("tanh_twice", tanh(backward="grad_output * (1 - y.detach() ** 2)"),
+                               ["no graph back to x", ".detach()"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    report = result.report()
+    assert result.mistakes == [code], report
+    assert result.status == "failed" and result.points < result.max_points
+    assert grade_id in report
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+@pytest.mark.parametrize("grade_id, source, code, phrase", [
+    ("relu_inplace", relu(forward="x.relu_(); ctx.mark_dirty(x); return x.clone()"), "inplace_returns_new",
+     "marked x dirty but returned another tensor"),
+    ("relu_inplace", relu(forward="x.data.relu_(); ctx.save_for_backward(x); return x"), "inplace_not_marked",
+     "without ctx.mark_dirty(x)"),
+    ("clamp_with_mask", clamp(backward="grad_y * mask * 2, None, None"), "gradient_wrong", "largest error"),
+    ("clamp_with_mask", clamp(backward="mask, None, None"), "forgot_grad_output", "missing the factor grad_output"),
+    ("tanh_twice", tanh(backward="grad_output * (1 - y ** 2).detach()"), "tanh_backward_detached", "no graph"),
+    ("tanh_twice", tanh(save="ctx.y = y", backward="grad_output * (1 - ctx.y ** 2)").replace(
+        "(y,) = ctx.saved_tensors", "pass"), "tensor_on_ctx", "ctx.y"),
+])
+def test_more_variants(grade_id, source, code, phrase):
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == [code] and phrase in result.report(), result.report()
+
+
+def test_clamp_boundary_in_backward_only():
+    source = clamp(backward="grad_y * ((x > LO) & (x < HI)), None, None")
+    for seed in (0, 1):
+        lo, hi = (checks.EXERCISES["clamp_with_mask"].request(seed)["cases"][0][k] for k in ("lo", "hi"))
+        result = checks.run_check("clamp_with_mask", ns_from(source.replace("LO", str(lo)).replace("HI", str(hi))),
+                                  seed=seed)
+        assert result.mistakes == ["clamp_boundary"], result.report()
+        assert "except where x == lo or x == hi" in result.report()
+        assert result.passed_stages == ["returns y = x.clamp(lo, hi) and a non-differentiable float mask"]
+
+
+def test_tanh_once_differentiable_is_caught_only_by_the_double_backward_stage():
+    result = checks.run_check("tanh_twice", ns_from(BUGS["tanh_once_differentiable"][1]))
+    assert result.points == 2 and len(result.passed_stages) == 2
+
+
+def test_solutions_pass_for_several_seeds():
+    ns = solution_namespace("07")
+    for grade_id in ("relu_inplace", "clamp_with_mask", "tanh_twice"):
+        for seed in (0, 5, 17):
+            result = checks.run_check(grade_id, ns, seed=seed)
+            assert result.status == "passed", result.report()
