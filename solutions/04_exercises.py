@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 04 · Linear
-# > Write `LinearFunction` with an optional bias and `needs_input_grad`, then a `Linear` module around it.
+# > Write `LinearFunction` with an optional bias and `needs_input_grad`, a `Linear` module around it, then `LinearND` for inputs with any number of leading dims.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
@@ -38,12 +38,12 @@
 # %% nbgrader={"grade": false, "grade_id": "04_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
-import subprocess, sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "linear_function_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -133,3 +133,63 @@ class Linear(nn.Module):
 
 # %% nbgrader={"grade": true, "grade_id": "linear_module", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("linear_module", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `linear_nd` (5 points): a Linear for any number of leading dimensions
+#
+# `F.linear` accepts an input of shape $(*, \text{in})$: any number of leading dimensions
+# (a batch of sequences, a single vector with none at all), and applies the same weight
+# $(\text{out}, \text{in})$ to every row. Write `LinearND(Function)` with
+# `LinearND.apply(input, weight, bias=None)` that gives the same values and gradients as
+# `F.linear` for **every** such input, and, like `LinearFunction`, computes only the
+# gradients `ctx.needs_input_grad` asks for.
+#
+# The lesson's `mm` only takes matrices, so think about the leading dimensions:
+#
+# * every leading index is one more row that uses the *same* weight and bias, so the
+#   weight and bias gradients **sum** over all of them (not the first one, not the mean);
+# * one way: flatten the leading dims with `reshape(-1, in)` / `reshape(-1, out)`, do the
+#   matrix algebra of the lesson, and give `grad_input` the input's shape back; use
+#   `reshape`, not `view`: the input may be non-contiguous (say `x.transpose(0, 1)`), and
+#   `view` cannot flatten such leading dims;
+# * another: `@` broadcasts over leading dims; a gradient of shape `(*, out, in)` for the
+#   weight is not wrong either (autograd sums it down to the weight's shape), but be explicit.
+#
+# Test it on an input of shape `(3,)`, `(4, 3)` and `(2, 5, 3)` before you run the check.
+
+# %% nbgrader={"grade": false, "grade_id": "linear_nd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+import torch.nn.functional as F
+from torch.autograd import Function
+
+
+class LinearND(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ### BEGIN SOLUTION
+        ctx.save_for_backward(input, weight, bias)
+        output = input @ weight.t()  # (*, in) @ (in, out) -> (*, out); also for a 1-D input
+        if bias is not None:
+            output = output + bias
+        return output
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ### BEGIN SOLUTION
+        input, weight, bias = ctx.saved_tensors
+        out_features, in_features = weight.shape
+        rows = grad_output.reshape(-1, out_features)  # every leading index is one row
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output @ weight  # (*, out) @ (out, in) -> (*, in)
+        if ctx.needs_input_grad[1]:
+            grad_weight = rows.t() @ input.reshape(-1, in_features)  # sums over every row
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = rows.sum(0)
+        return grad_input, grad_weight, grad_bias
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "linear_nd", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 5}
+check("linear_nd", globals())

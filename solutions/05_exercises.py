@@ -19,9 +19,9 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 05 · KillHead
-# > Write `KillHead`, a Function with a non-tensor argument.
+# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient.
 #
-# Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+# Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `killhead` (2 points)
@@ -35,12 +35,12 @@
 # %% nbgrader={"grade": false, "grade_id": "05_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
-import subprocess, sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "killhead_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -70,3 +70,46 @@ class KillHead(Function):
 from course_utils.checks import check
 
 check("killhead", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `clip_grad` (3 points): a backward that is not the true gradient
+#
+# A custom Function may return *any* gradient you decide on, not only the derivative of its
+# forward. Write `ClipGrad(Function)` with `ClipGrad.apply(x, max_norm)` that
+#
+# * in forward returns a tensor equal to `x` (the value passes through unchanged);
+# * in backward returns `grad_output` rescaled so that its norm is at most `max_norm`:
+#
+#   $$\bar x = G \cdot \min\Bigl(1, \frac{\text{max\_norm}}{\lVert G \rVert}\Bigr),$$
+#
+#   where $\lVert G \rVert$ is the norm of the **whole** `grad_output` (one number, not one per
+#   row), so a gradient that is already small passes unchanged and a large one keeps its
+#   direction;
+# * returns `None` for `max_norm` (a float), and never modifies `grad_output` in place.
+#
+# Do not expect `torch.autograd.gradcheck` to approve it: `gradcheck(ClipGrad.apply, (x, 0.5))`
+# fails, because this backward is deliberately not the derivative of the forward.
+
+# %% nbgrader={"grade": false, "grade_id": "clip_grad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class ClipGrad(Function):
+    @staticmethod
+    def forward(ctx, x, max_norm):
+        ### BEGIN SOLUTION
+        ctx.max_norm = max_norm
+        return x.clone()
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ### BEGIN SOLUTION
+        scale = (ctx.max_norm / grad_output.norm()).clamp(max=1)
+        return grad_output * scale, None
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+check("clip_grad", globals())

@@ -1,15 +1,18 @@
-"""Lesson 04 exercises: ``LinearFunction`` (mm, bias, needs_input_grad) and the ``Linear`` module around it."""
+"""Lesson 04 exercises: ``LinearFunction`` (mm, bias, needs_input_grad), the ``Linear`` module around it, and
+``LinearND`` (transfer: any number of leading dims)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .engine import Exercise, Mistake, Stage, call, catalogue, lookup
-from .functions import (FunctionSpec, attempt, close, function_exercise, grad_output, reducible, tensor_arg,
-                        unwrap, value_arg)
+from .functions import (FunctionSpec, _backward_once, attempt, close, function_class, function_exercise, grad_output,
+                        judge_backward, materialize, reducible, request, tensor_arg, unwrap, value_arg)
 
 catalogue({
     "transposed_weight_grad": "the weight gradient is transposed",
@@ -196,3 +199,156 @@ LINEAR_MODULE = Exercise("linear_module", "Linear module", ("Linear", "LinearFun
 ), _module_request)
 
 EXERCISES = [function_exercise(LINEAR, "LinearFunction", 1, 2, needs_input_grad_points=1), LINEAR_MODULE]
+
+
+# --------------------------------------------------------------------------- linear_nd (transfer)
+catalogue({
+    "nd_only_2d": "LinearND works for a 2-D input but fails for other numbers of leading dims",
+    "nd_grad_not_summed": "a LinearND gradient is not summed over every leading dimension",
+    "nd_reshape_order": "grad_output or input was flattened in the wrong order (reshape(out, -1) is not reshape(-1, out).T)",
+    "nd_view_not_reshape": "LinearND flattens with view, which fails for inputs whose leading dims are not contiguous",
+})
+
+
+def _nd_cases(base: int):
+    t = tensor_arg
+    return [
+        ([t((4, 3), base + 51), t((2, 3), base + 52), t((2,), base + 53)], "input (4, 3), weight (2, 3), bias (2,)"),
+        ([t((3,), base + 54), t((2, 3), base + 55), t((2,), base + 56)], "input of shape (3,) (no leading dims)"),
+        ([t((2, 3, 4), base + 57), t((5, 4), base + 58), t((5,), base + 59)], "input (2, 3, 4), weight (5, 4)"),
+        ([t((2, 1, 3, 4), base + 60), t((3, 4), base + 61), value_arg(None)], "input (2, 1, 3, 4) and bias=None"),
+        ([t((3, 2, 2), base + 62, torch.float32), t((4, 2), base + 63, torch.float32),
+          t((4,), base + 64, torch.float32)], "float32 input (3, 2, 2)"),
+        ([t((2, 3, 4), base + 65, layout="s"), t((3, 4), base + 66, layout="t"), t((3,), base + 67)],
+         "non-contiguous input (2, 3, 4) and weight (3, 4)"),
+    ]
+
+
+def _nd_formula(i: int) -> str:
+    return ("grad_output.reshape(-1, out).T @ input.reshape(-1, in)" if i == 1
+            else "grad_output.reshape(-1, out).sum(0)")
+
+
+def _nd_diagnose(i, got, want, args, g):
+    """Name the leading-dims mistakes of the weight (i = 1) and bias (i = 2) gradients."""
+    if i == 0:
+        return None
+    if i == 1 and got.dim() == 2 and got.shape == want.t().shape != want.shape:
+        return Mistake("transposed_weight_grad", f"linear_nd: the gradient for input 1 (`weight`) has shape "
+                       f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: use "
+                       f"{_nd_formula(1)}, not input.T @ grad_output.")
+    if got.shape != want.shape:
+        if not reducible(got.shape, want.shape):
+            return None
+        got = got.sum_to_size(want.shape)  # autograd would reduce it too
+    x, (out, inn) = args[0].detach(), args[1].shape
+    lead, name, dt = tuple(x.shape[:-1]), "weight" if i == 1 else "bias", want.dtype
+    rows = math.prod(lead)
+
+    def grad(gg: torch.Tensor, xx: torch.Tensor) -> torch.Tensor:
+        gg = gg.reshape(-1, out)
+        return gg.t() @ xx.reshape(-1, inn) if i == 1 else gg.sum(0)
+
+    if rows > 1 and close(got * rows, want, dt):
+        return Mistake("nd_grad_not_summed", f"linear_nd: the gradient for input {i} (`{name}`) is the mean over the "
+                       f"{rows} rows of the leading dims {lead}; every row adds its share, so sum over all of them: "
+                       f"{_nd_formula(i)}.")
+    if x.dim() >= 2 and x.shape[0] > 1 and close(got, grad(g[0], x[0]), dt):
+        return Mistake("nd_grad_not_summed", f"linear_nd: the gradient for input {i} (`{name}`) uses only "
+                       f"grad_output[0] (the first slice of the leading dims {lead}); sum over every leading dim: "
+                       f"{_nd_formula(i)}.")
+    if i == 1:
+        g_bad, x_bad = g.reshape(out, -1), x.reshape(inn, -1).t()
+        for bad in (g_bad @ x.reshape(-1, inn), g.reshape(-1, out).t() @ x_bad, g_bad @ x_bad):
+            if close(got, bad, dt):
+                return Mistake("nd_reshape_order", f"linear_nd: the gradient for input 1 (`weight`) mixes up rows for "
+                               f"an input of shape {tuple(x.shape)}: reshape(out, -1) is not the transpose of "
+                               f"reshape(-1, out). Flatten the leading dims first, then transpose: {_nd_formula(1)}.")
+    return None
+
+
+def _nd_labelled(judge: Callable[[dict, object], object]) -> Callable[[dict, object], object]:
+    """Wrap a stage's judge: a crash of student code names the input shape it happened for."""
+    def wrapped(req: dict, facts: object):
+        try:
+            return judge(req, facts)
+        except Mistake as m:
+            cases = facts.get("cases") if isinstance(facts, dict) else None
+            if m.code != "raised" or not isinstance(cases, list):
+                raise
+            k = next((k for k, c in enumerate(cases) if isinstance(c, dict) and "$error" in c), None)
+            if k is None or k >= len(req["cases"]):
+                raise
+            shape = tuple(req["cases"][k]["args"][0]["t"].shape)
+            if len(shape) != 2 and any(c["args"][0]["t"].dim() == 2 for c in req["cases"][:k]):
+                raise Mistake("nd_only_2d", f"linear_nd: for an input of shape {shape}, {m.hint.rstrip('.')}. "
+                              "The input may have any number of leading dims (also none): use `input @ weight.T`, "
+                              "or flatten them with input.reshape(-1, in) and restore them at the end.") from None
+            raise Mistake("raised", f"{m.hint.rstrip('.')} (for {req['cases'][k]['label']}).") from None
+    return wrapped
+
+
+LINEAR_ND = FunctionSpec("linear_nd", "LinearND", ("input", "weight", "bias"), _reference, _nd_cases,
+                         "input @ weight.T + bias over any leading dims", _nd_diagnose,
+                         lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
+                                       tensor_arg((2,), base + 70)],
+                         ((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
+
+
+def _permuted(x: object) -> object:
+    """Same values, leading dims transposed in memory: ``view(-1, in)`` cannot flatten them, ``reshape`` can."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 3:
+        return x
+    return x.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_(x.requires_grad)
+
+
+def _probe_permuted(ns, req: dict) -> dict:
+    cls = function_class(ns, LINEAR_ND)
+    case = req["permuted"]
+
+    def one() -> dict:
+        args = [_permuted(materialize(a)) for a in case["args"]]
+        with torch.no_grad():
+            out = call("LinearND.forward", cls.apply, *args)
+        return {"out": out, "backward": attempt(lambda: _backward_once(LINEAR_ND, cls, args, case["g"]))}
+    return attempt(one)
+
+
+def _judge_permuted(req: dict, facts: object) -> None:
+    case = req["permuted"]
+    try:
+        got = unwrap(facts)
+        want = _reference(*[materialize(a) for a in case["args"]]).detach()
+        if not close(got["out"], want, want.dtype):
+            raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
+                          "it should match F.linear whatever the input's memory layout.")
+        judge_backward(LINEAR_ND, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
+    except Mistake as m:
+        if m.code != "raised":
+            raise
+        if "view" in m.hint:
+            raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {m.hint.rstrip('.')}. "
+                          "view only works when the memory allows it; flatten with reshape(-1, in), which copies "
+                          "when it must.") from None
+        raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
+
+
+def _nd_request(seed: int) -> dict:
+    req = request(LINEAR_ND, seed)
+    base = 1000 * seed
+    req["permuted"] = {"args": [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72),
+                                tensor_arg((5,), base + 73)],
+                       "label": "non-contiguous input of shape (3, 2, 4) (x.transpose(0, 1) of a contiguous x)",
+                       "g": grad_output((3, 2, 5), torch.float64, base + 74)}
+    return req
+
+
+def _linear_nd_exercise() -> Exercise:
+    forward, backward, needs = function_exercise(LINEAR_ND, "LinearND", 1, 2, needs_input_grad_points=1).stages
+    stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
+              Stage("works on an input whose leading dims cannot be viewed flat (like F.linear)", 1,
+                    _probe_permuted, _judge_permuted), needs)
+    return Exercise("linear_nd", "LinearND", ("LinearND",), stages, _nd_request)
+
+
+EXERCISES.append(_linear_nd_exercise())

@@ -1,10 +1,13 @@
-"""Lesson 05 exercise: ``KillHead``, a Function with a non-tensor argument."""
+"""Lesson 05 exercises: ``KillHead``, a Function with a non-tensor argument, and ``ClipGrad`` (transfer: a
+backward that is deliberately not the true gradient)."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 
 from .engine import Mistake, catalogue
-from .functions import FunctionSpec, close, function_exercise, tensor_arg, value_arg
+from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
 
 catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
 
@@ -37,3 +40,70 @@ KILLHEAD = FunctionSpec("killhead", "KillHead", ("input", "n"), _reference, _cas
                         "input with its first n columns set to zero", _diagnose,
                         lambda base: [tensor_arg((4, 6), base + 66), value_arg(3)])
 EXERCISES = [function_exercise(KILLHEAD, "KillHead", 1, 1)]
+
+
+# --------------------------------------------------------------------------- clip_grad (transfer)
+catalogue({
+    "clip_per_row": "ClipGrad measures the norm per row (or per sample) instead of over the whole tensor",
+    "clip_below_max_norm": "ClipGrad rescales grad_output even when its norm is already below max_norm",
+    "clip_squared_norm": "ClipGrad divides by the squared norm instead of the norm",
+})
+
+
+class _ClipReference(torch.autograd.Function):
+    """The course's reference: identity forward, backward clips grad_output to norm max_norm."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, max_norm: float) -> torch.Tensor:
+        ctx.max_norm = max_norm
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        return grad_output * (ctx.max_norm / grad_output.norm()).clamp(max=1), None
+
+
+def _clip_cases(base: int):
+    # the second argument is a ratio here; _clip_request turns it into max_norm = ratio * norm(grad_output)
+    return [
+        ([tensor_arg((3, 4), base + 81), value_arg(0.5)], "x (3, 4), max_norm half the norm of grad_output (clipped)"),
+        ([tensor_arg((3, 4), base + 82), value_arg(2.0)], "x (3, 4), max_norm twice the norm of grad_output (no clipping)"),
+        ([tensor_arg((6,), base + 83, torch.float32), value_arg(0.25)], "float32 x (6,), clipped"),
+        ([tensor_arg((2, 3, 2), base + 84), value_arg(0.8)], "x (2, 3, 2), clipped"),
+        ([tensor_arg((4, 3), base + 85, layout="t"), value_arg(1.25)], "a non-contiguous x (4, 3), no clipping"),
+        ([tensor_arg((1,), base + 86), value_arg(0.1)], "x (1,), clipped"),
+    ]
+
+
+def _clip_request(seed: int) -> dict:
+    req = request(CLIP_GRAD, seed)
+    for case in req["cases"]:
+        case["args"][1] = value_arg(float(case["args"][1]["v"] * case["g"].double().norm()))
+    return req
+
+
+def _clip_diagnose(i, got, want, args, g):
+    if i != 0 or got.shape != want.shape:
+        return None
+    max_norm, dt, norm = args[1], want.dtype, g.norm()
+    if norm < max_norm and close(got, g * (max_norm / norm), dt):
+        return Mistake("clip_below_max_norm", f"clip_grad: the gradient for input 0 (`x`) was rescaled to norm "
+                       f"max_norm = {max_norm:.3g} although norm(grad_output) = {norm:.3g} is already below max_norm; the factor is "
+                       "min(1, max_norm / norm), so a small gradient passes unchanged.")
+    if g.dim() >= 2:
+        for norms, how in ((g.norm(dim=-1, keepdim=True), "per row (dim=-1)"),
+                           (g.flatten(1).norm(dim=1).reshape(-1, *[1] * (g.dim() - 1)), "per sample (all dims but 0)")):
+            if close(got, g * (max_norm / norms).clamp(max=1), dt):
+                return Mistake("clip_per_row", f"clip_grad: the gradient for input 0 (`x`) is clipped by the norm "
+                               f"{how} of grad_output, shape {tuple(g.shape)}; clip by the norm of the whole tensor, grad_output.norm() "
+                               "(one number), so the direction of the gradient does not change.")
+    if close(got, g * (max_norm / norm ** 2).clamp(max=1), dt):
+        return Mistake("clip_squared_norm", "clip_grad: the gradient for input 0 (`x`) divides max_norm by the squared norm "
+                       "(sum of squares); the norm is its square root: grad_output.norm() or "
+                       "grad_output.pow(2).sum().sqrt().")
+    return None
+
+
+CLIP_GRAD = FunctionSpec("clip_grad", "ClipGrad", ("x", "max_norm"), _ClipReference.apply, _clip_cases,
+                         "x unchanged (gradient clipped in backward)", _clip_diagnose)
+EXERCISES.append(replace(function_exercise(CLIP_GRAD, "ClipGrad", 1, 2), request=_clip_request))

@@ -1,4 +1,5 @@
-"""Lesson 06 exercise: ``AbsProd`` = |u v|, two inputs and a kink."""
+"""Lesson 06 exercises: ``AbsProd`` = |u v|, two inputs and a kink, and ``Maximum`` (transfer: a kink where
+the two inputs tie)."""
 from __future__ import annotations
 
 import torch
@@ -33,3 +34,64 @@ def _diagnose(i, got, want, args, g):
 ABS_PROD = FunctionSpec("abs_prod", "AbsProd", ("u", "v"), lambda u, v: (u * v).abs(), _cases, "abs(u * v)",
                         _diagnose, lambda base: [tensor_arg((5,), base + 77, low=0.1), tensor_arg((5,), base + 78, low=0.1)])
 EXERCISES = [function_exercise(ABS_PROD, "AbsProd", 1, 2)]
+
+
+# --------------------------------------------------------------------------- maximum (transfer)
+catalogue({
+    "tie_full": "at ties (u == v) an input of Maximum gets the whole grad_output instead of half",
+    "tie_dropped": "at ties (u == v) an input of Maximum gets no gradient instead of half",
+    "maximum_mask_swapped": "Maximum sends the gradient to the smaller input",
+})
+
+
+def _pair_with_ties(shape: tuple[int, ...], seed: int, every: int = 3) -> list[dict]:
+    """u, v random, equal at every ``every``-th element (ties), as tensor_arg specs."""
+    u, v = tensor_arg(shape, seed), tensor_arg(shape, seed + 500)
+    tie = (torch.arange(u["t"].numel()) % every == 0).reshape(shape)
+    v["t"] = torch.where(tie, u["t"], v["t"])
+    return [u, v]
+
+
+def _apart(shape: tuple[int, ...], seed: int) -> list[dict]:
+    """u, v random and at least 0.1 apart everywhere (for gradcheck)."""
+    u, d = tensor_arg(shape, seed), tensor_arg(shape, seed + 500, low=0.1)
+    return [u, dict(u, t=u["t"] + d["t"])]
+
+
+def _max_cases(base: int):
+    t = tensor_arg
+    return [
+        ([t((6,), base + 91), t((6,), base + 92)], "u, v of shape (6,)"),
+        ([t((2, 3), base + 93, torch.float32), t((2, 3), base + 94, torch.float32)], "float32 inputs"),
+        ([t((3, 2), base + 95, layout="t"), t((3, 2), base + 96, layout="t")], "non-contiguous inputs"),
+        (_pair_with_ties((3, 4), base + 97), "u, v (3, 4) with ties at every third element"),
+        ([fixed_arg([0.0, -1.0, 2.0, 5.0, -3.0]), fixed_arg([0.0, -1.0, 1.0, 5.0, 4.0])],
+         "u = [0, -1, 2, 5, -3], v = [0, -1, 1, 5, 4] (ties at 0, -1 and 5)"),
+        ([fixed_arg(1.5, torch.float32), fixed_arg(1.5, torch.float32)], "0-dim float32 u = v = 1.5"),
+    ]
+
+
+def _max_diagnose(i, got, want, args, g):
+    if got.shape != want.shape:
+        return None
+    u, v = (a.detach() for a in args[:2])
+    own, other, name = (u, v, "u") if i == 0 else (v, u, "v")
+    tie, dt, what = u == v, want.dtype, f"the gradient for input {i} (`{name}`)"
+    if tie.any() and close(got[~tie], want[~tie], dt):
+        if close(got[tie], g[tie], dt):
+            return Mistake("tie_full", f"maximum: {what} gets the whole grad_output where u == v; torch.maximum "
+                           f"splits it there, grad_output / 2 to each input (a mask like {name} >= {'vu'[i]} gives the "
+                           f"tie in full; use ({name} > {'vu'[i]}) + 0.5 * (u == v)).")
+        if close(got[tie], torch.zeros_like(g[tie]), dt):
+            return Mistake("tie_dropped", f"maximum: {what} is 0 where u == v; torch.maximum gives each input "
+                           f"half of grad_output there (a strict mask like {name} > {'vu'[i]} gives it nothing at a tie; "
+                           f"use ({name} > {'vu'[i]}) + 0.5 * (u == v)).")
+    if not tie.all() and close(got[~tie], (g * (own < other))[~tie], dt):
+        return Mistake("maximum_mask_swapped", f"maximum: {what} flows where {name} is the *smaller* input; the "
+                       f"gradient belongs to the input that won, where {name} > {'vu'[i]} (comparison reversed?).")
+    return None
+
+
+MAXIMUM = FunctionSpec("maximum", "Maximum", ("u", "v"), torch.maximum, _max_cases, "torch.maximum(u, v)",
+                       _max_diagnose, lambda base: _apart((5,), base + 98))
+EXERCISES.append(function_exercise(MAXIMUM, "Maximum", 1, 2))

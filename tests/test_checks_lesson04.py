@@ -1,0 +1,100 @@
+"""Lesson 04's transfer exercise `linear_nd`: each catalogued mistake gets its diagnosis."""
+import pytest
+import torch
+
+from course_utils import checks
+from test_checks import ns_from, solution_namespace
+
+LINEAR_ND = """
+class LinearND(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = FORWARD
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        out_f, in_f = weight.shape
+        rows = g.reshape(-1, out_f)
+        gi = g @ weight if ctx.needs_input_grad[0] else None
+        gw = GRAD_WEIGHT if ctx.needs_input_grad[1] else None
+        gb = GRAD_BIAS if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+"""
+
+
+def linear_nd(forward="input @ weight.t()", grad_weight="rows.t() @ input.reshape(-1, in_f)",
+              grad_bias="rows.sum(0)") -> str:
+    return (LINEAR_ND.replace("FORWARD", forward).replace("GRAD_WEIGHT", grad_weight)
+            .replace("GRAD_BIAS", grad_bias))
+
+
+BUGS = {
+    "nd_only_2d": ("linear_nd", linear_nd(forward="input.mm(weight.t())", grad_weight="g.t().mm(input)",
+                                          grad_bias="g.sum(0)"),
+                   ["input of shape (3,)", "LinearND.forward raised RuntimeError", "any number of leading dims"]),
+    "nd_grad_not_summed": ("linear_nd", linear_nd(grad_bias="rows.mean(0)"),
+                           ["input 2 (`bias`)", "mean over the 4 rows", "grad_output.reshape(-1, out).sum(0)"]),
+    "nd_reshape_order": ("linear_nd", linear_nd(grad_weight="g.reshape(out_f, -1) @ input.reshape(-1, in_f)"),
+                         ["input 1 (`weight`)", "reshape(out, -1) is not the transpose"]),
+    "nd_view_not_reshape": ("linear_nd", linear_nd(grad_weight="rows.t() @ input.view(-1, in_f)"),
+                            ["non-contiguous input of shape (3, 2, 4)", "LinearND.backward raised RuntimeError",
+                             "view size is not compatible", "reshape(-1, in)"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    report = result.report()
+    assert result.mistakes == [code], report
+    assert result.status == "failed" and result.points < result.max_points
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+@pytest.mark.parametrize("source, phrase", [
+    (linear_nd(grad_weight="g[0].reshape(-1, out_f).t() @ input[0].reshape(-1, in_f)"), "uses only grad_output[0]"),
+    (linear_nd(grad_weight="rows.t() @ input.reshape(-1, in_f) / rows.shape[0]"), "mean over the 4 rows"),
+])
+def test_weight_gradient_from_part_of_the_rows(source, phrase):
+    result = checks.run_check("linear_nd", ns_from(source))
+    assert result.mistakes == ["nd_grad_not_summed"] and "input 1 (`weight`)" in result.report(), result.report()
+    assert phrase in result.report()
+
+
+def test_unreduced_weight_gradient_is_accepted_like_autograd_does():
+    """A weight gradient of shape (*, out, in) is summed by autograd itself, so it is not a mistake."""
+    src = linear_nd(grad_weight="(g.unsqueeze(-1) * input.unsqueeze(-2) if input.dim() > 1 else torch.outer(g, input))")
+    result = checks.run_check("linear_nd", ns_from(src))
+    assert result.status == "passed", result.report()
+
+
+def test_transposed_weight_gradient():
+    result = checks.run_check("linear_nd", ns_from(linear_nd(grad_weight="input.reshape(-1, in_f).t() @ rows")))
+    assert result.mistakes == ["transposed_weight_grad"], result.report()
+    assert "linear_nd: the gradient for input 1 (`weight`) has shape (3, 2)" in result.report()
+
+
+def test_one_dimensional_input_output_shape():
+    src = linear_nd(forward="input.reshape(-1, weight.shape[1]) @ weight.t()")
+    result = checks.run_check("linear_nd", ns_from(src))
+    assert result.mistakes == ["forward_wrong"]
+    assert "shape (1, 2) for input of shape (3,) (no leading dims), expected (2,)" in result.report()
+
+
+def test_a_crash_names_the_input_shape():
+    result = checks.run_check("linear_nd", ns_from(linear_nd(grad_bias="rows.sum(0, 1)")))
+    assert result.mistakes == ["raised"], result.report()
+    assert "LinearND.backward raised TypeError" in result.report()
+    assert "(for input (4, 3), weight (2, 3), bias (2,))" in result.report()
+
+
+def test_solution_matches_f_linear_on_its_own_inputs():
+    ns = solution_namespace("04")
+    x = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(ns["LinearND"].apply, (x, w))

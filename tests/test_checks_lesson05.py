@@ -1,0 +1,88 @@
+"""Lesson 05's transfer exercise `clip_grad`: each catalogued mistake gets its diagnosis."""
+import pytest
+import torch
+
+from course_utils import checks
+from test_checks import ns_from, solution_namespace
+
+CLIP = """
+class ClipGrad(Function):
+    @staticmethod
+    def forward(ctx, x, max_norm):
+        ctx.max_norm = max_norm
+        return x.clone()
+    @staticmethod
+    def backward(ctx, g):
+        m = ctx.max_norm
+        BODY
+"""
+
+
+def clip(body: str) -> str:
+    return CLIP.replace("BODY", body)
+
+
+BUGS = {
+    "clip_per_row": ("clip_grad", clip("return g * (m / g.norm(dim=-1, keepdim=True)).clamp(max=1), None"),
+                     ["input 0 (`x`)", "per row (dim=-1)", "shape (3, 4)", "grad_output.norm()"]),
+    "clip_below_max_norm": ("clip_grad", clip("return g * (m / g.norm()), None"),
+                            ["already below max_norm", "min(1, max_norm / norm)"]),
+    "clip_squared_norm": ("clip_grad", clip("return g * min(1.0, m / (g * g).sum().item()), None"),
+                          ["squared norm", "square root"]),
+    "grad_output_inplace": ("clip_grad", clip("return g.mul_(min(1.0, m / g.norm().item())), None"),
+                            ["modified grad_output in place"]),
+    "missing_none": ("clip_grad", clip("return g * min(1.0, m / g.norm().item())"),
+                     ["return None for the non-tensor argument `max_norm`"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    report = result.report()
+    assert result.mistakes == [code], report
+    assert result.status == "failed" and result.points < result.max_points
+    assert "clip_grad" in report
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+def test_per_sample_norm_is_named_too():
+    src = clip("n = g.flatten(1).norm(dim=1).reshape(-1, *[1] * (g.dim() - 1)) if g.dim() > 2 else g.norm()\n"
+               "        return g * (m / n).clamp(max=1), None")
+    result = checks.run_check("clip_grad", ns_from(src))
+    assert result.mistakes == ["clip_per_row"] and "per sample (all dims but 0)" in result.report(), result.report()
+
+
+@pytest.mark.parametrize("body", [
+    "return g * min(1.0, m / g.norm().item()), None",
+    "return (g * m / g.norm() if g.norm() > m else g.clone()), None",
+    "return g * (m / g.pow(2).sum().sqrt()).clamp(max=1), None",
+])
+def test_correct_variants_pass(body):
+    result = checks.run_check("clip_grad", ns_from(clip(body)))
+    assert result.status == "passed", result.report()
+
+
+def test_forward_may_return_x_itself():
+    src = clip("return g * min(1.0, m / g.norm().item()), None").replace("return x.clone()", "return x")
+    assert checks.run_check("clip_grad", ns_from(src)).status == "passed"
+
+
+def test_max_norm_straddles_the_gradient_norm():
+    """Some cases clip, some do not: that is what tells a missing min(1, ...) from a right answer."""
+    req = checks.EXERCISES["clip_grad"].request(4)
+    ratios = [case["args"][1]["v"] / case["g"].double().norm().item() for case in req["cases"]]
+    assert min(ratios) < 1 < max(ratios)
+
+
+def test_solution_clips_like_the_formula():
+    ClipGrad = solution_namespace("05")["ClipGrad"]
+    x = torch.randn(4, 5, requires_grad=True)
+    g = torch.full((4, 5), 3.0)
+    ClipGrad.apply(x, 2.0).backward(g)
+    assert torch.allclose(x.grad.norm(), torch.tensor(2.0)) and torch.allclose(x.grad / x.grad.norm(), g / g.norm())
+    assert not torch.autograd.gradcheck(ClipGrad.apply, (torch.randn(3, dtype=torch.float64, requires_grad=True), 0.5),
+                                        raise_exception=False)
