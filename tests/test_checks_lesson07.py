@@ -131,7 +131,12 @@ def test_clamp_boundary_in_backward_only():
                                   seed=seed)
         assert result.mistakes == ["clamp_boundary"], result.report()
         assert "except where x == lo or x == hi" in result.report()
-        assert result.passed_stages == ["returns y = x.clamp(lo, hi) and a non-differentiable float mask"]
+        assert result.passed_stages == ["returns y = x.clamp(lo, hi) and the float mask"]
+
+
+def test_an_unmarked_mask_loses_only_its_own_point():
+    result = checks.run_check("clamp_with_mask", ns_from(BUGS["mask_differentiable"][1]))
+    assert result.points == 2 and len(result.passed_stages) == 2
 
 
 def test_tanh_once_differentiable_is_caught_only_by_the_double_backward_stage():

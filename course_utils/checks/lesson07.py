@@ -297,10 +297,14 @@ def _judge_clamp_forward(req: dict, facts: dict) -> None:
                               "boundaries count as inside: use lo <= x <= hi, not strict comparisons.")
             raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
                           "lo <= x <= hi and 0.0 elsewhere.")
-        if got["mask_requires_grad"]:
-            raise Mistake("mask_differentiable", f"{gid}: mask.requires_grad is True, so code downstream can "
-                          "backpropagate into a 0/1 mask and its gradient is silently dropped; call "
-                          "ctx.mark_non_differentiable(mask) in forward.")
+
+
+def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
+    for case, got in _pairs(req, facts):
+        if got["kind"] != "pair" or got["mask_requires_grad"] is not False:
+            raise Mistake("mask_differentiable", f"clamp_with_mask: mask.requires_grad is True ({case['label']}), so "
+                          "code downstream can backpropagate into a 0/1 mask and its gradient is silently dropped; "
+                          "call ctx.mark_non_differentiable(mask) in forward.")
 
 
 def _probe_clamp_backward(ns, req: dict) -> dict:
@@ -352,10 +356,11 @@ def _judge_clamp_backward(req: dict, facts: dict) -> None:
 
 
 CLAMP_WITH_MASK = Exercise("clamp_with_mask", "ClampWithMask", ("ClampWithMask",), (
-    Stage("returns y = x.clamp(lo, hi) and a non-differentiable float mask", 1,
-          _probe_clamp_forward, _judge_clamp_forward),
-    Stage("the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", 2,
+    Stage("returns y = x.clamp(lo, hi) and the float mask", 1, _probe_clamp_forward, _judge_clamp_forward),
+    Stage("the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", 1,
           _probe_clamp_backward, _judge_clamp_backward),
+    Stage("the mask is marked non-differentiable (mask.requires_grad is False)", 1,
+          _probe_clamp_forward, _judge_clamp_mask_flag),
 ), _clamp_request)
 
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]
