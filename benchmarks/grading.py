@@ -63,45 +63,70 @@ def kernel_floor_seconds(repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def make_batch(folder: Path) -> int:
+BASELINE = "2a1af78"  # the last commit before the judge/runner split
+
+
+def make_batch(folder: Path, solutions: Path) -> int:
     folder.mkdir(parents=True)
     count = 0
-    for nb in sorted((ROOT / "solutions").glob("*_exercises.ipynb")):
+    for nb in sorted(solutions.glob("*_exercises.ipynb")):
         for i in range(COPIES):
             shutil.copy(nb, folder / f"student{i}_{nb.name}")
             count += 1
     return count
 
 
-def batch_seconds(folder: Path, jobs: int) -> float:
+def batch_seconds(folder: Path, jobs: int, course: Path = ROOT) -> float:
+    """Wall time of grading ``folder`` with the grader (and course) found at ``course``."""
+    env = dict(os.environ, PYTHONPATH=str(course))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "course_utils.grade", str(folder), "--jobs", str(jobs)],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, cwd=course, env=env)
     return time.perf_counter() - t0
+
+
+def baseline_checkout(work: Path) -> Path | None:
+    """The course as it was at BASELINE (a git worktree), or None outside a git checkout."""
+    target = work / "baseline"
+    done = subprocess.run(["git", "worktree", "add", "--detach", str(target), BASELINE], cwd=ROOT,
+                          capture_output=True)
+    return target if done.returncode == 0 else None
 
 
 def run() -> str:
     work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    base = None
     try:
-        n = make_batch(work / "subs")
+        n = make_batch(work / "subs", ROOT / "solutions")
         floor = floor_seconds()
         kernel_floor = kernel_floor_seconds()
         one = batch_seconds(work / "subs", 1)
         two = batch_seconds(work / "subs", 2)
+        base = baseline_checkout(work)
+        same = None
+        if base is not None:  # the old grader and the new one on the same (old) notebooks, back to back
+            n_old = make_batch(work / "old", base / "solutions")
+            old = batch_seconds(work / "old", 1, base)
+            new_on_old = batch_seconds(work / "old", 1)
+            same = (n_old, old, new_on_old)
     finally:
+        if base is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     box = sandbox.detect()
     probe = Limits(1 << 30, None)
     probe.close(None)
     where = {"root": "inside bubblewrap, dropped to an unprivileged uid", "user": "inside bubblewrap's user namespace",
              "none": f"WITHOUT sandbox ({box.reason})"}[box.mode]
+    from course_utils.checks import EXERCISES
+
     rows = [
         "## Grading throughput",
         "",
-        f"{n} correct submissions (every assignment), runners {where}, limits by {probe.kind}. "
-        "The judge never runs student code; each runner is a plain Python process, so besides the kernel floor "
-        "the table compares with a bare process that imports torch, started exactly the way runners are started. "
-        "Before the judge/runner split (commit 2a1af78) grading took 0.85x the process floor at --jobs 1.",
+        f"{n} correct submissions ({COPIES} of every assignment, {len(EXERCISES)} exercises in all), runners {where}, "
+        f"limits by {probe.kind}. The judge never runs student code; each runner is a plain Python process, so "
+        "besides the kernel floor the table compares with a bare process that imports torch, started exactly the "
+        "way runners are started.",
         "",
         "| measurement | seconds per submission | vs kernel floor | vs process floor |",
         "| --- | ---: | ---: | ---: |",
@@ -109,9 +134,19 @@ def run() -> str:
         f"| floor: start a Python process + import torch | {floor:.2f} | {floor / kernel_floor:.2f}x | 1.00x |",
         f"| grading, --jobs 1 | {one / n:.2f} | {one / n / kernel_floor:.2f}x | {one / n / floor:.2f}x |",
         f"| grading, --jobs 2 | {two / n:.2f} | {two / n / kernel_floor:.2f}x | {two / n / floor:.2f}x |",
-        "",
-        f"Speed-up from --jobs 2: {one / two:.2f}x.",
     ]
+    if same is not None:
+        n_old, old, new_on_old = same
+        rows += [
+            f"| before the split ({BASELINE}), its {n_old} solution notebooks, --jobs 1 | {old / n_old:.2f} | "
+            f"{old / n_old / kernel_floor:.2f}x | {old / n_old / floor:.2f}x |",
+            f"| now, the same {n_old} notebooks, --jobs 1 | {new_on_old / n_old:.2f} | "
+            f"{new_on_old / n_old / kernel_floor:.2f}x | {new_on_old / n_old / floor:.2f}x |",
+        ]
+    rows += ["", f"Speed-up from --jobs 2: {one / two:.2f}x."]
+    if same is not None:
+        rows.append(f"Judge/runner split and sandbox, same notebooks, same run: {same[2] / same[1]:.2f}x the time "
+                    "per submission of the grader before the split.")
     text = "\n".join(rows)
     print(text, flush=True)
     return text
