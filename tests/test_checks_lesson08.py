@@ -125,6 +125,8 @@ VARIANTS = {
     "op returns float64 for float32": ("forward_wrong", "custom_op", OP.replace("np.sin(x.numpy(force=True))",
                                        "np.sin(x.numpy(force=True).astype(np.float64))").replace(".to(x.device, x.dtype)", "")
                                        + FAKE + AUTOGRAD, ["numpy_sin(x) in float32 returned torch.float64", ".to(x.device, x.dtype)"]),
+    "re-ran only the @custom_op part of the cell": ("no_fake", "custom_op", OP + FAKE + AUTOGRAD + OP,
+                                                     ["no fake implementation", "re-running only the @custom_op cell"]),
     "op backward uses sin": ("gradient_wrong", "custom_op", OP + FAKE + AUTOGRAD.replace("torch.cos(x)", "torch.sin(x)"),
                              ["gradient of numpy_sin does not match"]),
     "op backward forgets grad_output": ("forgot_grad_output", "custom_op", OP + FAKE + AUTOGRAD.replace(
@@ -184,3 +186,16 @@ def test_check_leaves_no_compiled_code_behind():
 
     checks.run_check("custom_op", solution_namespace("08"))
     assert len(torch._dynamo.eval_frame.cached_backends) == 0
+
+
+STUB = 'raise NotImplementedError("Exercise \'custom_op\' is not attempted yet: replace this line with your code.")'
+
+
+@pytest.mark.parametrize("part, old, named", [
+    ("fake", "return torch.empty_like(x)", "the fake implementation is not written yet"),
+    ("backward", "return grad_output * torch.cos(x)", "the backward of numpy_sin is not written yet"),
+])
+def test_a_part_left_as_stub_is_named(part, old, named):
+    result = checks.run_check("custom_op", ns_from(OP + (FAKE + AUTOGRAD).replace(old, STUB)))
+    assert result.mistakes == ["not_attempted"] and result.status == "failed", result.report()
+    assert named in result.report() and 0 < result.points < result.max_points

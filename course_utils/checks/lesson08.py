@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from .engine import Exercise, Malformed, Mistake, Stage, _where, call, catalogue, lookup
+from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, _where, call, catalogue, lookup
 from .functions import close, fmt, grad_output, max_err, tensor_arg
 
 catalogue({
@@ -50,11 +50,9 @@ def outcome(what: str, fn: Callable[[], object]) -> dict:
                 return {"value": fn()}
         except TimeoutError:
             raise
-        except NotImplementedError as exc:
-            if STUB_MARK in str(exc):
-                raise
-            return {"error": _text(exc)}
         except Exception as exc:
+            if STUB_MARK in str(exc) or STUB_MARK in str(exc.__cause__):  # the stub, maybe wrapped by PyTorch
+                raise NotAttempted(what) from None
             return {"error": _text(exc)}
     return call(what, inner)
 
