@@ -41,3 +41,22 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     command = re.search(r"^(\./course test)\b", readme, re.M).group(1)
     assert command in ci.splitlines()
+
+
+def test_instructor_requirements_are_pinned_once():
+    """requirements-instructor.txt pins its own packages exactly, and none that requirements.txt pins."""
+    lines = [line.split("#")[0].strip() for line in (ROOT / "requirements-instructor.txt").read_text().splitlines()]
+    lines = [line for line in lines if line]
+    extra = pins("\n".join(lines))
+    assert len(extra) == len(lines), f"every line must be NAME==VERSION: {lines}"
+    assert {"nbgrader", "copydetect"} <= set(extra)
+    both = set(extra) & set(pins((ROOT / "requirements.txt").read_text()))
+    assert not both, f"pinned in requirements.txt already (versions live once): {both}"
+
+
+def test_students_set_up_does_not_install_the_instructor_tools():
+    course = (ROOT / "course").read_text()
+    setup_test = re.search(r"^setup_test\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
+    assert "requirements-instructor.txt" in setup_test
+    assert course.count("requirements-instructor.txt") == setup_test.count("requirements-instructor.txt")
+    assert "nbgrader" not in (ROOT / "environment.yml").read_text()

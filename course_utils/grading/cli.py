@@ -71,11 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", help="grade only shard K of N (K/N), e.g. on separate machines; merge with --merge")
     p.add_argument("--merge", nargs="+", metavar="RESULTS", help="combine result folders of shards into one table")
     p.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
+    p.add_argument("--similarity", metavar="REPORT", help="also write a similarity report of the answers, "
+                   "REPORT.html and REPORT.csv (flags pairs; never changes a grade)")
+    p.add_argument("--similarity-threshold", type=float, default=0.6, metavar="SHARE",
+                   help="flag pairs of answers at least this similar (0-1, default 0.6)")
     p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gradescope"]:  # python -m course_utils.grade gradescope ASSIGNMENT --out autograder.zip
+        from .gradescope import main as gradescope_main
+
+        return gradescope_main(argv[1:])
     options = build_parser().parse_args(argv)
     try:
         return _main(options)
@@ -91,6 +100,8 @@ def _main(args) -> int:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}.")
     if not 0.25 <= args.memory <= 1024:
         raise UsageError(f"--memory is in GiB and must be between 0.25 and 1024, got {args.memory:g}.")
+    if not 0 < args.similarity_threshold <= 1:
+        raise UsageError(f"--similarity-threshold is a share between 0 and 1, got {args.similarity_threshold:g}.")
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
@@ -163,6 +174,13 @@ def _main(args) -> int:
         return 130
     progress.close()
     write_reports(rows, args.out, args.feedback_dir, root)
+    if args.similarity:
+        from . import similarity
+
+        flagged, written = similarity.write([f for f, skipped in files if not skipped], assignments,
+                                            args.similarity, args.similarity_threshold, root)
+        print(f"similarity: {len(flagged)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
+              file=sys.stderr)
     graded = [r for r in rows if r.status == "graded"]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)

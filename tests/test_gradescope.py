@@ -1,0 +1,132 @@
+"""The Gradescope autograder archive, run as Gradescope would run it, in a temporary root.
+
+The archive is built with the documented command, unpacked into ROOT/source (what
+Gradescope does with it), ``run_autograder`` copied to ROOT/run_autograder, a submission put
+in ROOT/submission, and ``run_autograder`` run with ``AUTOGRADER_ROOT=ROOT``; its
+``results/results.json`` must satisfy Gradescope's documented format.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+from conftest import ROOT
+from grading_corpus import SWAPPED_MUL, submission
+
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
+# Gradescope's results.json, from the field list of its "Autograder Specifications", section
+# "Output format" (gradescope-autograders.readthedocs.io/en/latest/specs/): top level score,
+# execution_time, output, output_format, test_output_format, test_name_format, visibility,
+# stdout_visibility, extra_data, tests, leaderboard; each test score, max_score, status,
+# name, name_format, number, output, output_format, tags, visibility, extra_data. Unknown
+# fields are refused here, so a typo cannot pass. We always send score, and per test the
+# five fields the course relies on.
+RESULTS_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["score", "tests"],
+    "properties": {
+        "score": {"type": "number", "minimum": 0},
+        "execution_time": {"type": "number", "minimum": 0},
+        "output": {"type": "string"},
+        "output_format": FORMAT,
+        "test_output_format": FORMAT,
+        "test_name_format": FORMAT,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "leaderboard": {"type": "array", "items": {"type": "object", "required": ["name", "value"]}},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {
+                "score": {"type": "number", "minimum": 0},
+                "max_score": {"type": "number", "minimum": 0},
+                "status": {"enum": ["passed", "failed"]},
+                "name": {"type": "string", "minLength": 1},
+                "name_format": FORMAT,
+                "number": {"type": "string"},
+                "output": {"type": "string"},
+                "output_format": FORMAT,
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "visibility": VISIBILITY,
+                "extra_data": {"type": "object"},
+            }}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gs") / "autograder.zip"
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "gradescope", "02_exercises", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | None) -> tuple[dict, str]:
+    root = base / "autograder"
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    if notebook is not None:
+        nbformat.write(notebook, root / "submission" / "my_work.ipynb")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30")
+    proc = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env,
+                          cwd=base, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    return data, proc.stdout
+
+
+def test_archive_has_what_gradescope_needs_and_no_solutions(archive):
+    with zipfile.ZipFile(archive) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "requirements.txt", "course/exercises/02_exercises.ipynb",
+                "course/course_utils/grading/judge.py", "course/course_utils/checks/lesson02.py"} <= names
+        assert not [n for n in names if "solution" in n or n.endswith(".pyc")], names
+        assert z.getinfo("run_autograder").external_attr >> 16 & 0o111
+        assert "BEGIN SOLUTION" not in z.read("course/exercises/02_exercises.ipynb").decode()
+        setup = z.read("setup.sh").decode()
+        requirements = z.read("requirements.txt").decode()
+    pins = {line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line}
+    assert "torch==2.13.0" in requirements.splitlines() and set(requirements.splitlines()) <= pins
+    assert "bubblewrap" in setup and "whl/cpu" in setup and "requirements.txt" in setup
+
+
+def test_a_correct_submission_gets_full_marks(archive, tmp_path):
+    data, stdout = run_autograder(archive, tmp_path, submission("02"))
+    assert [t["name"].split(":")[0] for t in data["tests"]] == ["mul", "div"]
+    assert data["score"] == sum(t["max_score"] for t in data["tests"]) > 0
+    assert all(t["score"] == t["max_score"] and "All checks passed" in t["output"] for t in data["tests"])
+    assert data["stdout_visibility"] == "hidden" and "score" in stdout
+
+
+def test_a_wrong_submission_gets_our_diagnosis(archive, tmp_path):
+    data, _ = run_autograder(archive, tmp_path, submission("02", {"mul_answer": SWAPPED_MUL}))
+    mul, div = data["tests"]
+    assert mul["score"] < mul["max_score"] and mul["status"] == "failed"
+    assert "✗ mul" in mul["output"] and "backward" in mul["output"]  # the diagnosis, not just a number
+    assert div["score"] == div["max_score"]
+    assert data["score"] == mul["score"] + div["score"]
+
+
+def test_no_notebook_is_a_zero_with_a_sentence(archive, tmp_path):
+    data, _ = run_autograder(archive, tmp_path, None)
+    assert data["score"] == 0 and data["tests"] == [] and "no notebook" in data["output"]

@@ -1,0 +1,154 @@
+"""The similarity report (copydetect) on a planted copy, an honest pair and untouched stubs.
+
+Five students hand in ``04_exercises``, all other answers left as the stub: ``original``
+writes LinearFunction; ``copier`` copies it, renames every variable, reorders the methods
+and adds comments; ``honest`` writes an independent correct answer; ``idle1`` and ``idle2``
+hand in the stub. Only the copy may be flagged, and grades stay as they are.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from grading_corpus import unattempted
+
+HEAD = """import math
+
+import torch
+from torch import nn
+from torch.autograd import Function
+
+
+class LinearFunction(Function):
+"""
+ORIGINAL = HEAD + """    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        output = input.mm(weight.t())
+        if bias is not None:
+            output = output + bias
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+"""
+COPY = HEAD + """    @staticmethod
+    def backward(ctx, g):
+        # gradients of the three inputs
+        x, w, b = ctx.saved_tensors
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = g.mm(w)   # dL/dx
+        if ctx.needs_input_grad[1]:
+            gw = g.t().mm(x)
+        if b is not None and ctx.needs_input_grad[2]:
+            gb = g.sum(0)
+        return gx, gw, gb
+
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        result = input.mm(weight.t())
+        if bias is not None:
+            result = result + bias
+        return result
+"""
+HONEST = HEAD + """    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
+        y = torch.matmul(input, weight.transpose(0, 1))
+        return y if bias is None else y + bias.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grads = [None, None, None]
+        if needs[0]:
+            grads[0] = torch.matmul(grad_output, weight)
+        if needs[1]:
+            grads[1] = torch.matmul(grad_output.transpose(0, 1), input)
+        if ctx.has_bias and needs[2]:
+            grads[2] = grad_output.sum(dim=0)
+        return tuple(grads)
+"""
+STUDENTS = {"original": ORIGINAL, "copier": COPY, "honest": HONEST, "idle1": None, "idle2": None}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    base = tmp_path_factory.mktemp("similarity")
+    for name, source in STUDENTS.items():
+        nb = unattempted("04")
+        for cell in nb.cells:
+            if source and cell.metadata.get("nbgrader", {}).get("grade_id") == "linear_function_answer":
+                cell.source = textwrap.dedent(source)
+        (base / "subs" / name).mkdir(parents=True)
+        nbformat.write(nb, base / "subs" / name / "04_exercises.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", str(base / "subs"), "--out",
+                           str(base / "grades.csv"), "--similarity", str(base / "report.html"), "--jobs", "2"],
+                          capture_output=True, text=True, cwd=base, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(base / "report.csv") as f:
+        pairs = list(csv.DictReader(f))
+    with open(base / "grades.csv") as f:
+        grades = {r["submission"].split(os.sep)[-2]: r for r in csv.DictReader(f)}
+    return (base / "report.html").read_text(), pairs, grades, proc.stderr
+
+
+def who(row: dict) -> set[str]:
+    return {row["submission_a"].split(os.sep)[-2], row["submission_b"].split(os.sep)[-2]}
+
+
+def test_the_planted_copy_is_flagged_and_nothing_else(report):
+    _, pairs, _, stderr = report
+    flagged = [who(p) for p in pairs if p["flagged"] == "yes"]
+    assert flagged == [{"original", "copier"}], pairs
+    assert "1 pair(s) of answers flagged" in stderr
+    copy = next(p for p in pairs if who(p) == {"original", "copier"})
+    assert float(copy["similarity"]) >= 0.75 and copy["exercise"] == "linear_function"
+
+
+def test_the_honest_pair_is_not_flagged(report):
+    _, pairs, _, _ = report
+    honest = [float(p["similarity"]) for p in pairs if "honest" in who(p)]
+    assert all(s < 0.5 for s in honest), honest
+
+
+def test_untouched_stubs_are_not_compared(report):
+    _, pairs, _, _ = report
+    assert not [p for p in pairs if who(p) & {"idle1", "idle2"}], pairs
+    assert [float(p["similarity"]) for p in pairs] == sorted((float(p["similarity"]) for p in pairs), reverse=True)
+
+
+def test_html_shows_both_answers_side_by_side_with_the_matches_marked(report):
+    html, _, _, _ = report
+    assert html.count("<h2") == 1 and "linear_function" in html
+    left, right = html.split("<td><pre>")[1:3]
+    assert "<mark>" in left and "<mark>" in right
+    assert "gx = g.mm(w)" in right.replace("<mark>", "").replace("</mark>", "") or \
+        "gx = g.mm(w)" in left.replace("<mark>", "").replace("</mark>", "")
+
+
+def test_grades_are_unchanged_by_the_flag(report):
+    _, _, grades, _ = report
+    assert grades["copier"]["total"] == grades["original"]["total"] == grades["honest"]["total"]
+    assert float(grades["original"]["linear_function"]) == 4
