@@ -104,6 +104,9 @@ def numpy_sin(x):
     "no_fake": ("custom_op", OP + AUTOGRAD, ["no fake implementation", "register_fake", "re-running only"]),
     "fake_mismatch": ("custom_op", OP + FAKE.replace("torch.empty_like(x)", "x.new_empty(())") + AUTOGRAD,
                       ["Shapes torch.Size([2, 3]) and torch.Size([]) are not equal", "same shape, dtype"]),
+    "fake_raised": ("custom_op", OP + FAKE.replace("torch.empty_like(x)", "torch.from_numpy(np.sin(x.numpy()))")
+                    + AUTOGRAD, ["ran your fake implementation on a fake tensor", ".numpy() is not supported",
+                                 "must not compute"]),
     "no_autograd": ("custom_op", OP + FAKE, ["no autograd formula", "register_autograd"]),
 }
 
@@ -117,6 +120,12 @@ VARIANTS = {
                                                                   "return x_tangent * y"), ["largest error"]),
     "sigmoid backward forgets grad_output": ("forgot_grad_output", "func_sigmoid", sig(
         "return grad_output * y * (1 - y)", "return y * (1 - y)"), ["missing the factor grad_output"]),
+    "backward re-applies sigmoid to the output": ("saved_wrong_tensor", "func_sigmoid", sig(
+        "return grad_output * y * (1 - y)", "s = torch.sigmoid(y)\n        return grad_output * s * (1 - s)"),
+        ["applied sigmoid to the saved tensor"]),
+    "jvp re-applies sigmoid to the output": ("jvp_wrong_tangent", "func_sigmoid", sig(
+        "return x_tangent * y * (1 - y)", "s = torch.sigmoid(y)\n        return x_tangent * s * (1 - s)"),
+        ["sigmoid was applied to the saved output y again"]),
     "sigmoid wrong forward": ("forward_wrong", "func_sigmoid", sig("return torch.sigmoid(x)", "return torch.tanh(x)"),
                               ["does not match torch.sigmoid"]),
     "fake with the wrong dtype": ("fake_mismatch", "custom_op",
@@ -127,6 +136,8 @@ VARIANTS = {
                                        + FAKE + AUTOGRAD, ["numpy_sin(x) in float32 returned torch.float64", ".to(x.device, x.dtype)"]),
     "re-ran only the @custom_op part of the cell": ("no_fake", "custom_op", OP + FAKE + AUTOGRAD + OP,
                                                      ["no fake implementation", "re-running only the @custom_op cell"]),
+    "fake calls the operator": ("fake_raised", "custom_op", OP + FAKE.replace("torch.empty_like(x)", "numpy_sin(x)")
+                                + AUTOGRAD, ["maximum recursion depth exceeded", "or call the operator"]),
     "op backward uses sin": ("gradient_wrong", "custom_op", OP + FAKE + AUTOGRAD.replace("torch.cos(x)", "torch.sin(x)"),
                              ["gradient of numpy_sin does not match"]),
     "op backward forgets grad_output": ("forgot_grad_output", "custom_op", OP + FAKE + AUTOGRAD.replace(

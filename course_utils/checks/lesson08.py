@@ -216,6 +216,9 @@ def _judge_sig_eager(req: dict, facts: dict) -> None:
         if not close(got, want, x.dtype) and close(got, _dsig(x), x.dtype):
             raise Mistake("forgot_grad_output", "func_sigmoid: the gradient from .backward() is missing the factor "
                           "grad_output; backward must return grad_output times the local derivative.")
+        if not close(got, want, x.dtype) and close(got, g * _dsig(torch.sigmoid(x)), x.dtype):
+            raise Mistake("saved_wrong_tensor", "func_sigmoid: backward applied sigmoid to the saved tensor, but it "
+                          "already is the output y; the derivative is y * (1 - y), with y used as it is.")
         _sig_compare(got, want, f"the gradient from .backward() ({x.dtype})")
     if len(facts["cases"]) != 2:
         raise Malformed("missing cases")
@@ -260,6 +263,8 @@ def _wrong_tangent(name: str, got: object, x: torch.Tensor, tangent: torch.Tenso
         cause = "it is y * (1 - y) alone; multiply it by x_tangent, the input's tangent that forward mode pushes on"
     elif close(got, tangent, torch.float64):
         cause = "it is x_tangent unchanged; multiply it by the derivative of sigmoid, written with the saved output y"
+    elif close(got, tangent * _dsig(y), torch.float64):
+        cause = "sigmoid was applied to the saved output y again; the derivative is y * (1 - y), with y as it is"
     elif close(got, y, torch.float64):
         cause = "it is the saved output y itself; jvp returns x_tangent times the derivative of sigmoid"
     else:

@@ -22,6 +22,7 @@ catalogue({
     "op_redefined": "the operator name was defined again after numpy_sin, replacing it",
     "no_fake": "the custom op has no fake implementation (register_fake)",
     "fake_mismatch": "the fake implementation returns the wrong shape or dtype",
+    "fake_raised": "the fake implementation raised on a fake tensor (it computed, or called the operator)",
     "no_autograd": "the custom op has no autograd formula (register_autograd)",
 })
 
@@ -104,6 +105,11 @@ def _opcheck_error(error: str, grad: bool) -> Mistake:
         return Mistake("fake_mismatch", f"custom_op: opcheck compared your fake implementation with the real "
                        f"output and found: {detail} The fake must return what the kernel returns: same shape, "
                        "dtype and device (e.g. torch.empty_like(x)).")
+    if "test_faketensor failed with" in error:
+        detail = error.split("failed with ", 1)[-1].split(" (scroll")[0]
+        return Mistake("fake_raised", f"custom_op: opcheck ran your fake implementation on a fake tensor (shape "
+                       f"and dtype, no data) and it raised: {detail} The fake must not compute or call the "
+                       "operator; it only returns an empty tensor shaped like the output.")
     if grad and "no autograd formula" in error:
         return Mistake("no_autograd", "custom_op: backward through numpy_sin failed because no autograd formula "
                        f"is registered; call numpy_sin.register_autograd(backward, setup_context=...). {RERUN}")
