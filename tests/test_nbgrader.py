@@ -1,0 +1,169 @@
+"""Real nbgrader grades the exercise notebooks exactly as ``python -m course_utils.grade`` does.
+
+One nbgrader course directory holds every assignment generated from ``solutions/``. Four
+students submit every assignment: correct, partly correct (the first exercise's last
+solution region left as a stub), wrong (answers that run but return nothing, the
+first answer cell an IndentationError) and unattempted (nbgrader's own stubs). One
+``nbgrader autograde`` call grades them all while one grader batch (``--jobs 2``) grades
+the same files; per exercise, the points must be equal.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from course_utils.release import BEGIN, END
+
+nbgrader_api = pytest.importorskip("nbgrader.api", reason="nbgrader is installed by ./course test "
+                                   "(requirements-instructor.txt)")
+
+BIN = Path(sys.executable).parent
+ASSIGNMENTS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_exercises.ipynb")
+                     if (ROOT / "exercises" / p.name).exists())
+STUDENTS = ("correct", "partly", "wrong", "unattempted")
+CONFIG = """c = get_config()
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
+c.Execute.timeout = 300
+"""
+
+
+def answer(source: str, keep, stub: str = "return None") -> str:
+    """A solution cell's code with solution region ``i`` kept when ``keep(i)``, else replaced by ``stub``."""
+    out, region, inside = [], -1, False
+    for line in source.splitlines():
+        if line.strip() == BEGIN:
+            region, inside = region + 1, True
+            if not keep(region):
+                out.append(line[: len(line) - len(line.lstrip())] + stub)
+        elif line.strip() == END:
+            inside = False
+        elif not inside or keep(region):
+            out.append(line)
+    return "\n".join(out)
+
+
+def student_notebook(released: nbformat.NotebookNode, solution: nbformat.NotebookNode, student: str):
+    """The released notebook with the answer cells this student would write."""
+    solved = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+              if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.from_dict(released)
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    for i, cell in enumerate(answers):
+        full = solved[cell.metadata["nbgrader"]["grade_id"]]
+        if student == "correct":
+            cell.source = answer(full, lambda r: True)
+        elif student == "partly":  # the first exercise without its last solution region, the others solved
+            last = full.count(BEGIN) - 1
+            cell.source = answer(full, lambda r: r < last or i > 0, "raise NotImplementedError()")
+        elif student == "wrong":
+            cell.source = ("  " if i == 0 else "") + answer(full, lambda r: False)
+    return nb
+
+
+def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{' '.join(cmd[:3])} failed:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(nbgrader's points, our points, nbgrader's exported totals), each keyed by (student, assignment)."""
+    course = tmp_path_factory.mktemp("nbgrader")
+    (course / "jupyter").mkdir()
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONPATH=str(ROOT),
+               JUPYTER_CONFIG_DIR=str(course / "jupyter"), PYTHONHASHSEED="0")
+    (course / "nbgrader_config.py").write_text(CONFIG.format(root=str(course)))
+    for name in ASSIGNMENTS:
+        (course / "source" / name).mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / f"{name}.ipynb", course / "source" / name)
+    run([str(BIN / "nbgrader"), "generate_assignment", "*", "--create"], course, env)
+    for name in ASSIGNMENTS:
+        released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
+        solution = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
+        for student in STUDENTS:
+            folder = course / "submitted" / student / name
+            folder.mkdir(parents=True)
+            nbformat.write(student_notebook(released, solution, student), folder / f"{name}.ipynb")
+    nbgrader = subprocess.Popen([str(BIN / "nbgrader"), "autograde", "*", "--create"], cwd=course, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ours = run([sys.executable, "-m", "course_utils.grade", str(course / "submitted"), "--json", "--jobs", "2"],
+                   course, env)
+    finally:
+        _, err = nbgrader.communicate(timeout=900)
+    assert nbgrader.returncode == 0, f"nbgrader autograde failed:\n{err[-3000:]}"
+    run([str(BIN / "nbgrader"), "export", "--to", str(course / "grades.csv")], course, env)
+
+    theirs: dict = {}
+    with nbgrader_api.Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        for name in ASSIGNMENTS:
+            for student in STUDENTS:
+                notebook = gb.find_submission_notebook(name, name, student)
+                theirs[student, name] = {g.name: g.score for g in notebook.grades}
+    mine = {}
+    for line in ours.stdout.splitlines():
+        row = json.loads(line)
+        student = Path(row["submission"]).relative_to(course / "submitted").parts[0]
+        assert row["status"] == "graded", row
+        mine[student, row["assignment"]] = {gid: e["points"] for gid, e in row["exercises"].items()}
+    with open(course / "grades.csv") as f:
+        exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+    return theirs, mine, exported
+
+
+def test_every_assignment_is_graded_by_both():
+    assert len(ASSIGNMENTS) >= 5, ASSIGNMENTS
+
+
+@pytest.mark.parametrize("student", STUDENTS)
+def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
+    theirs, mine, exported = graded
+    for name in ASSIGNMENTS:
+        assert set(theirs[student, name]) == set(mine[student, name]), (
+            f"{name}: solutions/ and exercises/ have different exercises; run ./course build")
+        assert theirs[student, name] == pytest.approx(mine[student, name]), f"{student} {name}"
+        assert exported[student, name] == pytest.approx(sum(mine[student, name].values()))
+
+
+def test_scores_tell_the_students_apart(graded):
+    theirs, _, _ = graded
+    from course_utils.checks import EXERCISES
+
+    for name in ASSIGNMENTS:
+        total = {s: sum(theirs[s, name].values()) for s in STUDENTS}
+        full = sum(EXERCISES[g].points for g in theirs["correct", name])
+        assert total["correct"] == full, name
+        assert 0 < total["partly"] < full, name
+        assert total["unattempted"] == 0 and total["wrong"] < full, name
+    partial = [(s, n, g) for (s, n), cells in theirs.items() for g, p in cells.items() if 0 < p < EXERCISES[g].points]
+    assert partial, "no exercise earned partial credit: the numeric cell value is not exercised"
+
+
+def test_the_issue_case_no_longer_gets_full_marks(graded):
+    """Unattempted and IndentationError submissions used to get full marks in nbgrader."""
+    theirs, _, _ = graded
+    for name in ASSIGNMENTS:
+        first = next(iter(theirs["wrong", name]))
+        assert theirs["wrong", name][first] == 0, name
+
+
+def test_check_cells_end_with_the_check_call():
+    """nbgrader reads the cell's value: a check cell whose last line is not the call would get full marks."""
+    for name in ASSIGNMENTS:
+        nb = nbformat.read(ROOT / "exercises" / f"{name}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                last = cell.source.strip().splitlines()[-1]
+                assert re.fullmatch(r'check\("\w+", globals\(\)\)', last), f"{name}: {last!r}"
