@@ -210,3 +210,12 @@ def test_a_part_left_as_stub_is_named(part, old, named):
     result = checks.run_check("custom_op", ns_from(OP + (FAKE + AUTOGRAD).replace(old, STUB)))
     assert result.mistakes == ["not_attempted"] and result.status == "failed", result.report()
     assert named in result.report() and 0 < result.points < result.max_points
+
+
+def test_an_endless_jvp_is_interrupted():
+    checks.run_check("func_sigmoid", ns_from(SIG))  # warm up: PyTorch's first transforms import a lot
+    result = checks.run_check("func_sigmoid", ns_from(sig("        (y,) = ctx.saved_tensors\n        return x_tangent",
+                                                          "        while True:\n            pass\n        return x_tangent")),
+                              time_limit=2)
+    assert result.mistakes == ["timeout"] and result.points == 2, result.report()
+    assert "torch.func.jvp did not finish within 2 s" in result.report()
