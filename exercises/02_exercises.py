@@ -39,12 +39,12 @@
 # %% nbgrader={"grade": false, "grade_id": "02_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
-import subprocess, sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "mul_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -65,3 +65,35 @@ class Mul(Function):
 from course_utils.checks import check
 
 check("mul", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `div` (3 points)
+#
+# Now a Function the lesson did not show: `Div.apply(a, b)` must return `a / b`
+# elementwise, for `a` and `b` of the same shape. Work out both local derivatives first,
+# on paper: $\partial (a/b) / \partial a$ and $\partial (a/b) / \partial b$. Unlike
+# multiplication, division is not symmetric in its inputs, so the two gradients do not
+# mirror each other.
+#
+# The check compares values and both gradients with PyTorch's `a / b` (float32 and
+# float64, non-contiguous inputs included) and runs `torch.autograd.gradcheck` in float64.
+
+# %% nbgrader={"grade": false, "grade_id": "div_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        raise NotImplementedError("Exercise 'div' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'div' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "div", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("div", globals())

@@ -58,3 +58,37 @@ class Exp(Function):
 from course_utils.checks import check
 
 check("exp", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `sigmoid` (3 points)
+#
+# The same idea for a function the lesson did not show. $\sigma(x) = 1 / (1 + e^{-x})$
+# has the derivative $\sigma'(x) = \sigma(x)\,(1 - \sigma(x))$: like $e^x$, it can be
+# written with the **output** alone. Write `Sigmoid` so that
+#
+# * `Sigmoid.apply(x)` matches `torch.sigmoid(x)` in float32 and float64, also for large
+#   $|x|$ (e.g. $x = \pm 100$ in float32), where a careless formula divides inf by inf;
+# * forward saves the output, and **only** the output (not `x`), with
+#   `ctx.save_for_backward`, and backward computes the gradient from it.
+#
+# The check also looks at what your forward saved.
+
+# %% nbgrader={"grade": false, "grade_id": "sigmoid_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Sigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        raise NotImplementedError("Exercise 'sigmoid' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'sigmoid' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "sigmoid", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("sigmoid", globals())

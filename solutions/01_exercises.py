@@ -44,12 +44,12 @@
 # %% nbgrader={"grade": false, "grade_id": "01_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
-import subprocess, sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -124,3 +124,59 @@ class Scalar:
 from course_utils.checks import check
 
 check("scalar_engine", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `scalar_ops` (3 points)
+#
+# The lesson gave `Scalar` two binary operations and two functions. Add four more, each
+# with its local derivatives, without touching `backward`:
+#
+# * `a / b` (`__truediv__`), also when `b` is a plain number (`x / 4`);
+# * `number / a` (`__rtruediv__`, what Python calls for `2 / x`);
+# * `a ** p` for a plain number `p` (`__pow__`), e.g. `x ** 3` or `x ** 0.5`;
+# * `a.tanh()`.
+#
+# `a.exp()` from the exercise above must keep working. The check compares values and
+# gradients with PyTorch in float64, on single operations and on expressions that reuse
+# sub-expressions.
+#
+# The cell defines a subclass with the **same name**: every operation of your `Scalar`
+# above still works, and since those operations create their results by calling
+# `Scalar(...)`, which now means the new class, every node of a graph gets the new
+# operations too. Two things to think about: `+` and `*` are commutative, so
+# `__radd__ = __add__` was fine; is `/`? And tanh, like exp, has a derivative that is
+# cheapest to write with its **output**.
+
+# %% nbgrader={"grade": false, "grade_id": "scalar_ops_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+
+class Scalar(Scalar):  # extends the Scalar above
+    def __truediv__(self, other):
+        ### BEGIN SOLUTION
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data / other.data,
+                      ((self, 1.0 / other.data), (other, -self.data / other.data ** 2)))
+        ### END SOLUTION
+
+    def __rtruediv__(self, other):  # other / self, when other is a number
+        ### BEGIN SOLUTION
+        return Scalar(other) / self
+        ### END SOLUTION
+
+    def __pow__(self, p):  # p is a plain number
+        ### BEGIN SOLUTION
+        return Scalar(self.data ** p, ((self, p * self.data ** (p - 1)),))
+        ### END SOLUTION
+
+    def tanh(self):
+        ### BEGIN SOLUTION
+        t = math.tanh(self.data)
+        return Scalar(t, ((self, 1.0 - t * t),))
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "scalar_ops", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("scalar_ops", globals())

@@ -17,6 +17,9 @@ from ..wire import Opaque
 catalogue({
     "forward_wrong": "forward does not match the reference",
     "forward_modifies_input": "forward modified an input in place",
+    "forward_dtype": "forward returns a different dtype than the reference (e.g. float32 for a float64 input)",
+    "forward_lost_precision": "forward computes in lower precision (float32) and casts back to the input's float64",
+    "forward_not_finite": "forward gives NaN or inf where the reference is finite (an intermediate overflows)",
     "not_a_function": "the object is not a torch.autograd.Function subclass",
     "no_graph": "apply returned a tensor that is not connected to the graph",
     "tensor_on_ctx": "a tensor was stored as a ctx attribute instead of with save_for_backward",
@@ -243,15 +246,37 @@ def judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
             raise Mistake("forward_wrong", f"{gid}: {spec.cls_name}.apply returned shape {tuple(out.shape)} "
                           f"for {label}, expected {tuple(want.shape)} ({spec.describe}).")
         if not close(out, want, want.dtype):
-            hint = (f"; it is {out.dtype} but should be {want.dtype}: compute in the input's dtype"
-                    if out.dtype != want.dtype else "")
+            _diagnose_forward(spec, label, out, want)
             raise Mistake("forward_wrong", f"{gid}: forward gives wrong values for {label} "
-                          f"(largest error {fmt(max_err(out, want))}){hint}; forward should compute {spec.describe}.")
+                          f"(largest error {fmt(max_err(out, want))}); forward should compute {spec.describe}.")
+        if out.dtype != want.dtype:
+            raise Mistake("forward_dtype", f"{gid}: forward returns {out.dtype} for {label}, expected {want.dtype}; "
+                          "compute in the input's dtype (no .float(), .double() or dtype=...).")
         for i in got["changed"]:
             raise Mistake("forward_modifies_input", f"{gid}: forward changed {describe_input(spec.arg_names, int(i))} "
                           "in place; work on a copy (e.g. input.clone()).")
     if len(facts["cases"]) != len(req["cases"]):
         raise Malformed("missing cases")
+
+
+def _diagnose_forward(spec: FunctionSpec, label: str, out: torch.Tensor, want: torch.Tensor) -> None:
+    """Name the likely cause of wrong forward values (dtype, precision, overflow), or return."""
+    gid, err = spec.grade_id, fmt(max_err(out, want))
+    if out.is_complex() or out.dtype == torch.bool:
+        return
+    single = want.dtype == torch.float64 and close(out, want, torch.float32)  # right to float32 precision only
+    if single and out.dtype != want.dtype:
+        raise Mistake("forward_dtype", f"{gid}: forward returns {out.dtype} for the {want.dtype} input ({label}), "
+                      "losing precision; compute in the input's dtype (no .float() or dtype=torch.float32).")
+    if single:
+        raise Mistake("forward_lost_precision", f"{gid}: forward is right only to float32 precision for {label} "
+                      f"(largest error {err}, float64 allows 1e-10): it computes in float32 somewhere (.float(), "
+                      "dtype=torch.float32) and casts back; compute in the input's dtype.")
+    bad = ~torch.isfinite(out) & torch.isfinite(want)
+    if bad.any():
+        raise Mistake("forward_not_finite", f"{gid}: forward gives NaN or inf for {label} where {spec.describe} is "
+                      "finite; an intermediate overflows (exp of a large number is inf, and inf / inf is NaN): rewrite the "
+                      "formula so that no step overflows.")
 
 
 def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> None:

@@ -1,10 +1,10 @@
-"""Lesson 02 exercise: ``Mul``, the smallest Function (f(a, b) = a * b)."""
+"""Lesson 02 exercises: ``Mul``, the smallest Function (f(a, b) = a * b), and the transfer ``Div`` (a / b)."""
 from __future__ import annotations
 
 import torch
 
 from .engine import Mistake, catalogue
-from .functions import FunctionSpec, close, function_exercise, tensor_arg
+from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 
 catalogue({"swapped_gradients": "the two gradients are swapped"})
 
@@ -32,3 +32,43 @@ def _diagnose(i, got, want, args, g):
 MUL = FunctionSpec("mul", "Mul", ("a", "b"), lambda a, b: a * b, _cases, "a * b", _diagnose,
                    lambda base: [tensor_arg((4,), base + 11), tensor_arg((4,), base + 12)])
 EXERCISES = [function_exercise(MUL, "Mul", 1, 1)]
+
+
+# --------------------------------------------------------------------------- transfer: Div
+catalogue({
+    "div_denominator_sign": "the gradient for the denominator b has the wrong sign (a / b**2 instead of -a / b**2)",
+    "div_denominator_power": "the gradient for the denominator b uses b instead of b**2",
+    "div_mul_gradients": "Div's backward returns Mul's gradients (grad_output * b, grad_output * a)",
+})
+
+
+def _div_cases(base: int):
+    return [
+        ([tensor_arg((5,), base + 31, low=0.3), tensor_arg((5,), base + 32, low=0.5)], "a, b of shape (5,)"),
+        ([tensor_arg((3, 4), base + 33, torch.float32, low=0.3), tensor_arg((3, 4), base + 34, torch.float32, low=0.5)],
+         "float32 inputs of shape (3, 4)"),
+        ([tensor_arg((4, 3), base + 35, layout="t"), tensor_arg((4, 3), base + 36, low=0.5, layout="s")],
+         "non-contiguous inputs"),
+        ([fixed_arg([0.0, 3.0, -2.0]), fixed_arg([2.0, -0.5, 4.0])], "a = [0, 3, -2], b = [2, -0.5, 4]"),
+    ]
+
+
+def _div_diagnose(i, got, want, args, g):
+    a, b = args[0].detach(), args[1].detach()
+    if got.shape != want.shape:
+        return None
+    if (i == 0 and close(got, g * b, want.dtype)) or (i == 1 and close(got, g * a, want.dtype)):
+        return Mistake("div_mul_gradients", f"div: the gradient for input {i} (`{'ab'[i]}`) is grad_output * "
+                       f"{'ba'[i]}, Mul's gradient; for a / b they are grad_output / b and -grad_output * a / b**2.")
+    if i == 1 and close(got, -want, want.dtype):
+        return Mistake("div_denominator_sign", "div: the gradient for input 1 (`b`) has the wrong sign; "
+                       "d(a/b)/db = -a / b**2, so return -grad_output * a / b**2.")
+    if i == 1 and close(got, want * b, want.dtype):  # -g a / b instead of -g a / b**2
+        return Mistake("div_denominator_power", "div: the gradient for input 1 (`b`) is -grad_output * a / b; "
+                       "d(a/b)/db = -a / b**2 (b squared).")
+    return None
+
+
+DIV = FunctionSpec("div", "Div", ("a", "b"), lambda a, b: a / b, _div_cases, "a / b", _div_diagnose,
+                   lambda base: [tensor_arg((4,), base + 37), tensor_arg((4,), base + 38, low=0.5)])
+EXERCISES.append(function_exercise(DIV, "Div", 1, 2))

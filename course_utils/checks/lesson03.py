@@ -1,10 +1,13 @@
-"""Lesson 03 exercise: ``Exp``, which saves its output for backward."""
+"""Lesson 03 exercises: ``Exp``, which saves its output for backward, and the transfer ``Sigmoid``."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 
-from .engine import Mistake, catalogue
+from .engine import Mistake, Stage, catalogue
 from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .saving import judge_saves_output_only, probe_saved
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
 
@@ -33,3 +36,41 @@ def _diagnose(i, got, want, args, g):
 EXP = FunctionSpec("exp", "Exp", ("x",), torch.exp, _cases, "exp(x)", _diagnose,
                    lambda base: [tensor_arg((5,), base + 24)])
 EXERCISES = [function_exercise(EXP, "Exp", 1, 1)]
+
+
+# --------------------------------------------------------------------------- transfer: Sigmoid
+catalogue({"sigmoid_of_output": "backward applied sigmoid again to the saved output"})
+
+
+def _sigmoid_cases(base: int):
+    return [
+        ([tensor_arg((6,), base + 41)], "x of shape (6,)"),
+        ([tensor_arg((2, 3), base + 42, torch.float32)], "float32 x of shape (2, 3)"),
+        ([tensor_arg((3, 2), base + 43, layout="t")], "a non-contiguous x"),
+        ([fixed_arg([-100.0, -20.0, 0.0, 20.0, 100.0], torch.float32)], "float32 x = [-100, -20, 0, 20, 100]"),
+        ([fixed_arg([-800.0, -30.0, 0.0, 30.0, 800.0])], "float64 x = [-800, -30, 0, 30, 800]"),
+    ]
+
+
+def _sigmoid_diagnose(i, got, want, args, g):
+    x = args[0].detach()
+    y = torch.sigmoid(x)
+    if got.shape != want.shape:
+        return None
+    s = torch.sigmoid(y)
+    if close(got, g * s * (1 - s), want.dtype):
+        return Mistake("sigmoid_of_output", "sigmoid: backward applied sigmoid to the saved tensor, but it already "
+                       "is the output y = sigmoid(x); return grad_output * y * (1 - y).")
+    if close(got, g * x * (1 - x), want.dtype):
+        return Mistake("saved_wrong_tensor", "sigmoid: backward returned grad_output * x * (1 - x): the saved tensor "
+                       "is the input, but the formula needs the output y = sigmoid(x); save the output in forward.")
+    return None
+
+
+SIGMOID = FunctionSpec("sigmoid", "Sigmoid", ("x",), torch.sigmoid, _sigmoid_cases, "sigmoid(x) = 1 / (1 + exp(-x))",
+                       _sigmoid_diagnose, lambda base: [tensor_arg((5,), base + 44)])
+_SAVES_OUTPUT = Stage("forward saves its output only (not the input) for backward", 1,
+                      lambda ns, req: probe_saved(SIGMOID, ns, req),
+                      lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
+_sigmoid = function_exercise(SIGMOID, "Sigmoid", 1, 1)
+EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))

@@ -1,0 +1,119 @@
+"""Lesson 01 transfer exercise ``scalar_ops``: ``/``, ``number / a``, ``** p``, ``exp`` and ``tanh`` for ``Scalar``.
+
+The lesson showed ``+``, ``*``, ``sin`` and ``exp``; these operations use the same idea
+(each records its local derivatives) but invite new mistakes: a reflected operator copied
+from ``__radd__ = __add__`` (``2 / x`` computed as ``x / 2``), the quotient rule's sign
+and square, and a tanh derivative written with the input instead of the output.
+"""
+from __future__ import annotations
+
+import math
+
+from .engine import Exercise, Mistake, Stage, catalogue
+from .functions import unwrap
+from .lesson01 import describe_grads, grads_match, judge_values, perturbed, probe_grads, probe_values, torch_grads
+
+GID = "scalar_ops"
+
+catalogue({
+    "scalar_reflected_order": "number / Scalar computes Scalar / number (reflected operator with swapped operands)",
+    "scalar_div_denominator": "the local derivative of a quotient with respect to its denominator is wrong",
+    "scalar_tanh_input": "tanh's local derivative uses the input (1 - x**2) instead of the output (1 - tanh(x)**2)",
+})
+
+API = [  # (label, build from the Scalar class, expected value)
+    ("Scalar(6) / Scalar(3)", lambda S: S(6.0) / S(3.0), 2.0),
+    ("Scalar(6) / 4", lambda S: S(6.0) / 4, 1.5),
+    ("3 / Scalar(2)", lambda S: 3 / S(2.0), 1.5),
+    ("Scalar(2) ** 3", lambda S: S(2.0) ** 3, 8.0),
+    ("Scalar(4) ** 0.5", lambda S: S(4.0) ** 0.5, 2.0),
+    ("Scalar(0.5).exp()", lambda S: S(0.5).exp(), math.exp(0.5)),
+    ("Scalar(0.5).tanh()", lambda S: S(0.5).tanh(), math.tanh(0.5)),
+]
+
+
+def _shared(v):
+    s = v[0] / v[1]
+    return s ** 2 + s.tanh() * s.exp() / s
+
+
+def _deep(v):
+    q = 1 / (v[0] ** 2 + 1)
+    t = (q * v[1]).tanh()
+    return t / q + t ** 3 + (-2) / (t.exp() + q)
+
+
+PROBES = [  # (label, build, inputs, the operation a failure points at)
+    ("x / y", lambda v: v[0] / v[1], (1.3, -0.7), "div"),
+    ("x / 4", lambda v: v[0] / 4, (1.3,), "div"),
+    ("2 / x", lambda v: 2 / v[0], (0.8,), "rdiv"),
+    ("x ** 3", lambda v: v[0] ** 3, (1.2,), "pow"),
+    ("x ** 0.5", lambda v: v[0] ** 0.5, (1.7,), "pow"),
+    ("x.exp()", lambda v: v[0].exp(), (0.7,), "exp"),
+    ("x.tanh()", lambda v: v[0].tanh(), (0.4,), "tanh"),
+    ("x / x (x used twice)", lambda v: v[0] / v[0], (1.1,), "shared"),
+    ("s = x / y; s ** 2 + s.tanh() * s.exp() / s (shared sub-expression)", _shared, (0.9, 1.6), "shared"),
+    ("a deep chain of /, **, exp and tanh with shared nodes", _deep, (0.6, -1.4), "shared"),
+]
+
+RULES = {
+    "div": "d(a / b)/da = 1 / b",
+    "pow": "d(a ** p)/da = p * a ** (p - 1)",
+    "exp": "d(exp(a))/da = exp(a), the output",
+    "tanh": "d(tanh(a))/da = 1 - tanh(a) ** 2",
+}
+
+
+def _request(seed: int) -> dict:
+    return perturbed(seed, PROBES)
+
+
+def _diagnose_value(label: str, value: float) -> Mistake | None:
+    if label == "3 / Scalar(2)" and math.isclose(value, 2 / 3):
+        return Mistake("scalar_reflected_order", f"{GID}: 3 / Scalar(2) gives {value:.6g} = 2 / 3: __rtruediv__(self, "
+                       "other) computes other / self, so it cannot be __truediv__ (unlike + and *, / is not "
+                       "commutative).")
+    return None
+
+
+def _probe_api(ns, req):
+    return probe_values(ns, API, GID)
+
+
+def _judge_api(req, facts):
+    return judge_values(facts, API, GID, "`a / b` needs __truediv__, `number / a` needs __rtruediv__, `a ** p` needs "
+                        "__pow__", _diagnose_value)
+
+
+def _probe_backward(ns, req):
+    return {"probes": probe_grads(ns, [(label, build) for label, build, _, _ in PROBES], req["inputs"], GID)}
+
+
+def _judge_backward(req, facts):
+    for (label, build, _, kind), inputs, got in zip(PROBES, req["inputs"], facts["probes"]):
+        ours = unwrap(got)["grads"]
+        want = torch_grads(build, inputs)
+        if grads_match(ours, want):
+            continue
+        where = describe_grads(label, inputs, ours, want)
+        if kind in ("div", "rdiv") and (kind == "rdiv" or grads_match(ours[:1], want[:1])):
+            raise Mistake("scalar_div_denominator", f"{GID}: {where}; the local derivative of a / b with respect "
+                          "to the denominator b is -a / b ** 2 (minus sign, b squared).")
+        if kind == "tanh" and type(ours[0]) is float and math.isclose(ours[0], 1 - inputs[0] ** 2, rel_tol=1e-9):
+            raise Mistake("scalar_tanh_input", f"{GID}: {where}; {ours[0]:.6g} is 1 - x**2, but the derivative "
+                          "of tanh is 1 - tanh(x)**2: record 1 - t * t with t = math.tanh(x), the output.")
+        if kind == "shared":
+            raise Mistake("scalar_local_derivative", f"{GID}: {where}, although each operation alone is right; does "
+                          "an operation read a value (e.g. other.data) later, when backward runs, instead of "
+                          "recording its local derivative when the node is built?")
+        raise Mistake("scalar_local_derivative", f"{GID}: {where}; check the local derivative it records "
+                      f"({RULES[kind]}).")
+    if len(facts["probes"]) != len(PROBES):
+        raise ValueError("missing probes")
+
+
+SCALAR_OPS = Exercise(GID, "More Scalar operations", ("Scalar",), (
+    Stage("values of a / b, number / a, a ** p, exp, tanh", 1, _probe_api, _judge_api),
+    Stage("gradients match torch.autograd, shared sub-expressions included", 2, _probe_backward, _judge_backward),
+), _request)
+EXERCISES = [SCALAR_OPS]

@@ -1,0 +1,120 @@
+"""Lesson 01 checks: the engine's cost (scalar_engine) and the transfer exercise scalar_ops."""
+import time
+
+import pytest
+
+from course_utils import checks
+from test_checks import ns_from, scalar_source, solution_namespace
+
+NAIVE_BACKWARD = """
+    def backward(self, adjoint=1.0):  # correct (+=), but walks every path
+        self.grad += adjoint
+        for p, local in self._parents:
+            p.backward(adjoint * local)
+"""
+
+DICT_BACKWARD = """
+    def backward(self):  # every path again, adjoints in a dict: .grad is written only at the end
+        grads = {}
+        def walk(n, a):
+            grads[id(n)] = grads.get(id(n), 0.0) + a
+            for p, local in n._parents:
+                walk(p, a * local)
+        walk(self, 1.0)
+        for n in self.topo():
+            n.grad = grads[id(n)]
+"""
+
+OPS = """
+class Scalar(Scalar):
+    def __truediv__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data / other.data, ((self, 1.0 / other.data), (other, DIV_B_LOCAL)))
+    def __rtruediv__(self, other):
+        return Scalar(other) / self
+    def __pow__(self, p):
+        return Scalar(self.data ** p, ((self, POW_LOCAL),))
+    def tanh(self):
+        t = math.tanh(self.data)
+        return Scalar(t, ((self, TANH_LOCAL),))
+"""
+
+
+def ops_source(div_b="-self.data / other.data ** 2", pow_local="p * self.data ** (p - 1)", tanh="1.0 - t * t",
+               extra=""):
+    return scalar_source() + OPS.replace("DIV_B_LOCAL", div_b).replace("POW_LOCAL", pow_local).replace(
+        "TANH_LOCAL", tanh) + extra
+
+
+BUGS = {
+    "scalar_exponential": ("scalar_engine", scalar_source(backward=NAIVE_BACKWARD),
+                           ["25 doubling layers", "more than 1000 times", "every path", "reverse topological order"]),
+    "scalar_reflected_order": ("scalar_ops", ops_source(extra="    __rtruediv__ = __truediv__\n"),
+                               ["3 / Scalar(2) gives 0.666667", "__rtruediv__", "not commutative"]),
+    "scalar_div_denominator": ("scalar_ops", ops_source(div_b="self.data / other.data ** 2"),
+                               ["x / y at (1.3, -0.7)", "denominator b is -a / b ** 2"]),
+    "scalar_tanh_input": ("scalar_ops", ops_source(tanh="1.0 - self.data ** 2"),
+                          ["x.tanh() at 0.4", "1 - tanh(x)**2", "the output"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == [code], result.report()
+    assert result.status == "failed" and result.points < result.max_points
+    report = result.report()
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+def test_naive_engine_keeps_the_points_for_correct_gradients():
+    result = checks.run_check("scalar_engine", ns_from(BUGS["scalar_exponential"][1]))
+    assert result.points == 3 and len(result.passed_stages) == 2
+
+
+def test_naive_engine_without_grad_writes_is_stopped_by_the_time_limit():
+    start = time.perf_counter()
+    result = checks.run_check("scalar_engine", ns_from(scalar_source(backward=DICT_BACKWARD)))
+    assert time.perf_counter() - start < 10
+    assert result.mistakes == ["scalar_exponential"], result.report()
+    assert "did not finish within 2 s" in result.report()
+
+
+def test_topological_engine_is_fast_on_the_doubling_chain():
+    start = time.perf_counter()
+    assert checks.run_check("scalar_engine", solution_namespace("01")).status == "passed"
+    assert time.perf_counter() - start < 2
+
+
+def test_wrong_power_rule_names_the_rule():
+    result = checks.run_check("scalar_ops", ns_from(ops_source(pow_local="self.data ** (p - 1)")))
+    assert result.mistakes == ["scalar_local_derivative"], result.report()
+    assert "x ** 3 at 1.2" in result.report() and "p * a ** (p - 1)" in result.report()
+
+
+def test_missing_rtruediv_is_an_api_mistake():
+    source = ops_source().replace("    def __rtruediv__(self, other):\n        return Scalar(other) / self\n", "")
+    result = checks.run_check("scalar_ops", ns_from(source))
+    assert result.mistakes == ["scalar_api"] and "3 / Scalar(2) failed" in result.report()
+    assert "__rtruediv__" in result.report()
+
+
+def test_division_through_multiplication_is_accepted():
+    source = ops_source(extra="""
+    def __truediv__(self, other):
+        return self * (other ** -1 if isinstance(other, Scalar) else 1.0 / other)
+""")
+    assert checks.run_check("scalar_ops", ns_from(source)).status == "passed"
+
+
+def test_ops_stub_after_a_solved_engine_is_not_attempted():
+    source = scalar_source() + """
+class Scalar(Scalar):
+    def __truediv__(self, other):
+        raise NotImplementedError("Exercise 'scalar_ops' is not attempted yet")
+"""
+    result = checks.run_check("scalar_ops", ns_from(source))
+    assert result.status == "not attempted", result.report()

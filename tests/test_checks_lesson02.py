@@ -1,0 +1,72 @@
+"""Lesson 02 checks: the transfer exercise div."""
+import pytest
+
+from course_utils import checks
+from test_checks import ns_from
+
+DIV = """
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return GRADS
+"""
+
+
+def div_source(grads: str) -> str:
+    return DIV.replace("GRADS", grads)
+
+
+BUGS = {
+    "div_denominator_sign": ("div", div_source("g / b, g * a / b ** 2"),
+                             ["input 1 (`b`)", "wrong sign", "-grad_output * a / b**2"]),
+    "div_denominator_power": ("div", div_source("g / b, -g * a / b"),
+                              ["input 1 (`b`)", "-grad_output * a / b;", "b squared"]),
+    "div_mul_gradients": ("div", div_source("g * b, g * a"),
+                          ["input 0 (`a`)", "Mul's gradient", "grad_output / b"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    grade_id, source, phrases = BUGS[code]
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == [code], result.report()
+    assert result.status == "failed" and result.points < result.max_points
+    report = result.report()
+    for phrase in phrases:
+        assert phrase in report, f"{phrase!r} not in:\n{report}"
+    assert len(report) < 900 and "Traceback" not in report
+
+
+def test_forward_reports_the_formula():
+    source = div_source("g / b, -g * a / b ** 2").replace("return a / b", "return b / a")
+    result = checks.run_check("div", ns_from(source))
+    assert result.mistakes == ["forward_wrong"] and "forward should compute a / b" in result.report()
+
+
+def test_gradient_through_saved_output_is_accepted():
+    source = """
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = a / b
+        ctx.save_for_backward(b, out)
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        b, out = ctx.saved_tensors
+        ga = g / b
+        return ga, -ga * out
+"""
+    assert checks.run_check("div", ns_from(source)).status == "passed"
+
+
+def test_other_wrong_denominator_gradient_is_generic():
+    result = checks.run_check("div", ns_from(div_source("g / b, -g / b ** 2")))
+    assert result.mistakes == ["gradient_wrong"], result.report()
+    assert "input 1 (`b`)" in result.report() and "d(a / b)/db" in result.report()
