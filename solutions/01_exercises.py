@@ -40,6 +40,11 @@
 # Two things make `backward` subtle (lesson 01): a node used several times must receive
 # the **sum** of its contributions, and a node may only pass its gradient on once it has
 # received **all** of them (reverse topological order).
+#
+# The check also looks at the cost: on 25 doubling layers
+# (`s = x + x`, `s = s + s`, ...: 26 nodes) `backward` must visit each node once. A recursion
+# that pushes every contribution straight on with `+=` gets the right numbers, but it
+# walks every path, $2^{25}$ of them, and fails this part.
 
 # %% nbgrader={"grade": false, "grade_id": "01_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
