@@ -44,6 +44,19 @@ BUGS = {
     "output_not_saved": ("sigmoid", sigmoid_source(saved="1 - y", unpack="(one_minus_y,)",
                                                    grad="g * (1 - one_minus_y) * one_minus_y"),
                          ["does not save its output", "ctx.save_for_backward(result)"]),
+    "saved_not_used": ("sigmoid", """
+class Sigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.sigmoid(x)
+        ctx.save_for_backward(y)
+        ctx.values = y.detach().numpy().copy()  # not a tensor: autograd does not track it
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        y = torch.from_numpy(ctx.values)
+        return g * y * (1 - y)
+""", ["never reads ctx.saved_tensors", "x of shape (6,)"]),
     "forward_not_finite": ("sigmoid", sigmoid_source(forward="torch.exp(x) / (1 + torch.exp(x))"),
                            ["NaN or inf", "float32 x = [-100, -20, 0, 20, 100]", "overflows"]),
     "forward_lost_precision": ("exp", EXP.replace("FORWARD", "torch.exp(x.float()).to(x.dtype)"),
@@ -94,3 +107,12 @@ def test_float64_forward_for_float32_input_is_a_dtype_mistake():
     result = checks.run_check("exp", ns_from(EXP.replace("FORWARD", "torch.exp(x.double())")))
     assert result.mistakes == ["forward_dtype"], result.report()
     assert "returns torch.float64" in result.report()
+
+
+def test_backward_reading_the_saved_output_passes_the_reads_probe():
+    from course_utils.checks import saving
+    from course_utils.checks.lesson03 import SIGMOID
+    from test_checks import solution_namespace
+
+    facts = saving.probe_saved(SIGMOID, solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
+    assert [case["reads"] for case in facts["cases"]] == [True] * len(facts["cases"])

@@ -1,8 +1,11 @@
 """What a custom Function saved for backward, for exercises that prescribe it (e.g. "save the output").
 
 The probe reports, for each tensor in ``ctx.saved_tensors``, whether it is the output and
-which inputs it is (same memory, or an equal copy): plain booleans and indices. The judge
-decides from those; it never sees the student's tensors.
+which inputs it is (same memory, or an equal copy): plain booleans and indices. It also
+reports whether backward *reads* them: it bumps the saved tensors' version counters
+(an in-place ``add_(0)``, values unchanged) and calls backward, which must then fail
+autograd's "modified by an inplace operation" check when it unpacks ``ctx.saved_tensors``.
+The judge decides from those facts; it never sees the student's tensors.
 """
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ from .functions import FunctionSpec, attempt, describe_input, function_class, ma
 catalogue({
     "saved_input": "forward saved an input that backward does not need (the output suffices)",
     "output_not_saved": "forward did not save its output, which backward needs",
+    "saved_not_used": "backward does not read the tensors forward saved (it gets its values elsewhere)",
 })
+
+INPLACE_ERROR = "modified by an inplace operation"
 
 
 def _same(a: torch.Tensor, b: object) -> bool:
@@ -41,6 +47,21 @@ def saved_facts(node: object, y: object, args: list) -> list[dict | None]:
     return out
 
 
+def _reads_saved(spec: FunctionSpec, node: object, g: torch.Tensor) -> bool | None:
+    """Does backward unpack ctx.saved_tensors? None when nothing was saved or backward fails otherwise."""
+    saved = [t for t in call("ctx.saved_tensors", lambda: node.saved_tensors) if isinstance(t, torch.Tensor)]
+    if not saved:
+        return None
+    with torch.no_grad():
+        for t in saved:
+            t.add_(0)  # same values, next version: unpacking them in backward must now fail
+        try:
+            call(f"{spec.cls_name}.backward", node.apply, g)
+        except Mistake as m:
+            return True if INPLACE_ERROR in m.hint else None
+    return False
+
+
 def probe_saved(spec: FunctionSpec, ns, req: dict) -> dict:
     """Run forward on each case; report what its node saved (see ``saved_facts``)."""
     cls = function_class(ns, spec)
@@ -52,7 +73,7 @@ def probe_saved(spec: FunctionSpec, ns, req: dict) -> dict:
             node = y.grad_fn if isinstance(y, torch.Tensor) else None
             if not isinstance(node, torch.autograd.function.BackwardCFunction):
                 return {"tensors": None}
-            return {"tensors": saved_facts(node, y, args)}
+            return {"tensors": saved_facts(node, y, args), "reads": _reads_saved(spec, node, case["g"].to(y.dtype))}
         out.append(attempt(one))
         if "$error" in out[-1]:
             break
@@ -75,5 +96,8 @@ def judge_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
         if not any(t is not None and t["output"] is True for t in tensors):
             raise Mistake("output_not_saved", f"{gid}: forward does not save its output ({case['label']}); save the "
                           "tensor forward returns with ctx.save_for_backward(result) and compute backward from it.")
+        if unwrap(got).get("reads") is False:
+            raise Mistake("saved_not_used", f"{gid}: backward never reads ctx.saved_tensors ({case['label']}); compute "
+                          "the gradient from the saved output, not from values kept elsewhere (e.g. on ctx).")
     if len(facts["cases"]) != len(req["cases"]):
         raise Malformed("missing cases")
