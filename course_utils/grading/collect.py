@@ -246,20 +246,28 @@ AUTOGRAD_CALLS = {"grad", "backward", "vjp", "jvp", "jacrev", "jacfwd", "jacobia
 
 
 def learning_flags(source: str) -> list[str]:
-    """Legal but not learning: a backward that asks autograd for the answer (read from the code, not run)."""
+    """Legal but not learning: a Function's backward that asks autograd for the answer (read from the code, not run).
+
+    Only methods of classes deriving from something named ``...Function`` count: a scalar
+    engine's ``backward`` calling ``parent.backward()`` is the exercise, not a shortcut.
+    """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     notes = []
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("backward", "jvp", "vjp"):
+    for cls in ast.walk(tree):
+        if not (isinstance(cls, ast.ClassDef) and any(_dotted(b).endswith("Function") for b in cls.bases)):
+            continue
+        for fn in cls.body:
+            if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("backward", "jvp", "vjp")):
+                continue
             used = sorted({_dotted(node.func) for node in ast.walk(fn) if isinstance(node, ast.Call)
                            and isinstance(node.func, ast.Attribute) and node.func.attr in AUTOGRAD_CALLS
                            and (node.func.attr == "backward" or any(p in _dotted(node.func) for p in ("autograd", "func")))})
             if used:
-                notes.append(f"{fn.name} calls autograd itself ({', '.join(used)[:120]}) instead of computing the "
-                             "gradient by hand")
+                notes.append(f"{cls.name}.{fn.name} calls autograd itself ({', '.join(used)[:120]}) instead of "
+                             "computing the gradient by hand")
     return notes
 
 

@@ -46,6 +46,7 @@ class Worker:
     def __init__(self, job: dict, options: Options, slot: int) -> None:
         self.messages: queue.Queue = queue.Queue()
         self.flood = False
+        self.garbled = False
         self.scratch: str | None = None
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         pin = cpus[slot % len(cpus)] if cpus and options.slots <= len(cpus) else None
@@ -104,10 +105,10 @@ class Worker:
                     break
                 self.messages.put(message)
         except (ProtocolError, OSError, ValueError):
-            self.messages.put("garbled")
+            self.garbled = True  # nothing after this point can be read: stop the runner now
 
     def wait(self, deadline: dict, on_message) -> str:
-        """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | died.
+        """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | garbled | died.
 
         The runner is stopped at ``min(deadline["hard"], deadline["step"])``: the hard deadline is
         fixed at start; ``step`` (the per-exercise limit after the last sign of progress) can only
@@ -121,8 +122,8 @@ class Worker:
             if time.monotonic() > min(deadline["hard"], deadline["step"]):
                 outcome = "timeout"
                 break
-            if self.flood:
-                outcome = "flood"
+            if self.flood or self.garbled:
+                outcome = "flood" if self.flood else "garbled"
                 break
             if self.limits.over_memory(self.proc.pid):
                 outcome = "memory"
@@ -165,6 +166,7 @@ REASONS = {
     "done": "ended the process before this exercise was checked (sys.exit or os._exit?)",
     "memory": "used more memory than the grader allows per submission; it was stopped",
     "flood": "sent more data than the grader accepts; it was stopped",
+    "garbled": "wrote bytes into the grader's channel; it was stopped",
 }
 
 
@@ -251,7 +253,13 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
         outcome = worker.wait(deadline, on_message)
         if len(results) == len(order):
             break
-        culprit = state["current"] if state["current"] in remaining and state["current"] not in results else next(
+        if outcome == "garbled":
+            counts["forged"] += 1
+        current = state["current"] if state["current"] in remaining else None
+        if current in results and current not in broken:
+            broken.add(current)  # its answer cell broke the runner after its result: run the rest without it
+            continue
+        culprit = current if current is not None and current not in results else next(
             g for g in order if g not in results)
         reason = REASONS[outcome]
         if not state["ready"] and outcome in ("died", "done"):
