@@ -472,17 +472,21 @@ BUGS.update({
 })
 
 
-@pytest.mark.parametrize("code", sorted(BUGS))
-def test_each_mistake_gets_its_hint(code):
-    grade_id, source, phrases = BUGS[code]
+def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str]):
+    """The answer `source` fails `grade_id` with exactly mistake `code`, and the hint says each phrase."""
     result = checks.run_check(grade_id, ns_from(source))
-    assert result.mistakes == [code], result.report()
-    assert result.status == "failed" and result.points < result.max_points
     report = result.report()
-    assert grade_id in report
+    assert result.mistakes == [code], report
+    assert result.status == "failed" and result.points < result.max_points
+    assert grade_id in report and len(report) < 900 and "Traceback" not in report
     for phrase in phrases:
         assert phrase in report, f"{phrase!r} not in:\n{report}"
-    assert len(report) < 900 and "Traceback" not in report
+    return result
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    assert_diagnosed(code, *BUGS[code])
 
 
 def all_bug_codes() -> set[str]:

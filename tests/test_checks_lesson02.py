@@ -2,7 +2,7 @@
 import pytest
 
 from course_utils import checks
-from test_checks import ns_from
+from test_checks import assert_diagnosed, ns_from
 
 DIV = """
 class Div(Function):
@@ -33,14 +33,7 @@ BUGS = {
 
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
-    grade_id, source, phrases = BUGS[code]
-    result = checks.run_check(grade_id, ns_from(source))
-    assert result.mistakes == [code], result.report()
-    assert result.status == "failed" and result.points < result.max_points
-    report = result.report()
-    for phrase in phrases:
-        assert phrase in report, f"{phrase!r} not in:\n{report}"
-    assert len(report) < 900 and "Traceback" not in report
+    assert_diagnosed(code, *BUGS[code])
 
 
 def test_forward_reports_the_formula():

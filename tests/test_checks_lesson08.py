@@ -5,9 +5,8 @@ Operators registered by one test stay in this process; every student source belo
 on each other's order.
 """
 import pytest
-import torch
 
-from test_checks import ns_from, solution_namespace
+from test_checks import assert_diagnosed, ns_from, solution_namespace
 from course_utils import checks
 
 SIG = """
@@ -145,32 +144,20 @@ VARIANTS = {
 }
 
 
-def _assert_diagnosis(code, grade_id, source, phrases):
-    result = checks.run_check(grade_id, ns_from(source))
-    report = result.report()
-    assert result.mistakes == [code], report
-    assert result.status == "failed" and result.points < result.max_points
-    assert grade_id in report and len(report) < 900 and "Traceback" not in report
-    for phrase in phrases:
-        assert phrase in report, f"{phrase!r} not in:\n{report}"
-    return result
-
-
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
-    grade_id, source, phrases = BUGS[code]
-    _assert_diagnosis(code, grade_id, source, phrases)
+    assert_diagnosed(code, *BUGS[code])
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_variants_get_the_same_diagnosis(name):
-    _assert_diagnosis(*VARIANTS[name])
+    assert_diagnosed(*VARIANTS[name])
 
 
 def test_partial_credit_follows_the_stages():
-    assert _assert_diagnosis("no_setup_context", "func_sigmoid", *BUGS["no_setup_context"][1:]).points == 1
-    assert _assert_diagnosis("no_jvp", "func_sigmoid", *BUGS["no_jvp"][1:]).points == 2
-    assert _assert_diagnosis("no_autograd", "custom_op", *BUGS["no_autograd"][1:]).points == 2
+    assert assert_diagnosed("no_setup_context", "func_sigmoid", *BUGS["no_setup_context"][1:]).points == 1
+    assert assert_diagnosed("no_jvp", "func_sigmoid", *BUGS["no_jvp"][1:]).points == 2
+    assert assert_diagnosed("no_autograd", "custom_op", *BUGS["no_autograd"][1:]).points == 2
 
 
 def test_rerunning_the_whole_cell_passes():
