@@ -47,12 +47,12 @@
 # %%
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
-import subprocess, sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "git+https://github.com/autograd-course/custom-autograd-functions"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %%
 import torch
