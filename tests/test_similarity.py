@@ -152,3 +152,17 @@ def test_grades_are_unchanged_by_the_flag(report):
     _, _, grades, _ = report
     assert grades["copier"]["total"] == grades["original"]["total"] == grades["honest"]["total"]
     assert float(grades["original"]["linear_function"]) == 4
+
+
+def test_the_html_report_shows_the_most_similar_pairs_and_points_to_the_csv_for_more():
+    import numpy as np
+
+    from course_utils.grading import similarity
+
+    none = np.zeros((2, 0), dtype=int)
+    pairs = [similarity.Pair("04_exercises", "mul", similarity.Answer(f"s{i}", "<b>x</b> = 1"),
+                             similarity.Answer("t", "y = 2"), 0.9, (0.9, 0.9), (none, none))
+             for i in range(similarity.SHOWN + 5)]
+    page = similarity.html_report(pairs, 0.6)
+    assert page.count("<h2") == similarity.SHOWN and "the other 5 are in the CSV" in page
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page  # student code is escaped

@@ -22,6 +22,7 @@ from .collect import Assignment, NotebookError, UsageError, checksum, parse_note
 from .store import atomic_write
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
+SHOWN = 200  # flagged pairs shown side by side in the HTML report (all of them are in the CSV)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,10 @@ def html_report(pairs: list[Pair], threshold: float, root: str = "") -> str:
              f"<p>{len(flagged)} pair(s) of answers at or above {threshold:.0%} similar (share of an answer's own "
              "code, after removing the stub, comments, whitespace and names, that also appears in the other). "
              "A flag is a reason to read both answers, not a verdict; grades are unchanged.</p>"]
-    for n, p in enumerate(flagged, 1):
+    if len(flagged) > SHOWN:
+        parts.append(f"<p>The {SHOWN} most similar are shown; the other {len(flagged) - SHOWN} are in the CSV "
+                     "report.</p>")
+    for n, p in enumerate(flagged[:SHOWN], 1):
         parts.append(f"<h2 id='pair{n}'>{n}. {html.escape(p.assignment)} · {html.escape(p.exercise)}: "
                      f"{p.similarity:.0%}</h2><table class='pair'><tr>"
                      f"<th>{short(p.a.submission)} ({p.shares[0]:.0%} of it matches)</th>"
