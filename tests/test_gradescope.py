@@ -77,7 +77,8 @@ def archive(tmp_path_factory) -> Path:
     return out
 
 
-def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | None) -> tuple[dict, str]:
+def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | None,
+                   **extra_env: str) -> tuple[dict, str]:
     root = base / "autograder"
     with zipfile.ZipFile(archive) as z:
         z.extractall(root / "source")
@@ -86,8 +87,8 @@ def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | 
     if notebook is not None:
         nbformat.write(notebook, root / "submission" / "my_work.ipynb")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30")
-    proc = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env,
+    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30", **extra_env)
+    proc = subprocess.run([shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True, env=env,
                           cwd=base, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((root / "results" / "results.json").read_text())
@@ -130,3 +131,10 @@ def test_a_wrong_submission_gets_our_diagnosis(archive, tmp_path):
 def test_no_notebook_is_a_zero_with_a_sentence(archive, tmp_path):
     data, _ = run_autograder(archive, tmp_path, None)
     assert data["score"] == 0 and data["tests"] == [] and "no notebook" in data["output"]
+
+
+def test_without_bubblewrap_it_still_grades_and_tells_only_the_instructor(archive, tmp_path):
+    """What happens on a Gradescope image whose containers refuse namespaces: graded, flagged on stdout."""
+    data, stdout = run_autograder(archive, tmp_path, submission("02"), PATH="/nonexistent")
+    assert data["score"] == 5 and "WITHOUT the grader's sandbox" in stdout and "graded without sandbox" in stdout
+    assert "sandbox" not in json.dumps(data)  # the student's view holds the verdicts only

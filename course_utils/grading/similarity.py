@@ -166,7 +166,8 @@ def write(files: list[Path], assignments: dict[str, Assignment], out: str, thres
     try:
         import copydetect  # noqa: F401
     except ImportError:
-        raise UsageError("the similarity report needs copydetect: pip install -r requirements-instructor.txt.") from None
+        raise UsageError("the similarity report needs copydetect: "
+                         "pip install -r requirements-instructor.txt.") from None
     pairs = compare(answers(files, assignments), stubs_of(assignments))
     base = Path(out).with_suffix("") if Path(out).suffix in (".html", ".csv") else Path(out)
     written = [base.with_name(base.name + ".html"), base.with_name(base.name + ".csv")]
