@@ -97,7 +97,7 @@ def results(row: Graded | None, found: list[str], assignment: str) -> dict:
     if row is None or row.status != "graded" or row.assignment != assignment:
         why = ("no notebook (.ipynb) was found in your submission" if row is None else
                f"{Path(row.submission).name} is the notebook of {row.assignment}, not of {assignment}"
-               if row.status == "graded" else "; ".join(row.flags))
+               if row.status == "graded" else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid,
