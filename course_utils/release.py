@@ -14,8 +14,10 @@ import re
 import sys
 from pathlib import Path
 
-import jupytext
-import nbformat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: the grader reads ASSIGNMENT_KEY without paying for them
+    import nbformat
 
 from .errors import CourseError
 
@@ -102,6 +104,8 @@ def strip_solutions(source: str, grade_id: str, where: str = "cell") -> str:
 
 def release_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
     """A copy of a solution notebook with every solution region stubbed and outputs cleared."""
+    import nbformat
+
     released = nbformat.from_dict(nb)
     for index, cell in enumerate(released.cells):
         if cell.cell_type != "code":
@@ -121,6 +125,8 @@ def solution_sources() -> list[Path]:
 
 def released_text(solution_py: Path) -> str:
     """The exercise source (py:percent text) generated from one solution source."""
+    import jupytext
+
     nb = release_notebook(jupytext.read(solution_py), solution_py.name)
     return jupytext.writes(nb, fmt="py:percent")
 

@@ -24,7 +24,7 @@ from grading_corpus import MARKER, SECRET, write_corpus
 
 BOX = sandbox.detect()
 SANDBOXED = BOX.mode != "none"
-TIMEOUT = "20"
+TIMEOUT = "10"
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {BOX.reason}")
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from . import sandbox
 from .collect import Graded, UsageError, collect, course_version, load_assignments
-from .judge import COURSE_UTILS, Options, grade_submission
 from .reports import common_root, write_reports
 from .store import file_digest, load, load_results, result_key, save
 
+COURSE_UTILS = Path(__file__).resolve().parents[1]
 ROOT = COURSE_UTILS.parent
 
 
@@ -123,6 +123,8 @@ def _main(args) -> int:
     if box.mode == "none":
         print(f"WARNING: {box.reason}: student code runs WITHOUT a sandbox (it can read and write your files "
               "and use the network). Install bubblewrap: apt-get install bubblewrap.", file=sys.stderr)
+    from .judge import Options, grade_submission  # torch and the checks: only once there is work to do
+
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs)
     results_dir = Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None)
     root = common_root([str(f) for f, _ in files])
