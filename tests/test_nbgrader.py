@@ -79,7 +79,7 @@ def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """(nbgrader's points, our points, nbgrader's exported totals), each keyed by (student, assignment)."""
+    """nbgrader's points, our points, nbgrader's exported totals and our feedback, keyed by (student, assignment)."""
     course = tmp_path_factory.mktemp("nbgrader")
     (course / "jupyter").mkdir()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONPATH=str(ROOT),
@@ -112,15 +112,16 @@ def graded(tmp_path_factory):
             for student in STUDENTS:
                 notebook = gb.find_submission_notebook(name, name, student)
                 theirs[student, name] = {g.name: g.score for g in notebook.grades}
-    mine = {}
+    mine, feedback = {}, {}
     for line in ours.stdout.splitlines():
         row = json.loads(line)
         student = Path(row["submission"]).relative_to(course / "submitted").parts[0]
         assert row["status"] == "graded", row
         mine[student, row["assignment"]] = {gid: e["points"] for gid, e in row["exercises"].items()}
+        feedback[student, row["assignment"]] = "\n".join(e["feedback"] for e in row["exercises"].values())
     with open(course / "grades.csv") as f:
         exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
-    return theirs, mine, exported
+    return theirs, mine, exported, feedback
 
 
 def test_every_assignment_is_graded_by_both():
@@ -129,16 +130,17 @@ def test_every_assignment_is_graded_by_both():
 
 @pytest.mark.parametrize("student", STUDENTS)
 def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
-    theirs, mine, exported = graded
+    theirs, mine, exported, feedback = graded
     for name in ASSIGNMENTS:
         assert set(theirs[student, name]) == set(mine[student, name]), (
             f"{name}: solutions/ and exercises/ have different exercises; run ./course build")
-        assert theirs[student, name] == pytest.approx(mine[student, name]), f"{student} {name}"
+        assert theirs[student, name] == pytest.approx(mine[student, name]), (
+            f"{student} {name}; our grader (a fresh seed) said:\n{feedback[student, name]}")
         assert exported[student, name] == pytest.approx(sum(mine[student, name].values()))
 
 
 def test_scores_tell_the_students_apart(graded):
-    theirs, _, _ = graded
+    theirs = graded[0]
     from course_utils.checks import EXERCISES
 
     for name in ASSIGNMENTS:
@@ -153,7 +155,7 @@ def test_scores_tell_the_students_apart(graded):
 
 def test_the_issue_case_no_longer_gets_full_marks(graded):
     """Unattempted and IndentationError submissions used to get full marks in nbgrader."""
-    theirs, _, _ = graded
+    theirs = graded[0]
     for name in ASSIGNMENTS:
         first = next(iter(theirs["wrong", name]))
         assert theirs["wrong", name][first] == 0, name
