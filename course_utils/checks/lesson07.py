@@ -85,7 +85,9 @@ def _relu_request(seed: int) -> dict:
                                                        ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
                                                        ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
         spec = tensor_arg(shape, base + 1 + k, dtype, layout=layout)
-        spec["t"].view(-1)[::3] = 0.0  # the kink, where torch.relu's gradient is 0
+        flat = spec["t"].view(-1)
+        flat[::3] = 0.0  # the kink, where torch.relu's gradient is 0
+        flat[1], flat[2] = -flat[1].abs() - 0.1, flat[2].abs() + 0.1  # every case has both signs
         cases.append({"x": spec, "label": label, "g": grad_output(shape, dtype, base + 4 + k)})
     return {"cases": cases, "leaf": tensor_arg((5,), base + 8)}
 
