@@ -8,4 +8,5 @@ nor escape the grader.
 * ``protocol``: framing and validation of what crosses between the two (no pickle).
 * ``sandbox`` + ``seccomp`` + ``limits``: bubblewrap, the syscall filter, memory/process/CPU caps.
 * ``store`` + ``reports``: results on disk (resume, shards) and the CSV / feedback files.
+* ``gradescope``: the autograder archive for Gradescope; ``similarity``: the copy report (copydetect).
 """
