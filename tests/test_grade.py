@@ -28,6 +28,12 @@ TIMEOUT = "10"
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {BOX.reason}")
 
 
+def test_ci_has_the_sandbox():
+    """In CI the set-up installs bubblewrap: a sandbox that silently went missing must fail, not skip."""
+    if os.environ.get("CI") and shutil.which("bwrap"):
+        assert SANDBOXED, f"bubblewrap is installed but the grader cannot sandbox: {BOX.reason}"
+
+
 def run_grader(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "course_utils.grade", *args], capture_output=True, text=True,
                           cwd=cwd, env=env or dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1500)

@@ -82,7 +82,12 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
     for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
         if os.path.exists(etc):
             cmd += ["--ro-bind", etc, etc]
-    made: set[str] = {"/usr", "/etc"}
+    # private /tmp and /scratch first: the course or its Python may live under /tmp, and a later
+    # tmpfs would hide what was bound there
+    cmd += ["--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
+            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp"]
+    made: set[str] = {"/usr", "/etc", "/tmp", SCRATCH}
     binds = [(p, p) for p in _python_paths()] + [(str(course_utils), f"{COURSE_MOUNT}/course_utils")]
     for _, dest in binds:
         for parent in _ancestors(dest):
@@ -91,10 +96,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
                 cmd += ["--perms", "0755", "--dir", parent]
     for src, dest in binds:
         cmd += ["--ro-bind", src, dest]
-    cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp",
-            "--chdir", SCRATCH]
+    cmd += ["--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
     return cmd + ["--", sys.executable, "-I", "-c", BOOT]
