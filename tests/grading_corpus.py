@@ -88,7 +88,7 @@ def must(x):
 attempt("remount", mount)
 attempt("write_course", lambda: open("/course/course_utils/checks/lesson02.py", "a").write("# pwned"))
 attempt("write_victim", lambda: open(VICTIM, "w").write("pwned"))
-attempt("write_usr", lambda: open("/usr/pwned", "w").write("x"))
+attempt("write_usr", lambda: open(USR_TARGET, "w").write("x"))
 attempt("sysctl", lambda: open("/proc/sys/vm/swappiness", "w").write(open("/proc/sys/vm/swappiness").read()))
 attempt("sysrq", lambda: open("/proc/sysrq-trigger", "w").write("h"))
 attempt("unshare_user", lambda: must(libc.unshare(0x10000000) == 0))
@@ -260,8 +260,17 @@ def constants(**values: object) -> str:
     return "".join(f"{k} = {v!r}\n" for k, v in values.items())
 
 
-def write_corpus(folder: Path, ctx: dict) -> dict[str, dict]:
-    """Write every kind of submission into `folder`; return name -> expectations."""
+# what a hostile answer does to the machine when nothing stops it: never written without a sandbox
+HARMFUL_WITHOUT_SANDBOX = ("escape.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb", "memory_children.ipynb",
+                           "busy.ipynb")
+
+
+def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, dict]:
+    """Write every kind of submission into `folder`; return name -> expectations.
+
+    Without a sandbox the submissions that would write outside their folder, plant files in
+    /tmp or load the machine are left out: the test suite must never attack its own host.
+    """
     folder.mkdir(parents=True)
     head = constants(**ctx)
     fn_answer = answer("04", "linear_function_answer")
@@ -305,6 +314,9 @@ def write_corpus(folder: Path, ctx: dict) -> dict[str, dict]:
                                     ["backward calls autograd itself"]),
     }
     cases["forge_points.ipynb"][1]["mul"] = 0  # junk facts score 0 and the lower score is kept
+    if not sandboxed:
+        for name in HARMFUL_WITHOUT_SANDBOX:
+            del cases[name]
     for name, (nb, _, _) in cases.items():
         nbformat.write(nb, folder / name)
     (folder / "a").mkdir()

@@ -213,15 +213,18 @@ def _run_notebook(path: Path, colab: dict) -> tuple[Path, str | None]:
     content = scratch / "content"
     content.mkdir(parents=True)
     specs = colab_env.kernel_spec_dir(colab["python"], scratch)
+    source = scratch / "checkout"  # one copy per run: two pip builds in one source folder collide in build/
+    shutil.copytree(colab["env"][build.SOURCE_VARIABLE], source)
+    env = {**os.environ, **colab["env"], build.SOURCE_VARIABLE: str(source)}
     done = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(specs), str(content)],
-                          env=dict(os.environ, **colab["env"]), capture_output=True, text=True, timeout=900)
+                          env=env, capture_output=True, text=True, timeout=900)
     return path, None if done.returncode == 0 else done.stderr[-4000:]
 
 
 def test_notebooks_run_to_the_end_in_colab(colab):
     todo = run_to_the_end()
     assert any(p.parent.name == "notebooks" for p in todo), "no lesson uses the widgets any more?"
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one venv: two pip installs into it at once collide
         results = list(pool.map(lambda p: _run_notebook(p, colab), todo))
     failures = {str(p.relative_to(ROOT)): err for p, err in results if err}
     assert not failures, "\n\n".join(f"{name} failed in the Colab-like environment:\n{err}"
