@@ -14,7 +14,7 @@ notebook once, so here (1) every lesson and exercise notebook is checked to star
 identical set-up cell, (2) that cell is executed for real once, after which course_utils and
 every one of its modules must import from the pip-installed copy (a module left out of the
 package fails here, for every notebook), and (3) only notebooks that exercise something
-this environment changes are run to the end, both at once, each in a fresh kernel with an
+this environment changes are run to the end, one after the other, each in a fresh kernel with an
 empty working folder like Colab's /content: the first lesson that uses the widgets
 (ipywidgets 7 inside a notebook) and its exercises notebook (the checks, imported from the
 installed package). Each runs its own set-up cell again. Other notebooks would repeat
