@@ -174,7 +174,7 @@ class _Guard:
 _GUARD: _Guard | None = None
 
 
-def _where(exc: BaseException) -> str:
+def where(exc: BaseException) -> str:
     """'in forward, line 7' for the innermost frame of student code (not torch, not this package)."""
     for fr in reversed(traceback.extract_tb(exc.__traceback__)):
         if "/torch/" in fr.filename or "course_utils" in fr.filename or fr.filename.startswith("<frozen"):
@@ -199,7 +199,43 @@ def call(what: str, fn: Callable, *args, **kwargs):
         raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
     except Exception as exc:
         first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
-        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{_where(exc)}") from None
+        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{where(exc)}") from None
+
+
+@contextlib.contextmanager
+def limited(seconds: float):
+    """Shorten the time limit of the running probe's guard (the one ``call`` uses) for a block."""
+    guard = _GUARD
+    if guard is None:
+        yield
+        return
+    previous = guard.time_limit
+    guard.time_limit = min(previous, seconds)
+    try:
+        yield
+    finally:
+        guard.time_limit = previous
+
+
+def attempt(fn: Callable[[], object], who: str = "your code") -> object:
+    """Run one probe step; a failure of student code becomes an error record in its place."""
+    try:
+        return fn()
+    except NotAttempted as na:
+        return {"$error": {"code": "not_attempted", "hint": na.what}}
+    except Mistake as m:
+        return {"$error": {"code": m.code, "hint": m.hint}}
+    except Exception as exc:  # student objects misbehaving outside a guarded call
+        return {"$error": {"code": "raised", "hint": f"{who} raised {type(exc).__name__}: {str(exc)[:200]}"}}
+
+
+def unwrap(facts: object) -> dict:
+    """The facts of one step, re-raising the student's failure recorded there."""
+    if not isinstance(facts, dict):
+        raise Malformed("expected a record")
+    if "$error" in facts:
+        raise_error(facts["$error"])
+    return facts
 
 
 def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
@@ -224,15 +260,7 @@ def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_lim
 
         with torch.random.fork_rng():  # probes seed their own generators; leave the student's RNG alone
             for stage in ex.stages:
-                try:
-                    stages.append(stage.probe(namespace, request))
-                except NotAttempted as na:
-                    stages.append({"$error": {"code": "not_attempted", "hint": na.what}})
-                except Mistake as m:
-                    stages.append({"$error": {"code": m.code, "hint": m.hint}})
-                except Exception as exc:  # student objects misbehaving outside a guarded call
-                    stages.append({"$error": {"code": "raised", "hint": f"{ex.grade_id}: your code raised "
-                                              f"{type(exc).__name__}: {str(exc)[:200]}"}})
+                stages.append(attempt(lambda stage=stage: stage.probe(namespace, request), f"{ex.grade_id}: your code"))
     finally:
         _GUARD = None
     shown = guard.out.text().strip().splitlines()[:1]
@@ -252,7 +280,7 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
         for stage, stage_facts in zip(ex.stages, facts["stages"]):
             try:
                 if isinstance(stage_facts, dict) and "$error" in stage_facts:
-                    _raise_error(stage_facts["$error"])
+                    raise_error(stage_facts["$error"])
                 flags += stage.judge(request, stage_facts) or []
             except NotAttempted as na:
                 mistakes = ["not_attempted"]
@@ -281,7 +309,8 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
     return Result(ex.grade_id, points, ex.points, status, feedback, mistakes, passed, note, sorted(set(flags)))
 
 
-def _raise_error(error: object) -> None:
+def raise_error(error: object) -> None:
+    """Re-raise a failure a probe recorded; anything that is not a catalogued record is Malformed."""
     # any catalogued code may come from a probe: an error record can only fail a stage, never pass one
     if not isinstance(error, dict) or error.get("code") not in MISTAKES or not isinstance(error.get("hint"), str):
         raise Malformed("unknown error record")

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, call, catalogue, lookup
+from .engine import (Exercise, Malformed, Mistake, Stage, attempt, call, catalogue, lookup,
+                     unwrap)
 from ..wire import Opaque
 
 catalogue({
@@ -101,29 +102,6 @@ def describe_input(names: tuple[str, ...], i: int) -> str:
     return f"input {i} (`{names[i]}`)" if i < len(names) else f"input {i}"
 
 
-def attempt(fn: Callable[[], object]) -> object:
-    """Run one probe step; a failure of student code becomes an error record in its place."""
-    try:
-        return fn()
-    except NotAttempted as na:
-        return {"$error": {"code": "not_attempted", "hint": na.what}}
-    except Mistake as m:
-        return {"$error": {"code": m.code, "hint": m.hint}}
-    except Exception as exc:  # student objects misbehaving outside a guarded call
-        return {"$error": {"code": "raised", "hint": f"your code raised {type(exc).__name__}: {str(exc)[:200]}"}}
-
-
-def unwrap(facts: object) -> dict:
-    """The facts of one step, re-raising the student's failure recorded there."""
-    if not isinstance(facts, dict):
-        raise Malformed("expected a record")
-    if "$error" in facts:
-        from .engine import _raise_error
-
-        _raise_error(facts["$error"])
-    return facts
-
-
 # --------------------------------------------------------------------------- the spec
 Diagnose = Callable[[int, torch.Tensor, torch.Tensor, tuple, torch.Tensor], "Mistake | None"]
 
@@ -178,7 +156,7 @@ def probe_forward(spec: FunctionSpec, ns, req: dict) -> dict:
     return {"cases": out}
 
 
-def _backward_once(spec: FunctionSpec, cls, args: list, g: torch.Tensor) -> dict:
+def backward_once(spec: FunctionSpec, cls, args: list, g: torch.Tensor) -> dict:
     y = call(f"{spec.cls_name}.forward", cls.apply, *args)
     node = y.grad_fn if isinstance(y, torch.Tensor) else None
     kind = "none" if node is None else "custom" if isinstance(node, torch.autograd.function.BackwardCFunction) else "other"
@@ -199,7 +177,7 @@ def probe_backward(spec: FunctionSpec, ns, req: dict) -> dict:
     cls = function_class(ns, spec)
     out = []
     for case in req["cases"]:
-        out.append(attempt(lambda case=case: _backward_once(spec, cls, [materialize(a) for a in case["args"]], case["g"])))
+        out.append(attempt(lambda case=case: backward_once(spec, cls, [materialize(a) for a in case["args"]], case["g"])))
         if "$error" in out[-1]:
             return {"cases": out, "gradcheck": None}
     ok = None

@@ -13,10 +13,9 @@ sweep (e.g. adjoints kept in a dict). ``scalar_ops`` (in ``lesson01_ops``) adds
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 
@@ -231,21 +230,6 @@ class _TooManyVisits(BaseException):
     """Stops a sweep that keeps revisiting x (BaseException: student ``except Exception`` does not swallow it)."""
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Shorten the time limit of the probe's guard (the one ``call`` uses) for a block."""
-    guard = engine._GUARD  # noqa: SLF001  (set by engine.probe for the duration of a probe)
-    if guard is None:
-        yield
-        return
-    previous = guard.time_limit
-    guard.time_limit = min(previous, seconds)
-    try:
-        yield
-    finally:
-        guard.time_limit = previous
-
-
 def _counting_leaf(S: type, counter: dict) -> type:
     """A subclass of the student's Scalar whose instances count (and cap) writes to ``.grad``."""
     def __setattr__(self, name, value):
@@ -271,7 +255,7 @@ def _probe_efficiency(ns, req):
         s = call("building s = s + s", lambda s=s: s + s)
     facts: dict = {"finished": False, "stopped": False, "writes": 0, "grad": None}
     try:
-        with _time_limit(EFFICIENCY_SECONDS):
+        with engine.limited(EFFICIENCY_SECONDS):
             call("Scalar.backward", s.backward)
         facts["finished"] = True
         facts["grad"] = _number(getattr(x, "grad", None))

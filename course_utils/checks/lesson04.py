@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .engine import Exercise, Mistake, Stage, call, catalogue, lookup
-from .functions import (FunctionSpec, _backward_once, attempt, close, function_class, function_exercise, grad_output,
+from .functions import (FunctionSpec, backward_once, attempt, close, function_class, function_exercise, grad_output,
                         judge_backward, materialize, reducible, request, tensor_arg, unwrap, value_arg)
 
 catalogue({
@@ -310,7 +310,7 @@ def _probe_permuted(ns, req: dict) -> dict:
         args = [_permuted(materialize(a)) for a in case["args"]]
         with torch.no_grad():
             out = call("LinearND.forward", cls.apply, *args)
-        return {"out": out, "backward": attempt(lambda: _backward_once(LINEAR_ND, cls, args, case["g"]))}
+        return {"out": out, "backward": attempt(lambda: backward_once(LINEAR_ND, cls, args, case["g"]))}
     return attempt(one)
 
 

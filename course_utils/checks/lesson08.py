@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, _where, call, catalogue, lookup
+from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, call, catalogue, lookup, where
 from .functions import close, fmt, grad_output, max_err, tensor_arg
 
 catalogue({
@@ -35,7 +35,7 @@ STUB_MARK = "is not attempted yet"  # the text of release.STUB
 # --------------------------------------------------------------------------- probe helpers
 def _text(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or ["(no message)"])[0][:400]
-    return f"{type(exc).__name__}: {first}{_where(exc)}"
+    return f"{type(exc).__name__}: {first}{where(exc)}"
 
 
 def outcome(what: str, fn: Callable[[], object]) -> dict:

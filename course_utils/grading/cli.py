@@ -24,7 +24,7 @@ from .collect import Graded, UsageError, collect, course_version, load_assignmen
 from .reports import common_root, write_reports
 from .store import file_digest, load, load_results, result_key, save
 
-COURSE_UTILS = Path(__file__).resolve().parents[1]
+COURSE_UTILS = sandbox.COURSE_UTILS
 ROOT = COURSE_UTILS.parent
 
 

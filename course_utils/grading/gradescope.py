@@ -23,9 +23,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+from . import sandbox
 from .collect import Graded, UsageError, load_assignments
 
-COURSE_UTILS = Path(__file__).resolve().parents[1]
+COURSE_UTILS = sandbox.COURSE_UTILS
 ROOT = COURSE_UTILS.parent
 PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -111,10 +112,9 @@ def results(row: Graded | None, found: list[str], assignment: str) -> dict:
 
 def run(root: Path) -> int:
     """Grade ``root/submission`` and write ``root/results/results.json``; always writes a result."""
-    from . import sandbox
     from .judge import Options, grade_submission
 
-    course = Path(__file__).resolve().parents[2]
+    course = COURSE_UTILS.parent
     assignments = load_assignments(course)
     assignment = next(iter(assignments))
     found = sorted(str(p) for p in (root / "submission").rglob("*.ipynb") if p.is_file() and not p.is_symlink())

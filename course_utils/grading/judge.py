@@ -10,6 +10,7 @@ exercise it was on loses its points; a fresh runner does the rest.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import secrets
@@ -29,7 +30,7 @@ from .protocol import MAX_MESSAGES, MAX_TOTAL, ProtocolError, frame, read_frame,
 
 STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
 SCRATCH_BYTES = 256 << 20
-COURSE_UTILS = Path(__file__).resolve().parents[1]
+COURSE_UTILS = sandbox.COURSE_UTILS
 
 
 @dataclass
@@ -149,7 +150,6 @@ class Worker:
         except OSError:
             pass
         self.proc.wait()
-        self.limits.close(None)
         self.reader.join(timeout=5)
         for stream in (self.proc.stdout, self.proc.stdin):
             try:
@@ -176,8 +176,6 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     row = Graded(submission=str(path))
     try:
         data = read_submission(path)
-        import hashlib
-
         row.sha256 = hashlib.sha256(data).hexdigest()
         cells = plan(row, data, path.suffix, assignments)
     except NotebookError as exc:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import seccomp
 
+COURSE_UTILS = Path(__file__).resolve().parents[1]  # the package the runner imports (bound read-only)
 COURSE_MOUNT = "/course"  # where course_utils appears inside the sandbox
 SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
@@ -104,7 +105,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
 
 def plain_command() -> list[str]:
     """Without bubblewrap: still isolated mode Python, still an empty environment (see ``runner_env``)."""
-    return [sys.executable, "-I", "-c", BOOT.replace(COURSE_MOUNT, str(Path(__file__).resolve().parents[2]))]
+    return [sys.executable, "-I", "-c", BOOT.replace(COURSE_MOUNT, str(COURSE_UTILS.parent))]
 
 
 @lru_cache(maxsize=None)
@@ -113,8 +114,7 @@ def detect() -> Sandbox:
     if not shutil.which("bwrap"):
         return Sandbox("none", "bubblewrap (bwrap) was not found")
     mode = "root" if os.geteuid() == 0 else "user"
-    course_utils = Path(__file__).resolve().parents[1]
-    probe = bwrap_command(mode, course_utils, 1 << 20, None)
+    probe = bwrap_command(mode, COURSE_UTILS, 1 << 20, None)
     probe = probe[:probe.index("--") + 1] + [sys.executable, "-I", "-c", "import os; print(os.getuid())"]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
