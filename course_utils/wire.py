@@ -88,10 +88,11 @@ def loads(data: bytes) -> object:
         raise WireError("header runs past the end")
     try:
         header = json.loads(bytes(data[4:4 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, integers of 4300+ digits, deep nesting
         raise WireError(f"header is not JSON ({type(exc).__name__})") from None
     body = memoryview(data)[4 + n:]
     count = [0]
+    offset = [0]  # tensors must tile the body in order: no overlap, no gap, nothing read twice
 
     def dec(x: object, depth: int) -> object:
         count[0] += 1
@@ -123,11 +124,17 @@ def loads(data: bytes) -> object:
                 and type(spec[2]) is int and type(spec[3]) is int and 0 <= spec[2] and 0 <= spec[3]):
             raise WireError("bad tensor header")
         dtype, shape, start, size = DTYPES[spec[0]], spec[1], spec[2], spec[3]
+        if start != offset[0] or start + size > len(body):
+            raise WireError("tensor bytes overlap, skip or run past the payload")
+        offset[0] += size
         numel = math.prod(shape)
-        if numel * torch.empty((), dtype=dtype).element_size() != size or start + size > len(body):
+        if numel * torch.empty((), dtype=dtype).element_size() != size:
             raise WireError("tensor bytes do not match its shape")
         raw = torch.frombuffer(bytearray(body[start:start + size]), dtype=torch.uint8) if size else \
             torch.empty(0, dtype=torch.uint8)
         return raw.view(dtype).reshape(shape).clone()
 
-    return dec(header, 0)
+    decoded = dec(header, 0)
+    if offset[0] != len(body):
+        raise WireError("bytes after the last tensor")
+    return decoded

@@ -250,6 +250,49 @@ class Mul(Function):
 """
 
 
+ALIAS_AUTOGRAD = """
+import torch
+from torch.autograd import Function, grad as G
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        with torch.enable_grad():
+            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
+            return G(a2 * b2, (a2, b2), g)
+"""
+
+ANSI = SWAPPED_MUL + """
+print("\\x1b[2J\\x1b[31mred\\x07 text")
+raise ValueError("\\x1b]0;title\\x07\\x1b[1mbold\\x1b[0m")
+"""
+
+OVERLAP = SWAPPED_MUL + """
+import json, os, struct
+header = json.dumps({"kind": "facts", "exercise": "mul", "cell_errors": [], "printed": 0, "fake_output": False,
+                     "facts": [{"$t": ["uint8", [1 << 20], 0, 1 << 20]}] * 2000}).encode()
+body = struct.pack("<I", len(header)) + header + bytes(1 << 20)
+data = struct.pack(">I", len(body)) + body
+for fd in range(3, 40):
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+"""
+
+# answers that reach for the grader: graded, and held for review with this reason
+HELD = {"escape.ipynb": "imports `ctypes`", "forge_points.ipynb": "imports the course's own package",
+        "torch_overrides.ipynb": "intercepts torch functions", "keepalive.ipynb": "imports the course's own package",
+        "flood.ipynb": "imports the course's own package", "fill_scratch.ipynb": "calls `open`",
+        "shadow_worker.ipynb": "imports `os`", "memory_children.ipynb": "imports `subprocess`",
+        "busy.ipynb": "imports `threading`", "kernel_killer.ipynb": "imports `os`", "sys_exit.ipynb": "imports `sys`",
+        "os_exit.ipynb": "imports `os`", "overlap.ipynb": "imports `os`"}
+
+
 def tamper_check_cell(nb):
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade"):
@@ -312,6 +355,12 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
         "busy.ipynb": (submission("02", {"mul_answer": BUSY}), {"mul": 0}, []),
         "autograd_backward.ipynb": (submission("02", {"mul_answer": AUTOGRAD_BACKWARD}), {"mul": 2},
                                     ["backward calls autograd itself"]),
+        "alias_autograd.ipynb": (submission("02", {"mul_answer": ALIAS_AUTOGRAD}), {"mul": 2},
+                                 ["backward calls autograd itself (torch.autograd.grad)"]),
+        "ansi.ipynb": (submission("02", {"mul_answer": ANSI}), {"mul": 1}, []),
+        "overlap.ipynb": (submission("02", {"mul_answer": OVERLAP}), {"mul": 0}, ["not valid"]),
+        "=HYPERLINK(1).ipynb": (submission("02"), {"mul": 2}, []),
+        "@sum.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}), {"mul": 1}, []),
     }
     cases["forge_points.ipynb"][1]["mul"] = 0  # junk facts score 0 and the lower score is kept
     if not sandboxed:
@@ -340,7 +389,7 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
     (folder / "list_grade_id.ipynb").write_text(json.dumps(raw))
     (folder / "link_to_solution.ipynb").symlink_to(ROOT / "solutions" / "02_exercises.ipynb")
     (folder / "linked_folder").symlink_to(ROOT / "solutions")
-    expect = {name: {"points": pts, "flags": flags} for name, (_, pts, flags) in cases.items()}
+    expect = {name: {"points": pts, "flags": flags, "held": HELD.get(name)} for name, (_, pts, flags) in cases.items()}
     expect["a/b.ipynb"] = {"points": {"mul": 2}, "flags": []}
     expect["a__b.ipynb"] = {"points": {"mul": 1}, "flags": []}
     expect["notes.txt"] = {"status": "not a notebook", "flags": ["not JSON"]}

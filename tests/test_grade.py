@@ -107,7 +107,8 @@ CASES = ["correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.
          "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
          "sys_exit.ipynb", "os_exit.ipynb", "huge_output.ipynb", "escape.ipynb", "forge_points.ipynb",
          "torch_overrides.ipynb", "keepalive.ipynb", "flood.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
-         "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
+         "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "alias_autograd.ipynb", "ansi.ipynb",
+         "overlap.ipynb", "=HYPERLINK(1).ipynb", "@sum.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
          "truncated.ipynb", "unknown_assignment.ipynb", "no_answers.ipynb", "source_not_text.ipynb",
          "list_grade_id.ipynb", "link_to_solution.ipynb", "linked_folder"]
 
@@ -118,7 +119,8 @@ def test_each_submission_gets_expected_points_and_flags(batch, name):
         pytest.skip("not run without a sandbox: it would attack this machine")
     row, want = batch["rows"][name], batch["expect"][name]
     if "points" in want:
-        assert row["status"] == "graded", row
+        assert row["status"] == ("held for review" if want.get("held") else "graded"), row
+        assert (want.get("held") or "") in " | ".join(row["review"]) and bool(row["review"]) == bool(want.get("held")), row
         # exercises the case does not name keep the solution's full marks (the unattempted notebook's zero)
         others = 0 if name == "unattempted.ipynb" else None
         got = {g: e["points"] for g, e in row["exercises"].items()}
@@ -205,6 +207,29 @@ def test_failures_are_explained(batch):
     assert "memory" in fb["memory_hog.ipynb"].lower()
     assert "die" in fb["kernel_killer.ipynb"]
     assert "sys.exit" in fb["sys_exit.ipynb"] and "os._exit" in fb["os_exit.ipynb"]
+
+
+def test_no_control_sequences_reach_any_report(batch):
+    """ANSI escapes printed or raised by an answer never reach the CSV, the JSON or the feedback files."""
+    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout]
+    texts += [p.read_text() for p in (batch["base"] / "fb").iterdir()]
+    assert all("\x1b" not in t and "\x07" not in t for t in texts)
+    assert "bold" in batch["rows"]["ansi.ipynb"]["exercises"]["mul"]["feedback"]
+
+
+def test_no_csv_cell_starts_a_formula(batch):
+    import csv
+
+    with open(batch["base"] / "out" / "grades.csv", newline="") as f:
+        cells = [c for row in csv.reader(f) for c in row]
+    assert any("HYPERLINK" in c for c in cells) and any("@sum" in c for c in cells)
+    assert not [c for c in cells if c.lstrip(" ")[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
+def test_judge_refuses_overlapping_tensor_ranges(batch):
+    """A frame whose 2000 tensors all point at one 1 MiB range would decode to 2 GiB: refused unread."""
+    row = batch["rows"]["overlap.ipynb"]
+    assert row["exercises"]["mul"]["points"] == 0 and "not valid" in " ".join(row["flags"])
 
 
 def test_json_rows_have_the_contract_fields(batch):

@@ -45,3 +45,36 @@ def test_depth_is_capped():
     deep = "[" * 200 + "]" * 200
     with pytest.raises(wire.WireError):
         wire.loads(struct.pack("<I", len(deep)) + deep.encode())
+
+
+def _message(header: object, body: bytes) -> bytes:
+    import json
+
+    text = json.dumps(header).encode()
+    return struct.pack("<I", len(text)) + text + body
+
+
+@pytest.mark.parametrize("specs, body", [
+    ([[0, 8], [0, 8]], 8),  # the same 8 bytes read twice
+    ([[0, 16], [8, 8]], 16),  # overlapping ranges
+    ([[8, 8]], 16),  # a gap before the first tensor
+    ([[0, 8]], 16),  # bytes after the last tensor
+])
+def test_tensor_ranges_must_tile_the_payload(specs, body):
+    """Overlapping ranges once turned 64 MiB of payload into 2 GiB inside the judge: refused before decoding."""
+    header = [{"$t": ["float64", [size // 8], start, size]} for start, size in specs]
+    with pytest.raises(wire.WireError):
+        wire.loads(_message(header, b"\x00" * body))
+
+
+def test_many_views_of_one_payload_cost_nothing():
+    header = [{"$t": ["uint8", [1 << 20], 0, 1 << 20]}] * 1000
+    with pytest.raises(wire.WireError):
+        wire.loads(_message(header, b"\x00" * (1 << 20)))
+
+
+def test_huge_integers_and_surrogates_are_wire_errors_or_plain_text():
+    with pytest.raises(wire.WireError):
+        wire.loads(struct.pack("<I", 5000) + b"1" * 5000)
+    back = wire.loads(_message({"s": "\ud800"}, b""))
+    assert isinstance(back["s"], str)

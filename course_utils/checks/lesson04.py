@@ -133,14 +133,26 @@ def _probe_init(ns, req):
     return out
 
 
+def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What ``torch.manual_seed(seed); nn.Linear(fan_in, fan_out)`` holds, from a private generator.
+
+    The judge runs in threads: it must never seed or read the process-wide RNG.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    weight = torch.empty(fan_out, fan_in)
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=gen)
+    bias = torch.empty(fan_out)
+    bound = 1 / math.sqrt(fan_in)
+    nn.init.uniform_(bias, -bound, bound, generator=gen)
+    return weight, bias
+
+
 def _judge_init(req, facts):
     for (seed, fan_in, fan_out), got in zip(req["init"], facts):
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            ref = nn.Linear(fan_in, fan_out)
+        ref_w, ref_b = linear_init(seed, fan_in, fan_out)
         w, b = got["weight"], got["bias"]
-        if not (isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor) and w.shape == ref.weight.shape
-                and b.shape == ref.bias.shape and torch.equal(w, ref.weight.detach()) and torch.equal(b, ref.bias.detach())):
+        if not (isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor) and w.shape == ref_w.shape
+                and b.shape == ref_b.shape and torch.equal(w, ref_w) and torch.equal(b, ref_b)):
             bound = 1 / math.sqrt(fan_in)
             too_big = isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6
             cause = ("weights exceed the bound 1/sqrt(in_features)" if too_big
@@ -172,7 +184,7 @@ def _judge_forward(req, facts):
         raise Mistake("module_not_using_function", "linear_module: Linear.forward should return "
                       f"LinearFunction.apply(input, self.weight, self.bias); its output's grad_fn is {facts['grad_fn']}.")
     w, b = facts["weight"], facts["bias"]
-    ref = nn.Linear(4, 3)
+    ref = nn.Linear(4, 3, device="meta").to_empty(device="cpu")  # no RNG: the weights are copied in below
     with torch.no_grad():
         ref.weight.copy_(w)
         ref.bias.copy_(b)

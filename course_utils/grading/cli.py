@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from . import sandbox
-from .collect import Graded, UsageError, collect, course_version, load_assignments
+from .collect import Graded, UsageError, collect, course_version, display_name, load_assignments
 from .reports import common_root, write_reports
 from .store import file_digest, load, load_results, result_key, save
 
@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per exercise (default 60)")
     p.add_argument("--memory", type=float, default=4.0, help="GiB of memory per worker, all its processes (default 4)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
+    p.add_argument("--assignment", metavar="NAME", help="the assignment this batch holds (e.g. 04_exercises); "
+                   "a notebook of another is reported as 'wrong assignment', not graded")
     p.add_argument("--json", action="store_true", help="print one JSON object per submission on stdout")
     p.add_argument("--shard", help="grade only shard K of N (K/N), e.g. on separate machines; merge with --merge")
     p.add_argument("--merge", nargs="+", metavar="RESULTS", help="combine result folders of shards into one table")
@@ -118,23 +120,31 @@ def _main(args) -> int:
         k, n = parse_shard(args.shard)
         files = [f for i, f in enumerate(files) if i % n == k - 1]
     assignments = load_assignments(Path(args.course))
+    if args.assignment is not None and args.assignment not in assignments:
+        raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "
+                         f"{', '.join(sorted(assignments))}.")
     version = course_version(assignments, COURSE_UTILS)
     box = sandbox.Sandbox("none", "--no-sandbox was given") if args.no_sandbox else sandbox.detect()
     if box.mode == "none":
         print(f"WARNING: {box.reason}: student code runs WITHOUT a sandbox (it can read and write your files "
               "and use the network). Install bubblewrap: apt-get install bubblewrap.", file=sys.stderr)
-    from .judge import Options, grade_submission  # torch and the checks: only once there is work to do
+    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options, grade_submission  # torch and the checks: only now
+    from .limits import cap_judge_memory
 
-    options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs)
+    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
+
+    options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
+                      assignment=args.assignment)
     results_dir = Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None)
-    root = common_root([str(f) for f, _ in files])
+    root = common_root([display_name(f) for f, _ in files])
     rows: list[Graded] = []
     todo: list[Path] = []
     for f, skipped in files:
         if skipped:
-            rows.append(Graded(submission=str(f), status="skipped", flags=[f"skipped: {skipped}"]))
+            rows.append(Graded(submission=display_name(f), status="skipped", flags=[f"skipped: {skipped}"]))
             continue
-        cached = results_dir / result_key(file_digest(f), str(f), version) if results_dir else None
+        cached = results_dir / result_key(file_digest(f), display_name(f), version + (args.assignment or "")) \
+            if results_dir else None
         row = load(cached) if cached is not None and cached.exists() else None
         if row is not None:
             rows.append(row)
@@ -159,7 +169,7 @@ def _main(args) -> int:
         row.course_version = version
         with lock:
             if results_dir is not None and row.sha256:
-                save(results_dir, row, version)
+                save(results_dir, row, version + (args.assignment or ""))
             rows.append(row)
             if args.json:
                 print(json.dumps(row.to_json()), flush=True)

@@ -8,7 +8,6 @@ notebook becomes a row with one clear sentence, never a crash.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -17,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..release import ASSIGNMENT_KEY
+from .policy import learning_flags, review_reasons
+
+__all__ = ["learning_flags", "review_reasons"]  # read from the code by the judge (see policy)
 
 MAX_NOTEBOOK_BYTES = 20 << 20
 MAX_CELLS = 2000
@@ -58,7 +60,9 @@ class Graded:
 
     submission: str
     assignment: str = ""
-    status: str = "graded"  # graded | not a notebook | unknown assignment | no answer cells | skipped | error
+    # graded | held for review | not a notebook | unknown assignment | wrong assignment | no answer cells
+    # | skipped | refused | error
+    status: str = "graded"
     total: float = 0.0
     max: float = 0.0
     exercises: dict = field(default_factory=dict)
@@ -66,6 +70,7 @@ class Graded:
     sha256: str = ""
     course_version: str = ""
     seconds: float = 0.0
+    review: list = field(default_factory=list)  # why a person must look before the points count
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -86,9 +91,10 @@ def parse_notebook(data: bytes, suffix: str = ".ipynb") -> tuple[str | None, lis
         raise NotebookError("not a notebook", "not a notebook: the file is not UTF-8 text") from None
     try:
         raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError, MemoryError) as exc:  # bad JSON, numbers of 4300+ digits, deep nesting
         kind = "truncated or invalid JSON" if suffix == ".ipynb" else "not JSON"
-        raise NotebookError("not a notebook", f"not a notebook: {kind} ({str(exc)[:80]})") from None
+        why = "nested too deeply" if isinstance(exc, RecursionError) else clean(str(exc))[:80]
+        raise NotebookError("not a notebook", f"not a notebook: {kind} ({why})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise NotebookError("not a notebook", "not a notebook: JSON but not a notebook (no list of 'cells')")
     if len(raw["cells"]) > MAX_CELLS:
@@ -106,14 +112,28 @@ def parse_notebook(data: bytes, suffix: str = ".ipynb") -> tuple[str | None, lis
         if not isinstance(source, str) or len(source) > MAX_SOURCE:
             raise NotebookError("not a notebook", f"not a notebook: cell {i} has a source that is not text "
                                 f"(or longer than {MAX_SOURCE} characters)")
+        source = clean(source, keep_lines=True)
         cell_meta = c.get("metadata", {})
         nbg = cell_meta.get("nbgrader", {}) if isinstance(cell_meta, dict) else {}
         nbg = nbg if isinstance(nbg, dict) else {}
         gid = nbg.get("grade_id")
-        nbg = {"grade_id": gid if isinstance(gid, str) else None,
+        nbg = {"grade_id": clean(gid)[:200] if isinstance(gid, str) else None,
                **{k: nbg.get(k) is True for k in ("solution", "grade", "locked")}}
         cells.append(Cell(c["cell_type"], source, nbg))
-    return (name if isinstance(name, str) else None), cells
+    return (clean(name)[:200] if isinstance(name, str) else None), cells
+
+
+def clean(text: str, keep_lines: bool = False) -> str:
+    """Text safe to write anywhere: lone surrogates replaced, control characters (ANSI escapes...) removed."""
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become '?'
+    if keep_lines:
+        return text
+    return "".join(ch for ch in text if ch in "\n\t" or (ch >= " " and not 0x7F <= ord(ch) < 0xA0))
+
+
+def display_name(path: Path | str) -> str:
+    """A file's path as text, whatever bytes its name has (invalid UTF-8 shown as \\xNN)."""
+    return clean(os.fsencode(path).decode("utf-8", "backslashreplace"))
 
 
 def load_assignments(course: Path) -> dict[str, Assignment]:
@@ -129,11 +149,21 @@ def load_assignments(course: Path) -> dict[str, Assignment]:
 
 
 def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
+    """What a stored result depends on: the exercise notebooks, all of course_utils' code and the torch version.
+
+    An upgrade of the grader, of a check or of torch makes every stored result stale.
+    """
+    from importlib import metadata
+
     h = hashlib.sha256()
     for a in assignments.values():
         h.update(a.path.read_bytes())
-    for path in sorted((course_utils / "checks").glob("*.py")):
-        h.update(path.read_bytes())
+    for path in sorted(course_utils.rglob("*.py")):
+        h.update(str(path.relative_to(course_utils)).encode() + b"\0" + path.read_bytes())
+    try:
+        h.update(metadata.version("torch").encode())
+    except metadata.PackageNotFoundError:
+        h.update(b"no torch")
     return h.hexdigest()[:16]
 
 
@@ -200,9 +230,17 @@ def _kinds(cells) -> list[tuple[str, str | None]]:
     return out
 
 
-def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignment]) -> list[dict]:
-    """Fill ``row`` (assignment, flags) and return the cells the runner executes; NotebookError if ungradable."""
+def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignment],
+         expected: str | None = None) -> list[dict]:
+    """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
+
+    ``expected``: the assignment this batch holds (``--assignment``); a notebook of another is not graded.
+    """
     name, cells = parse_notebook(data, suffix)
+    if expected is not None and name != expected:
+        row.assignment = name or ""
+        raise NotebookError("wrong assignment", f"wrong assignment: this notebook is {name!r}, the batch is "
+                            f"{expected!r} (it was not graded)")
     if name not in assignments:
         raise NotebookError("unknown assignment", f"belongs to no known assignment (metadata says {name!r}; known: "
                             f"{', '.join(sorted(assignments))})")
@@ -227,6 +265,7 @@ def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignmen
                 row.flags.append(f"answer cell {gid} is missing from the submission (graded as not attempted)")
             source = answers.get(gid, cell.source)
             row.flags += [f"answer cell {gid}: {note}" for note in learning_flags(source)]
+            row.review += [f"answer cell {gid} {why}" for why in review_reasons(source)]
             out.append({"kind": "answer", "exercise": exercise, "source": source})
             continue
         if cell.nbgrader["locked"]:
@@ -240,42 +279,3 @@ def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignmen
     for gid in course.exercises():
         row.exercises[gid] = {"points": 0.0, "max": 0.0, "status": "not graded", "feedback": "", "mistakes": []}
     return out
-
-
-AUTOGRAD_CALLS = {"grad", "backward", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian", "vmap", "grad_and_value"}
-
-
-def learning_flags(source: str) -> list[str]:
-    """Legal but not learning: a Function's backward that asks autograd for the answer (read from the code, not run).
-
-    Only methods of classes deriving from something named ``...Function`` count: a scalar
-    engine's ``backward`` calling ``parent.backward()`` is the exercise, not a shortcut.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    notes = []
-    for cls in ast.walk(tree):
-        if not (isinstance(cls, ast.ClassDef) and any(_dotted(b).endswith("Function") for b in cls.bases)):
-            continue
-        for fn in cls.body:
-            if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("backward", "jvp", "vjp")):
-                continue
-            used = sorted({_dotted(node.func) for node in ast.walk(fn) if isinstance(node, ast.Call)
-                           and isinstance(node.func, ast.Attribute) and node.func.attr in AUTOGRAD_CALLS
-                           and (node.func.attr == "backward" or any(p in _dotted(node.func) for p in ("autograd", "func")))})
-            if used:
-                notes.append(f"{cls.name}.{fn.name} calls autograd itself ({', '.join(used)[:120]}) instead of "
-                             "computing the gradient by hand")
-    return notes
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))

@@ -95,10 +95,18 @@ def results(row: Graded | None, found: list[str], assignment: str) -> dict:
     """Gradescope's results.json for one graded row (or for no gradable notebook)."""
     from ..checks import EXERCISES
 
+    if row is not None and row.status == "held for review" and row.assignment == assignment:
+        why = "; ".join(row.review)
+        tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid, "score": 0.0,
+                  "max_score": e["max"], "output": f"(held for review; computed {e['points']:g}/{e['max']:g})\n"
+                  + e["feedback"], "visibility": "visible"} for gid, e in row.exercises.items()]
+        return {"score": 0.0, "output": f"Held for review by your instructor: {why}. The points computed "
+                f"({row.total:g}/{row.max:g}) count only after that review.", "stdout_visibility": "hidden",
+                "tests": tests}
     if row is None or row.status != "graded" or row.assignment != assignment:
         why = ("no notebook (.ipynb) was found in your submission" if row is None else
                f"{Path(row.submission).name} is the notebook of {row.assignment}, not of {assignment}"
-               if row.status == "graded" else "; ".join(f for f in row.flags if "sandbox" not in f))
+               if row.status in ("graded", "wrong assignment") else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid,
@@ -122,13 +130,13 @@ def run(root: Path) -> int:
     if box.mode == "none":
         print(f"WARNING: {box.reason}: the submission runs WITHOUT the grader's sandbox, inside Gradescope's "
               "container only (see README, Gradescope).")
-    options = Options(timeout=float(os.environ.get("AUTOGRADER_TIMEOUT", "60")), sandbox=box)
+    options = Options(timeout=float(os.environ.get("AUTOGRADER_TIMEOUT", "60")), sandbox=box, assignment=assignment)
     row = None
     for path in found:  # the first notebook of this assignment counts
         candidate = grade_submission(Path(path), assignments, options)
-        if candidate.assignment == assignment or row is None:
+        if candidate.status != "wrong assignment" or row is None:
             row = candidate
-        if candidate.assignment == assignment:
+        if candidate.status != "wrong assignment":
             break
     for flag in row.flags if row else []:
         print(f"flag: {flag}")

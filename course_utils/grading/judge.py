@@ -24,10 +24,13 @@ from pathlib import Path
 
 from .. import checks
 from . import sandbox
-from .collect import Assignment, Graded, NotebookError, plan, read_submission
+from .collect import Assignment, Graded, NotebookError, clean, display_name, plan, read_submission
 from .limits import MAX_PROCESSES, Limits
 from .protocol import MAX_MESSAGES, MAX_TOTAL, ProtocolError, frame, read_frame, validate
 
+MAX_SUBMISSION_BYTES = 512 << 20  # from all runner starts of one submission together
+JUDGE_MEMORY = 3 << 30  # the judge's own growth allowed beyond its size at start, plus JOB_MEMORY per job
+JOB_MEMORY = 1 << 30
 STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
 SCRATCH_BYTES = 256 << 20
 COURSE_UTILS = sandbox.COURSE_UTILS
@@ -39,6 +42,7 @@ class Options:
     memory: int = 4 << 30
     sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")
     slots: int = 1
+    assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
 
 
 class Worker:
@@ -46,6 +50,7 @@ class Worker:
 
     def __init__(self, job: dict, options: Options, slot: int) -> None:
         self.messages: queue.Queue = queue.Queue()
+        self.bytes = 0  # read from the runner's channel
         self.flood = False
         self.garbled = False
         self.scratch: str | None = None
@@ -94,9 +99,18 @@ class Worker:
 
     def _read(self) -> None:
         total = count = 0
+        worker = self
+
+        class Counted:  # the channel, counting what the judge reads from it
+            def read(self, n: int) -> bytes:
+                data = worker.proc.stdout.read(n)
+                worker.bytes += len(data)
+                return data
+
+        stream = Counted()
         try:
             while True:
-                message = read_frame(self.proc.stdout)
+                message = read_frame(stream)
                 if message is None:
                     break
                 count += 1
@@ -173,33 +187,61 @@ REASONS = {
 def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0) -> Graded:
     """Grade one file; every failure becomes a row with a status and a reason, never an exception."""
     started = time.monotonic()
-    row = Graded(submission=str(path))
+    row = Graded(submission=display_name(path))
+    try:
+        _grade(row, path, assignments, options, slot)
+    except Refused as exc:
+        _zero(row, "refused", str(exc))
+    except MemoryError:
+        _zero(row, "refused", "refused: grading this submission needed more memory than the judge allows; "
+              "its exercises got 0 points")
+    except Exception as exc:  # noqa: BLE001 - a bug or a broken machine costs one row, not the batch
+        _zero(row, "error", f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
+              "its exercises got 0 points")
+    row.total = sum(e["points"] for e in row.exercises.values())
+    row.max = sum(e["max"] for e in row.exercises.values())
+    if row.review and row.status == "graded":
+        row.status = "held for review"
+    row.seconds = round(time.monotonic() - started, 2)
+    return sanitized(row)
+
+
+class Refused(Exception):
+    """A submission that would cost the judge more than it allows; the message is the row's reason."""
+
+
+def _zero(row: Graded, status: str, reason: str) -> None:
+    row.status = status
+    row.flags.append(reason)
+    for e in row.exercises.values():
+        e.update(points=0.0, status=status)
+
+
+def sanitized(row: Graded) -> Graded:
+    """Every text of the row without control sequences (ANSI colours, bells, lone surrogates)."""
+    row.flags = [clean(str(f)) for f in row.flags]
+    row.review = [clean(str(f)) for f in row.review]
+    for e in row.exercises.values():
+        e["feedback"] = clean(str(e.get("feedback", "")))
+    return row
+
+
+def _grade(row: Graded, path: Path, assignments: dict[str, Assignment], options: Options, slot: int) -> None:
     try:
         data = read_submission(path)
         row.sha256 = hashlib.sha256(data).hexdigest()
-        cells = plan(row, data, path.suffix, assignments)
+        cells = plan(row, data, path.suffix, assignments, options.assignment)
     except NotebookError as exc:
         row.status = exc.status
         row.flags.append(str(exc))
-        return row
+        return
     except OSError as exc:
         row.status = "skipped"
         row.flags.append(f"could not be read ({type(exc).__name__}: {exc.strerror or exc})")
-        return row
+        return
     if options.sandbox.mode == "none":
         row.flags.append("graded without sandbox (" + options.sandbox.reason + ")")
-    try:
-        _run_all(row, cells, options, slot)
-    except Exception as exc:  # noqa: BLE001 - a bug or a broken machine costs one row, not the batch
-        row.status = "error"
-        row.flags.append(f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
-                         "its exercises got 0 points")
-        for e in row.exercises.values():
-            e.update(points=0.0, status="error")
-    row.total = sum(e["points"] for e in row.exercises.values())
-    row.max = sum(e["max"] for e in row.exercises.values())
-    row.seconds = round(time.monotonic() - started, 2)
-    return row
+    _run_all(row, cells, options, slot)
 
 
 def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> None:
@@ -208,7 +250,7 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
     results: dict[str, checks.Result] = {}
     notes: dict[str, list[str]] = {}
     broken: set[str] = set()
-    counts = {"forged": 0, "duplicate": 0}
+    counts = {"forged": 0, "duplicate": 0, "bytes": 0}
     while len(results) < len(order):
         remaining = [g for g in order if g not in results]
         state = {"current": None, "ready": False}
@@ -249,6 +291,10 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
         deadline["hard"] = worker.started + STARTUP + budget
         deadline["step"] = deadline["hard"]  # until the runner is ready, start-up time applies
         outcome = worker.wait(deadline, on_message)
+        counts["bytes"] += worker.bytes
+        if counts["bytes"] > MAX_SUBMISSION_BYTES:
+            raise Refused(f"refused: the answer code sent more than {MAX_SUBMISSION_BYTES >> 20} MiB to the grader; "
+                          "its exercises got 0 points")
         if len(results) == len(order):
             break
         if outcome == "garbled":

@@ -187,3 +187,32 @@ def tree_rss(pid: int) -> int:
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def cap_judge_memory(extra: int) -> int | None:
+    """Bound this process (the judge): its address space may grow by ``extra`` bytes beyond what it has now.
+
+    Only the soft limit is set, so runners can set their own caps (an unprivileged process may
+    raise its soft limit up to the unchanged hard one). A hostile submission that makes the
+    judge allocate past it gets a MemoryError in its own row (``refused``), not a dead batch.
+    Returns the cap in bytes, or None where the platform has no such limit.
+    """
+    try:
+        import resource
+
+        size = 0
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                size = int(line.split()[1]) * 1024
+        if not size:
+            return None
+        cap = size + extra
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        if soft != resource.RLIM_INFINITY:
+            cap = min(cap, soft)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        return cap
+    except (ImportError, OSError, ValueError):
+        return None

@@ -31,6 +31,9 @@ def feedback_name(submission: str, root: str) -> str:
 def feedback_text(row: Graded) -> str:
     lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}",
              f"Result: {row.status}, {row.total:g}/{row.max:g} points", ""]
+    if row.review:
+        lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
+                        "its answer code " + "; ".join(row.review) + "."]
     for gid, e in row.exercises.items():
         lines += [e["feedback"] or f"{gid}: {e['status']}", ""]
     if row.flags:
@@ -38,9 +41,13 @@ def feedback_text(row: Graded) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _cell(value: str) -> str:
-    """Keep spreadsheet programs from reading a cell as a formula."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def neutral(value: object) -> str:
+    """A CSV cell a spreadsheet never reads as a formula (OWASP's rule: a leading quote before = + - @ tab CR)."""
+    text = str(value)
+    return "'" + text if text.lstrip(" ")[:1] in FORMULA_START else text
 
 
 def table_csv(rows: list[Graded]) -> str:
@@ -49,11 +56,11 @@ def table_csv(rows: list[Graded]) -> str:
     ids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["submission", "assignment", "status", "total", "max", *ids, "flags"])
+    w.writerow(["submission", "assignment", "status", "total", "max", *ids, "review", "flags"])
     for r in sorted(rows, key=lambda r: r.submission):
-        w.writerow([_cell(r.submission), r.assignment, r.status, f"{r.total:g}", f"{r.max:g}",
+        w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}", f"{r.max:g}",
                     *[f"{r.exercises[g]['points']:g}" if g in r.exercises else "" for g in ids],
-                    _cell(" | ".join(r.flags))])
+                    " | ".join(r.review), " | ".join(r.flags)]])
     return buf.getvalue()
 
 

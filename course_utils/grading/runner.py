@@ -68,8 +68,12 @@ def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
     for what, value in limits:
         try:
             resource.setrlimit(what, (value, value))
-        except (ValueError, OSError):
-            pass
+        except (ValueError, OSError):  # a lower hard limit was inherited: keep it, and use it as the soft one too
+            try:
+                hard = resource.getrlimit(what)[1]
+                resource.setrlimit(what, (min(value, hard) if hard != resource.RLIM_INFINITY else value, hard))
+            except (ValueError, OSError):
+                pass
 
 
 def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText) -> str | None:

@@ -18,7 +18,8 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from .collect import Assignment, NotebookError, UsageError, checksum, parse_notebook, read_submission
+from .collect import Assignment, NotebookError, UsageError, checksum, display_name, parse_notebook, read_submission
+from .reports import neutral
 from .store import atomic_write
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
@@ -48,7 +49,7 @@ def answers(files: list[Path], assignments: dict[str, Assignment]) -> dict[tuple
     for path in files:
         try:
             name, cells = parse_notebook(read_submission(path), path.suffix)
-        except (NotebookError, OSError):
+        except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
             continue  # the grade table already says why
         if name not in assignments:
             continue
@@ -60,7 +61,7 @@ def answers(files: list[Path], assignments: dict[str, Assignment]) -> dict[tuple
                 continue
             seen.add(gid)
             if checksum(c.source) != checksum(stubs[gid]):
-                groups.setdefault((name, gid.removesuffix("_answer")), []).append(Answer(str(path), c.source))
+                groups.setdefault((name, gid.removesuffix("_answer")), []).append(Answer(display_name(path), c.source))
     return groups
 
 
@@ -155,8 +156,9 @@ def csv_report(pairs: list[Pair], threshold: float) -> str:
     w.writerow(["assignment", "exercise", "submission_a", "submission_b", "similarity", "share_a", "share_b",
                 "flagged"])
     for p in pairs:
-        w.writerow([p.assignment, p.exercise, p.a.submission, p.b.submission, f"{p.similarity:.3f}",
-                    f"{p.shares[0]:.3f}", f"{p.shares[1]:.3f}", "yes" if p.similarity >= threshold else "no"])
+        w.writerow([neutral(v) for v in (p.assignment, p.exercise, p.a.submission, p.b.submission,
+                    f"{p.similarity:.3f}", f"{p.shares[0]:.3f}", f"{p.shares[1]:.3f}",
+                    "yes" if p.similarity >= threshold else "no")])
     return buf.getvalue()
 
 
