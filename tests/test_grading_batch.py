@@ -1,0 +1,163 @@
+"""A batch always finishes with one row per submission, whatever the files are.
+
+Hypothesis writes broken notebooks (bad JSON, integers of thousands of digits, lone
+surrogates, wrong types, missing keys, deep nesting, thousands of cells) under awkward
+file names (invalid UTF-8, leading ``=``) next to two good ones; the grader must write a
+valid CSV with every row and grade the good ones right. Also: ``--assignment`` and the
+result cache key.
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from conftest import ROOT
+from grading_corpus import SWAPPED_MUL, submission
+
+GOOD = json.loads(nbformat.writes(submission("02")))
+SWAPPED = json.loads(nbformat.writes(submission("02", {"mul_answer": SWAPPED_MUL})))
+
+
+def _text(nb: dict) -> str:
+    return json.dumps(nb)
+
+
+def _answer_index(nb: dict) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("solution"))
+
+
+def _mutate(kind: str, n: int) -> bytes:
+    nb = json.loads(json.dumps(GOOD))
+    k = _answer_index(nb)
+    if kind == "bad json":
+        return _text(nb)[: 50 + n * 37].encode()
+    if kind == "huge int":
+        return _text(nb).replace('"nbformat": 4', '"nbformat": 4' + "7" * (4400 + n), 1).encode()
+    if kind == "huge int in a cell":
+        return _text(nb).replace('"cells": [', '"cells": [' + "9" * (5000 + n) + ", ", 1).encode()
+    if kind == "surrogate in source":
+        nb["cells"][k]["source"] = "x = '\ud800'\n" + "".join(nb["cells"][k]["source"])
+        return json.dumps(nb).encode()  # json writes the lone surrogate as the escape \ud800
+    if kind == "surrogate in metadata":
+        nb["metadata"]["autograd_course"]["assignment"] = "02_exercises\udc80"
+        nb["cells"][k]["metadata"]["nbgrader"]["grade_id"] = "mul_answer\ud83d"
+        return json.dumps(nb).encode()
+    if kind == "wrong types":
+        choice = n % 5
+        if choice == 0:
+            nb["cells"] = {"0": nb["cells"][0]}
+        elif choice == 1:
+            nb["cells"][k] = ["not", "a", "cell"]
+        elif choice == 2:
+            nb["cells"][k]["source"] = ["a", 5, None]
+        elif choice == 3:
+            nb["metadata"] = ["not a dict"]
+        else:
+            nb["cells"][k]["metadata"] = {"nbgrader": ["solution"]}
+        return json.dumps(nb).encode()
+    if kind == "missing keys":
+        if n % 2:
+            del nb["cells"]
+        else:
+            del nb["cells"][k]["cell_type"]
+        return json.dumps(nb).encode()
+    if kind == "deep nesting":
+        depth = 50_000 + n
+        return ('{"cells": ' + "[" * depth + "]" * depth + "}").encode()
+    if kind == "thousands of cells":
+        nb["cells"] = nb["cells"] + [{"cell_type": "markdown", "metadata": {}, "source": "x"}] * (3000 + n)
+        return json.dumps(nb).encode()
+    if kind == "not utf-8":
+        return b"\xff\xfe" + _text(nb).encode("utf-16-le")
+    raise AssertionError(kind)
+
+
+KINDS = ["bad json", "huge int", "huge int in a cell", "surrogate in source", "surrogate in metadata", "wrong types",
+         "missing keys", "deep nesting", "thousands of cells", "not utf-8"]
+NAMES = st.one_of(st.text(st.characters(codec="utf-8", exclude_characters="/\x00"), min_size=1, max_size=12),
+                  st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"/", b"_").replace(b"\x00", b"_")),
+                  st.sampled_from(["=cmd", "+1", "-2", "@x", "\t=tab"]))
+
+
+def run_grader(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course_utils.grade", *args], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.generate],  # no shrinking: each example is a batch
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(broken=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 40), NAMES), min_size=6, max_size=10))
+def test_broken_files_each_get_a_row_and_good_ones_are_graded(tmp_path_factory, broken):
+    base = tmp_path_factory.mktemp("broken")
+    subs = base / "subs"
+    subs.mkdir()
+    bsubs = os.fsencode(subs)
+    written = 0
+    for i, (kind, n, name) in enumerate(broken):
+        raw = name if isinstance(name, bytes) else name.encode("utf-8", "surrogateescape")
+        raw = raw.lstrip(b".") or b"x"  # hidden files are skipped by design
+        with open(os.path.join(bsubs, b"%02d-" % i + raw + b".ipynb"), "wb") as f:
+            f.write(_mutate(kind, n))
+        written += 1
+    (subs / "zz-good.ipynb").write_text(_text(GOOD))
+    (subs / "zz-swapped.ipynb").write_text(_text(SWAPPED))
+    out = base / "grades.csv"
+    proc = run_grader(str(subs), "--out", str(out), "--json", "--jobs", "2", "--timeout", "20",
+                      "--feedback-dir", str(base / "fb"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) == written + 2
+    table = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert len(table) == written + 2
+    by_name = {Path(r["submission"]).name: r for r in rows}
+    good, swapped = by_name["zz-good.ipynb"], by_name["zz-swapped.ipynb"]
+    assert good["status"] == "graded" and good["total"] == good["max"] > 0, good
+    assert swapped["total"] == swapped["max"] - 1 and swapped["exercises"]["mul"]["points"] == 1, swapped
+    for r in rows:
+        assert r["status"] in ("graded", "not a notebook", "no answer cells", "unknown assignment", "error",
+                               "held for review"), r
+        if r["status"] not in ("graded", "held for review"):
+            assert r["flags"] and len(r["flags"][0]) < 300, r
+        assert r["status"] != "error", r
+    assert len(list((base / "fb").iterdir())) == written + 2
+
+
+def test_assignment_option_reports_other_notebooks_and_grades_its_own(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "mine.ipynb").write_text(_text(GOOD))
+    other = json.loads(nbformat.writes(submission("03")))
+    (subs / "other.ipynb").write_text(json.dumps(other))
+    proc = run_grader(str(subs), "--assignment", "02_exercises", "--json", "--out", str(tmp_path / "g.csv"))
+    rows = {Path(r["submission"]).name: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert rows["mine.ipynb"]["status"] == "graded" and rows["mine.ipynb"]["total"] == rows["mine.ipynb"]["max"] > 0
+    assert rows["other.ipynb"]["status"] == "wrong assignment" and rows["other.ipynb"]["total"] == 0
+    assert "03_exercises" in rows["other.ipynb"]["flags"][0] and not rows["other.ipynb"]["exercises"]
+    bad = run_grader(str(subs), "--assignment", "99_nothing")
+    assert bad.returncode == 2 and "--assignment" in bad.stderr and "02_exercises" in bad.stderr
+
+
+def test_cache_key_covers_grading_code_and_torch(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from course_utils.grading import collect
+
+    course = tmp_path / "course_utils"
+    (course / "grading").mkdir(parents=True)
+    (course / "checks").mkdir()
+    (course / "grading" / "judge.py").write_text("a = 1\n")
+    (course / "checks" / "engine.py").write_text("b = 1\n")
+    assignments = collect.load_assignments(ROOT)
+    first = collect.course_version(assignments, course)
+    (course / "grading" / "judge.py").write_text("a = 2\n")
+    second = collect.course_version(assignments, course)
+    monkeypatch.setattr(metadata, "version", lambda name: "9.9.9")
+    third = collect.course_version(assignments, course)
+    assert len({first, second, third}) == 3
