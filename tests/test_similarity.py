@@ -166,3 +166,15 @@ def test_the_html_report_shows_the_most_similar_pairs_and_points_to_the_csv_for_
     page = similarity.html_report(pairs, 0.6)
     assert page.count("<h2") == similarity.SHOWN and "the other 5 are in the CSV" in page
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page  # student code is escaped
+
+
+def test_no_csv_cell_of_the_similarity_report_starts_a_formula():
+    """Student and file names such as '=HYPERLINK(...)' or '@cmd' stay text in a spreadsheet."""
+    from course_utils.grading.similarity import Answer, Pair, csv_report
+
+    pair = Pair("02_exercises", "mul", Answer("=HYPERLINK(\"x\")/a.ipynb", "a"), Answer("@cmd|x.ipynb", "b"), 0.9,
+                (0.9, 0.8), ((), ()))
+    rows = list(csv.reader(csv_report([pair], 0.6).splitlines()))
+    cells = [c for row in rows[1:] for c in row]
+    assert "'=HYPERLINK(\"x\")/a.ipynb" in cells and "'@cmd|x.ipynb" in cells
+    assert not [c for c in cells if c[:1] in "=+-@\t\r"]

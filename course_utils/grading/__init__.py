@@ -3,6 +3,7 @@ nor escape the grader.
 
 * ``cli``: the command line (``python -m course_utils.grade``).
 * ``collect``: finding submissions, strict notebook reading, the cells a runner executes.
+* ``policy``: the judge's reading of answer cells (names resolved): held for review, learning flags.
 * ``judge``: one submission: starts runners, decides points from their facts. Never runs student code.
 * ``runner``: the sandboxed process that runs student code and the checks' probes. Decides nothing.
 * ``protocol``: framing and validation of what crosses between the two (no pickle).
