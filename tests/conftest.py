@@ -1,4 +1,5 @@
 """Shared test set-up: the repository root on sys.path."""
+import os
 import socket
 import sys
 from pathlib import Path
@@ -19,3 +20,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow run in CI (CI is set) or with COURSE_SLOW=1; a developer's ./course test skips them."""
+    if os.environ.get("CI") or os.environ.get("COURSE_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: CI runs it; COURSE_SLOW=1 ./course test runs it here")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

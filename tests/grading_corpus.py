@@ -284,13 +284,32 @@ for fd in range(3, 40):
         pass
 """
 
+REFERENCE_HUNT = """
+import os
+found = []
+def tryit(name, fn):
+    try:
+        fn()
+        found.append(name)
+    except BaseException:
+        pass
+tryit("import_checks", lambda: __import__("course_utils.checks"))
+tryit("import_lesson02", lambda: __import__("course_utils.checks.lesson02"))
+tryit("import_release", lambda: __import__("course_utils.release"))
+tryit("read_checks", lambda: open("/course/course_utils/checks/lesson02.py").read())
+tryit("plant_module", lambda: open("/course/course_utils/checks.py", "w").write("x = 1"))
+tryit("plant_probe", lambda: open("/course/course_utils/probes/lesson02.py", "a").write("x = 1"))
+listing = sorted(os.listdir("/course/course_utils"))
+REPORT = f"found={','.join(found) or 'none'} listing={'+'.join(listing)}"
+""" + REPORTER
+
 # answers that reach for the grader: graded, and held for review with this reason
 HELD = {"escape.ipynb": "imports `ctypes`", "forge_points.ipynb": "imports the course's own package",
         "torch_overrides.ipynb": "intercepts torch functions", "keepalive.ipynb": "imports the course's own package",
         "flood.ipynb": "imports the course's own package", "fill_scratch.ipynb": "calls `open`",
         "shadow_worker.ipynb": "imports `os`", "memory_children.ipynb": "imports `subprocess`",
         "busy.ipynb": "imports `threading`", "kernel_killer.ipynb": "imports `os`", "sys_exit.ipynb": "imports `sys`",
-        "os_exit.ipynb": "imports `os`", "overlap.ipynb": "imports `os`"}
+        "os_exit.ipynb": "imports `os`", "overlap.ipynb": "imports `os`", "reference_hunt.ipynb": "imports `os`"}
 
 
 def tamper_check_cell(nb):
@@ -304,7 +323,7 @@ def constants(**values: object) -> str:
 
 
 # what a hostile answer does to the machine when nothing stops it: never written without a sandbox
-HARMFUL_WITHOUT_SANDBOX = ("escape.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb", "memory_children.ipynb",
+HARMFUL_WITHOUT_SANDBOX = ("escape.ipynb", "reference_hunt.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb", "memory_children.ipynb",
                            "busy.ipynb")
 
 
@@ -358,6 +377,7 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
         "alias_autograd.ipynb": (submission("02", {"mul_answer": ALIAS_AUTOGRAD}), {"mul": 2},
                                  ["backward calls autograd itself (torch.autograd.grad)"]),
         "ansi.ipynb": (submission("02", {"mul_answer": ANSI}), {"mul": 1}, []),
+        "reference_hunt.ipynb": (submission("02", {"mul_answer": REFERENCE_HUNT}), {"mul": 0}, []),
         "overlap.ipynb": (submission("02", {"mul_answer": OVERLAP}), {"mul": 0}, ["not valid"]),
         "=HYPERLINK(1).ipynb": (submission("02"), {"mul": 2}, []),
         "@sum.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}), {"mul": 1}, []),

@@ -107,5 +107,5 @@ def test_backward_reading_the_saved_output_passes_the_reads_probe():
     from course_utils.checks.lesson03 import SIGMOID
     from test_checks import solution_namespace
 
-    facts = saving.probe_saved(SIGMOID, solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
+    facts = saving.probe_saved(solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
     assert [case["reads"] for case in facts["cases"]] == [True] * len(facts["cases"])

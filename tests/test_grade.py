@@ -108,7 +108,7 @@ CASES = ["correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.
          "sys_exit.ipynb", "os_exit.ipynb", "huge_output.ipynb", "escape.ipynb", "forge_points.ipynb",
          "torch_overrides.ipynb", "keepalive.ipynb", "flood.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
          "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "alias_autograd.ipynb", "ansi.ipynb",
-         "overlap.ipynb", "=HYPERLINK(1).ipynb", "@sum.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
+         "overlap.ipynb", "reference_hunt.ipynb", "=HYPERLINK(1).ipynb", "@sum.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
          "truncated.ipynb", "unknown_assignment.ipynb", "no_answers.ipynb", "source_not_text.ipynb",
          "list_grade_id.ipynb", "link_to_solution.ipynb", "linked_folder"]
 
@@ -149,6 +149,16 @@ def test_escape_attempts_all_fail(batch):
     report = re.search(r"REPORT ran=(\d+) ok=(\S+)", feedback)
     assert report, feedback
     assert report.group(1) == "19" and report.group(2) == "none", feedback
+
+
+@needs_sandbox
+def test_no_check_code_reference_or_solution_is_in_the_sandbox(batch):
+    """Only the runner, its framing, wire and the probes are there: nothing to compute answers with or to plant."""
+    feedback = batch["rows"]["reference_hunt.ipynb"]["exercises"]["mul"]["feedback"]
+    report = re.search(r"REPORT found=(\S+) listing=(\S+)", feedback)
+    assert report, feedback
+    assert report.group(1) == "none", feedback
+    assert report.group(2) == "__init__.py+grading+probes+wire.py", feedback
 
 
 @needs_sandbox

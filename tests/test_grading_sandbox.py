@@ -55,7 +55,10 @@ def test_command_binds_only_what_the_runner_needs(tmp_path):
     binds = [cmd[i + 2] for i, a in enumerate(cmd) if a in ("--ro-bind", "--bind")]
     root = str(sandbox.Path(sandbox.__file__).resolve().parents[2])
     assert "--bind" not in cmd  # nothing of the host is writable
-    assert f"{sandbox.COURSE_MOUNT}/course_utils" in binds
+    mounted = sorted(b.removeprefix(f"{sandbox.COURSE_MOUNT}/course_utils/") for b in binds
+                     if b.startswith(f"{sandbox.COURSE_MOUNT}/"))
+    assert mounted == sorted(sandbox.RUNNER_FILES + sandbox.RUNNER_DIRS), mounted  # never checks/ or solutions/
+    assert not any("checks" in b or "solutions" in b for b in binds)
     assert not any(b.startswith(root) and b != sys.prefix and not b.startswith(sys.prefix) for b in binds), binds
     assert all(x in cmd for x in ("--unshare-pid", "--unshare-net", "--clearenv", "--die-with-parent", "-I"))
     assert cmd[cmd.index("--seccomp") + 1] == "7"

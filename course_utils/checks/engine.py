@@ -4,31 +4,29 @@ An exercise is a list of stages worth points. Each stage has two halves:
 
 * ``probe(namespace, request)`` runs *beside the student's code* (in the notebook, or in the
   grader's sandboxed runner). It calls the student's code on inputs from ``request`` and
-  returns plain data: tensors, numbers, strings, lists, dicts. It decides nothing.
+  returns plain data: tensors, numbers, strings, lists, dicts. It decides nothing. Probes
+  live in ``course_utils.probes`` (``PROBES[grade_id]``), the only part of the course the
+  grader's sandbox holds: nothing there computes a reference or knows an expected value.
 * ``judge(request, facts)`` runs *apart from the student's code* (in the notebook after the
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
 
 Points come only from judging. The first failing stage stops the exercise. Student code
-that raises, loops or prints is handled by ``call``: an exception becomes a one-line
+that raises, loops or prints is handled by ``probes.guard.call``: an exception becomes a one-line
 message naming the function and line, a loop past the time limit is interrupted (POSIX
 main thread), printed output is captured and summarised.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import signal
-import threading
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .. import probes, wire
 from ..errors import CourseError
-from .. import wire
+from ..probes import guard
+from ..probes.guard import TIME_LIMIT, CappedText, NotAttempted, attempt, call, limited, lookup, where
 
-TIME_LIMIT = 20.0  # seconds per stage of student code (the grader enforces its own limit too)
-OUTPUT_LIMIT = 2000  # characters of captured student output kept
+__all__ = ["CappedText", "NotAttempted", "attempt", "call", "limited", "lookup", "where"]  # the probes' helpers
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
 
 MISTAKES: dict[str, str] = {}
@@ -52,20 +50,12 @@ catalogue({
 
 
 
-class Mistake(Exception):
+class Mistake(guard.Mistake):
     """A diagnosed failure: ``code`` is a key of MISTAKES, the message is the hint."""
 
     def __init__(self, code: str, hint: str) -> None:
         assert code in MISTAKES, code
-        super().__init__(hint)
-        self.code = code
-        self.hint = hint
-
-
-class NotAttempted(Exception):
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
+        super().__init__(code, hint)
 
 
 class Malformed(Exception):
@@ -125,110 +115,6 @@ class Exercise:
         return sum(s.points for s in self.stages)
 
 
-# --------------------------------------------------------------------------- guarded calls
-class CappedText(io.TextIOBase):
-    """A text stream that counts everything written and keeps only the first ``limit`` characters."""
-
-    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
-        self.limit = limit
-        self.size = 0
-        self.kept: list[str] = []
-
-    def write(self, s: str) -> int:
-        s = str(s)
-        if self.size < self.limit:
-            self.kept.append(s[: self.limit - self.size])
-        self.size += len(s)
-        return len(s)
-
-    def text(self) -> str:
-        return "".join(self.kept)
-
-
-class _Guard:
-    """Captures output and enforces the time limit around student code."""
-
-    def __init__(self, time_limit: float) -> None:
-        self.time_limit = time_limit
-        self.out = CappedText()
-
-    @contextlib.contextmanager
-    def __call__(self):
-        use_alarm = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-                     and self.time_limit > 0)
-        previous = None
-        if use_alarm:
-            def _timeout(signum, frame):
-                raise TimeoutError("time limit")
-            previous = signal.signal(signal.SIGALRM, _timeout)
-            signal.setitimer(signal.ITIMER_REAL, self.time_limit)
-        try:
-            with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
-                yield
-        finally:
-            if use_alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, previous)
-
-
-_GUARD: _Guard | None = None
-
-
-def where(exc: BaseException) -> str:
-    """'in forward, line 7' for the innermost frame of student code (not torch, not this package)."""
-    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
-        if "/torch/" in fr.filename or "course_utils" in fr.filename or fr.filename.startswith("<frozen"):
-            continue
-        return f" (in {fr.name}, line {fr.lineno} of your cell)"
-    return ""
-
-
-def call(what: str, fn: Callable, *args, **kwargs):
-    """Run student code ``fn(*args)``; turn failures into NotAttempted or a Mistake naming ``what``."""
-    guard = _GUARD or _Guard(TIME_LIMIT)
-    try:
-        with guard():
-            return fn(*args, **kwargs)
-    except NotImplementedError as exc:
-        raise NotAttempted(what) from exc
-    except TimeoutError:
-        raise Mistake("timeout", f"{what} did not finish within {guard.time_limit:g} s: is there an endless loop?") from None
-    except (Mistake, NotAttempted):
-        raise
-    except RecursionError:
-        raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
-        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{where(exc)}") from None
-
-
-@contextlib.contextmanager
-def limited(seconds: float):
-    """Shorten the time limit of the running probe's guard (the one ``call`` uses) for a block."""
-    guard = _GUARD
-    if guard is None:
-        yield
-        return
-    previous = guard.time_limit
-    guard.time_limit = min(previous, seconds)
-    try:
-        yield
-    finally:
-        guard.time_limit = previous
-
-
-def attempt(fn: Callable[[], object], who: str = "your code") -> object:
-    """Run one probe step; a failure of student code becomes an error record in its place."""
-    try:
-        return fn()
-    except NotAttempted as na:
-        return {"$error": {"code": "not_attempted", "hint": na.what}}
-    except Mistake as m:
-        return {"$error": {"code": m.code, "hint": m.hint}}
-    except Exception as exc:  # student objects misbehaving outside a guarded call
-        return {"$error": {"code": "raised", "hint": f"{who} raised {type(exc).__name__}: {str(exc)[:200]}"}}
-
-
 def unwrap(facts: object) -> dict:
     """The facts of one step, re-raising the student's failure recorded there."""
     if not isinstance(facts, dict):
@@ -247,24 +133,8 @@ def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
 
 # --------------------------------------------------------------------------- the two halves
 def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_limit: float = TIME_LIMIT) -> dict:
-    """Run every stage's probe beside the student's code; never raises for student errors.
-
-    Returns ``{"stages": [facts or {"$error": ...}, ...], "printed": n, "first_line": str}``.
-    """
-    global _GUARD
-    guard = _Guard(time_limit)
-    _GUARD = guard
-    stages: list[object] = []
-    try:
-        import torch
-
-        with torch.random.fork_rng():  # probes seed their own generators; leave the student's RNG alone
-            for stage in ex.stages:
-                stages.append(attempt(lambda stage=stage: stage.probe(namespace, request), f"{ex.grade_id}: your code"))
-    finally:
-        _GUARD = None
-    shown = guard.out.text().strip().splitlines()[:1]
-    return {"stages": stages, "printed": guard.out.size, "first_line": shown[0][:80] if shown else ""}
+    """Run every stage's probe beside the student's code (``course_utils.probes.run``); never raises for student errors."""
+    return probes.run(ex.grade_id, namespace, request, time_limit)
 
 
 def judge(ex: Exercise, request: dict, facts: object) -> Result:

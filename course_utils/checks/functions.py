@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .engine import (Exercise, Malformed, Mistake, Stage, attempt, call, catalogue, lookup,
-                     unwrap)
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from ..probes import functions as probes
+from ..probes.functions import grad_output, materialize
 from ..wire import Opaque
 
 catalogue({
@@ -39,6 +40,9 @@ catalogue({
 
 
 # --------------------------------------------------------------------------- inputs (judge side)
+__all__ = ["grad_output", "materialize"]  # shared with the probes: the same inputs on both sides
+
+
 def tensor_arg(shape, seed: int, dtype=torch.float64, grad: bool = True, low: float | None = None,
                layout: str = "c") -> dict:
     """A random input: values from ``seed``; ``low`` keeps them away from zero; layout c/t/s."""
@@ -55,23 +59,6 @@ def fixed_arg(values, dtype=torch.float64, grad: bool = True) -> dict:
 
 def value_arg(value: object) -> dict:
     return {"v": value}
-
-
-def materialize(spec: dict) -> object:
-    """Build the argument described by ``spec``: the same values on both sides, fresh each time."""
-    if "t" not in spec:
-        return spec["v"]
-    x = spec["t"].detach().clone()
-    if spec["layout"] == "t" and x.dim() == 2:  # same values, transposed strides
-        x = x.t().contiguous().t()
-    elif spec["layout"] == "s":  # same values, every other element of a wider buffer
-        x = torch.stack([x, torch.zeros_like(x)], -1)[..., 0]
-    return x.requires_grad_(bool(spec["grad"]))
-
-
-def grad_output(shape, dtype, seed: int) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(1000 + seed)
-    return torch.randn(tuple(shape), generator=gen, dtype=torch.float64).to(dtype)
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -121,92 +108,15 @@ class FunctionSpec:
     patterns: tuple[tuple[bool, ...], ...] = ()  # requires_grad patterns for the needs_input_grad stage
 
 
-def function_class(ns, spec: FunctionSpec) -> type:
-    obj = lookup(ns, spec.cls_name, spec.grade_id)
-    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"{spec.grade_id}: `{spec.cls_name}` should be a class deriving from "
-                      f"torch.autograd.Function, but it is {obj!r:.80}.")
-    return obj
-
-
 def request(spec: FunctionSpec, seed: int) -> dict:
     base = 1000 * seed
     cases = []
     for k, (args, label) in enumerate(spec.cases(base)):
         want = spec.reference(*[materialize(a) for a in args])
         cases.append({"args": args, "label": label, "g": grad_output(want.shape, want.dtype, base + k)})
-    return {"cases": cases, "gradcheck": spec.gradcheck_args(base) if spec.gradcheck_args else None,
+    return {"gid": spec.grade_id, "cls": spec.cls_name, "cases": cases,
+            "gradcheck": spec.gradcheck_args(base) if spec.gradcheck_args else None,
             "patterns": [list(p) for p in spec.patterns]}
-
-
-# --------------------------------------------------------------------------- probes (beside student code)
-def probe_forward(spec: FunctionSpec, ns, req: dict) -> dict:
-    cls = function_class(ns, spec)
-    out = []
-    for case in req["cases"]:
-        def one(case=case):
-            args = [materialize(a) for a in case["args"]]
-            before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
-            y = call(f"{spec.cls_name}.forward", cls.apply, *args)
-            changed = [i for i, (a, b) in enumerate(zip(args, before)) if b is not None and not torch.equal(a.detach(), b)]
-            return {"out": y, "changed": changed}
-        out.append(attempt(one))
-        if "$error" in out[-1]:
-            break
-    return {"cases": out}
-
-
-def backward_once(spec: FunctionSpec, cls, args: list, g: torch.Tensor) -> dict:
-    y = call(f"{spec.cls_name}.forward", cls.apply, *args)
-    node = y.grad_fn if isinstance(y, torch.Tensor) else None
-    kind = "none" if node is None else "custom" if isinstance(node, torch.autograd.function.BackwardCFunction) else "other"
-    facts: dict = {"node": kind, "node_name": type(node).__name__, "ctx_tensors": [], "raw": None, "g_modified": False}
-    if kind != "custom":
-        return facts
-    facts["ctx_tensors"] = sorted(k for k, v in vars(node).items() if isinstance(v, torch.Tensor))
-    g = g.to(y.dtype) if g.shape == y.shape else g
-    g_before = g.clone()
-    with torch.no_grad():
-        raw = call(f"{spec.cls_name}.backward", node.apply, g)
-    facts["g_modified"] = not torch.equal(g, g_before)
-    facts["raw"] = list(raw) if isinstance(raw, tuple) else [raw]
-    return facts
-
-
-def probe_backward(spec: FunctionSpec, ns, req: dict) -> dict:
-    cls = function_class(ns, spec)
-    out = []
-    for case in req["cases"]:
-        out.append(attempt(lambda case=case: backward_once(spec, cls, [materialize(a) for a in case["args"]], case["g"])))
-        if "$error" in out[-1]:
-            return {"cases": out, "gradcheck": None}
-    ok = None
-    if req["gradcheck"] is not None:
-        args = tuple(materialize(a) for a in req["gradcheck"])
-        ok = attempt(lambda: {"ok": bool(call(f"{spec.cls_name}.backward", torch.autograd.gradcheck, cls.apply, args,
-                                              raise_exception=False))})
-    return {"cases": out, "gradcheck": ok}
-
-
-def probe_needs_input_grad(spec: FunctionSpec, ns, req: dict) -> dict:
-    cls = function_class(ns, spec)
-    base = req["cases"][0]
-    out = []
-    for pattern in req["patterns"]:
-        def one(pattern=pattern):
-            flags = list(pattern) + [False] * (len(base["args"]) - len(pattern))
-            args = [materialize(dict(a, grad=f) if "t" in a else a) for a, f in zip(base["args"], flags)]
-            y = call(f"{spec.cls_name}.forward", cls.apply, *args)
-            if not isinstance(y, torch.Tensor) or y.grad_fn is None:
-                return {"computed": None}
-            with torch.no_grad():
-                raw = call(f"{spec.cls_name}.backward", y.grad_fn.apply, grad_output(y.shape, y.dtype, 7))
-            raw = raw if isinstance(raw, tuple) else (raw,)
-            return {"computed": [r is not None for r in raw]}
-        out.append(attempt(one))
-        if "$error" in out[-1]:
-            break
-    return {"patterns": out}
 
 
 # --------------------------------------------------------------------------- judges (apart from student code)
@@ -359,12 +269,11 @@ def function_exercise(spec: FunctionSpec, title: str, forward_points: float, bac
                       needs_input_grad_points: float = 0) -> Exercise:
     stages = [
         Stage(f"forward matches {spec.describe}", forward_points,
-              lambda ns, req: probe_forward(spec, ns, req), lambda req, f: judge_forward(spec, req, f)),
+              probes.forward, lambda req, f: judge_forward(spec, req, f)),
         Stage("backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", backward_points,
-              lambda ns, req: probe_backward(spec, ns, req), lambda req, f: judge_backward(spec, req, f)),
+              probes.backward, lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
         stages.append(Stage("computes only the gradients ctx.needs_input_grad asks for", needs_input_grad_points,
-                            lambda ns, req: probe_needs_input_grad(spec, ns, req),
-                            lambda req, f: judge_needs_input_grad(spec, req, f)))
+                            probes.needs_input_grad, lambda req, f: judge_needs_input_grad(spec, req, f)))
     return Exercise(spec.grade_id, title, (spec.cls_name,), tuple(stages), lambda seed: request(spec, seed))

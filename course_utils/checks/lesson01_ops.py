@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
-from .engine import Exercise, Mistake, Stage, catalogue
-from .functions import unwrap
-from .lesson01 import describe_grads, grads_match, judge_values, perturbed, probe_grads, probe_values, torch_grads
+from .engine import Exercise, Mistake, Stage, catalogue, unwrap
+from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
+from ..probes import lesson01 as probes
+from ..probes.lesson01 import OPS_API, OPS_EXPRESSIONS
 
 GID = "scalar_ops"
 
@@ -21,40 +22,12 @@ catalogue({
     "scalar_tanh_input": "tanh's local derivative uses the input (1 - x**2) instead of the output (1 - tanh(x)**2)",
 })
 
-API = [  # (label, build from the Scalar class, expected value)
-    ("Scalar(6) / Scalar(3)", lambda S: S(6.0) / S(3.0), 2.0),
-    ("Scalar(6) / 4", lambda S: S(6.0) / 4, 1.5),
-    ("3 / Scalar(2)", lambda S: 3 / S(2.0), 1.5),
-    ("Scalar(2) ** 3", lambda S: S(2.0) ** 3, 8.0),
-    ("Scalar(4) ** 0.5", lambda S: S(4.0) ** 0.5, 2.0),
-    ("Scalar(0.5).exp()", lambda S: S(0.5).exp(), math.exp(0.5)),
-    ("Scalar(0.5).tanh()", lambda S: S(0.5).tanh(), math.tanh(0.5)),
-]
+API = list(zip(OPS_API, [2.0, 1.5, 1.5, 8.0, 2.0, math.exp(0.5), math.tanh(0.5)]))  # ((label, build), value)
 
 
-def _shared(v):
-    s = v[0] / v[1]
-    return s ** 2 + s.tanh() * s.exp() / s
-
-
-def _deep(v):
-    q = 1 / (v[0] ** 2 + 1)
-    t = (q * v[1]).tanh()
-    return t / q + t ** 3 + (-2) / (t.exp() + q)
-
-
-PROBES = [  # (label, build, inputs, the operation a failure points at)
-    ("x / y", lambda v: v[0] / v[1], (1.3, -0.7), "div"),
-    ("x / 4", lambda v: v[0] / 4, (1.3,), "div"),
-    ("2 / x", lambda v: 2 / v[0], (0.8,), "rdiv"),
-    ("x ** 3", lambda v: v[0] ** 3, (1.2,), "pow"),
-    ("x ** 0.5", lambda v: v[0] ** 0.5, (1.7,), "pow"),
-    ("x.exp()", lambda v: v[0].exp(), (0.7,), "exp"),
-    ("x.tanh()", lambda v: v[0].tanh(), (0.4,), "tanh"),
-    ("x / x (x used twice)", lambda v: v[0] / v[0], (1.1,), "shared"),
-    ("s = x / y; s ** 2 + s.tanh() * s.exp() / s (shared sub-expression)", _shared, (0.9, 1.6), "shared"),
-    ("a deep chain of /, **, exp and tanh with shared nodes", _deep, (0.6, -1.4), "shared"),
-]
+INPUTS = [(1.3, -0.7), (1.3,), (0.8,), (1.2,), (1.7,), (0.7,), (0.4,), (1.1,), (0.9, 1.6), (0.6, -1.4)]
+KINDS = ["div", "div", "rdiv", "pow", "pow", "exp", "tanh", "shared", "shared", "shared"]  # what a failure points at
+PROBES = [(label, build, inputs, kind) for (label, build), inputs, kind in zip(OPS_EXPRESSIONS, INPUTS, KINDS)]
 
 RULES = {
     "div": "d(a / b)/da = 1 / b",
@@ -76,17 +49,9 @@ def _diagnose_value(label: str, value: float) -> Mistake | None:
     return None
 
 
-def _probe_api(ns, req):
-    return probe_values(ns, API, GID)
-
-
 def _judge_api(req, facts):
     return judge_values(facts, API, GID, "`a / b` needs __truediv__, `number / a` needs __rtruediv__, `a ** p` needs "
                         "__pow__", _diagnose_value)
-
-
-def _probe_backward(ns, req):
-    return {"probes": probe_grads(ns, [(label, build) for label, build, _, _ in PROBES], req["inputs"], GID)}
 
 
 def _judge_backward(req, facts):
@@ -113,7 +78,7 @@ def _judge_backward(req, facts):
 
 
 SCALAR_OPS = Exercise(GID, "More Scalar operations", ("Scalar",), (
-    Stage("values of a / b, number / a, a ** p, exp, tanh", 1, _probe_api, _judge_api),
-    Stage("gradients match torch.autograd, shared sub-expressions included", 2, _probe_backward, _judge_backward),
+    Stage("values of a / b, number / a, a ** p, exp, tanh", 1, probes.ops_api, _judge_api),
+    Stage("gradients match torch.autograd, shared sub-expressions included", 2, probes.ops_backward, _judge_backward),
 ), _request)
 EXERCISES = [SCALAR_OPS]

@@ -70,7 +70,7 @@ def _sigmoid_diagnose(i, got, want, args, g):
 SIGMOID = FunctionSpec("sigmoid", "Sigmoid", ("x",), torch.sigmoid, _sigmoid_cases, "sigmoid(x) = 1 / (1 + exp(-x))",
                        _sigmoid_diagnose, lambda base: [tensor_arg((5,), base + 44)])
 _SAVES_OUTPUT = Stage("forward saves its output only (not the input) for backward", 1,
-                      lambda ns, req: probe_saved(SIGMOID, ns, req),
+                      probe_saved,
                       lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
 _sigmoid = function_exercise(SIGMOID, "Sigmoid", 1, 1)
 EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))

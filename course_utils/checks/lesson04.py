@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .engine import Exercise, Mistake, Stage, call, catalogue, lookup
-from .functions import (FunctionSpec, backward_once, attempt, close, function_class, function_exercise, grad_output,
-                        judge_backward, materialize, reducible, request, tensor_arg, unwrap, value_arg)
+from .engine import Exercise, Mistake, Stage, catalogue
+from .functions import (FunctionSpec, close, function_exercise, grad_output, judge_backward, materialize, reducible,
+                        request, tensor_arg, unwrap, value_arg)
+from ..probes import lesson04 as probes
 
 catalogue({
     "transposed_weight_grad": "the weight gradient is transposed",
@@ -74,38 +75,6 @@ LINEAR = FunctionSpec("linear_function", "LinearFunction", ("input", "weight", "
 
 
 # --------------------------------------------------------------------------- linear_module
-def _module_class(ns) -> type:
-    obj = lookup(ns, "Linear", "linear_module")
-    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
-        raise Mistake("module_structure", "linear_module: `Linear` should be a class deriving from nn.Module.")
-    fn = lookup(ns, "LinearFunction", "linear_module")
-    if not (isinstance(fn, type) and issubclass(fn, torch.autograd.Function)):
-        raise Mistake("not_a_function", "linear_module: `LinearFunction` should be a class deriving from "
-                      "torch.autograd.Function.")
-    return obj
-
-
-def _param_facts(value: object) -> dict:
-    if value is None:
-        return {"kind": "none"}
-    if isinstance(value, nn.Parameter):
-        return {"kind": "parameter", "shape": list(value.shape)}
-    if isinstance(value, torch.Tensor):
-        return {"kind": "tensor", "shape": list(value.shape)}
-    return {"kind": type(value).__name__}
-
-
-def _probe_structure(ns, req):
-    cls = _module_class(ns)
-    layers = {}
-    for bias in (True, False):
-        layer = call("Linear.__init__", cls, 5, 3, bias=bias)
-        layers[str(bias)] = {"weight": _param_facts(getattr(layer, "weight", "missing")),
-                             "bias": _param_facts(getattr(layer, "bias", "missing"))}
-    layers["repr"] = str(call("repr(Linear(5, 3))", lambda: repr(cls(5, 3))))[:500]
-    return layers
-
-
 def _judge_structure(req, facts):
     for bias in (True, False):
         w, b = facts[str(bias)]["weight"], facts[str(bias)]["bias"]
@@ -121,16 +90,6 @@ def _judge_structure(req, facts):
     if "in_features=5" not in text or "out_features=3" not in text or "bias=True" not in text:
         raise Mistake("module_repr", f"linear_module: repr(Linear(5, 3)) is {text[:120]!r}; extra_repr should return "
                       "'in_features=5, out_features=3, bias=True' like nn.Linear.")
-
-
-def _probe_init(ns, req):
-    cls = _module_class(ns)
-    out = []
-    for seed, fan_in, fan_out in req["init"]:
-        torch.manual_seed(seed)
-        layer = call("Linear.__init__", cls, fan_in, fan_out)
-        out.append({"weight": getattr(layer, "weight", None), "bias": getattr(layer, "bias", None)})
-    return out
 
 
 def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,21 +123,6 @@ def _judge_init(req, facts):
         raise ValueError("missing init cases")
 
 
-def _probe_forward(ns, req):
-    cls = _module_class(ns)
-    torch.manual_seed(req["forward_seed"])
-    layer = call("Linear.__init__", cls, 4, 3)
-    out = call("Linear.forward", layer, req["x"].clone())
-    facts = {"weight": getattr(layer, "weight", None), "bias": getattr(layer, "bias", None), "out": out,
-             "grad_fn": type(out.grad_fn).__name__ if isinstance(out, torch.Tensor) and out.grad_fn is not None else "none"}
-
-    def backward():
-        call("backward through Linear", out.backward, req["g"])
-        return {"weight": layer.weight.grad, "bias": layer.bias.grad}
-    facts["grads"] = attempt(backward) if facts["grad_fn"] != "none" else None
-    return facts
-
-
 def _judge_forward(req, facts):
     if "LinearFunction" not in facts["grad_fn"]:
         raise Mistake("module_not_using_function", "linear_module: Linear.forward should return "
@@ -205,9 +149,9 @@ def _module_request(seed: int) -> dict:
 
 
 LINEAR_MODULE = Exercise("linear_module", "Linear module", ("Linear", "LinearFunction"), (
-    Stage("parameters, shapes and extra_repr", 1, _probe_structure, _judge_structure),
-    Stage("initialised like nn.Linear", 1, _probe_init, _judge_init),
-    Stage("forward and gradients match nn.Linear through LinearFunction", 1, _probe_forward, _judge_forward),
+    Stage("parameters, shapes and extra_repr", 1, probes.module_structure, _judge_structure),
+    Stage("initialised like nn.Linear", 1, probes.module_init, _judge_init),
+    Stage("forward and gradients match nn.Linear through LinearFunction", 1, probes.module_forward, _judge_forward),
 ), _module_request)
 
 EXERCISES = [function_exercise(LINEAR, "LinearFunction", 1, 2, needs_input_grad_points=1), LINEAR_MODULE]
@@ -307,25 +251,6 @@ LINEAR_ND = FunctionSpec("linear_nd", "LinearND", ("input", "weight", "bias"), _
                          ((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
-def _permuted(x: object) -> object:
-    """Same values, leading dims transposed in memory: ``view(-1, in)`` cannot flatten them, ``reshape`` can."""
-    if not isinstance(x, torch.Tensor) or x.dim() < 3:
-        return x
-    return x.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_(x.requires_grad)
-
-
-def _probe_permuted(ns, req: dict) -> dict:
-    cls = function_class(ns, LINEAR_ND)
-    case = req["permuted"]
-
-    def one() -> dict:
-        args = [_permuted(materialize(a)) for a in case["args"]]
-        with torch.no_grad():
-            out = call("LinearND.forward", cls.apply, *args)
-        return {"out": out, "backward": attempt(lambda: backward_once(LINEAR_ND, cls, args, case["g"]))}
-    return attempt(one)
-
-
 def _judge_permuted(req: dict, facts: object) -> None:
     case = req["permuted"]
     try:
@@ -359,7 +284,7 @@ def _linear_nd_exercise() -> Exercise:
     forward, backward, needs = function_exercise(LINEAR_ND, "LinearND", 1, 2, needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage("works on an input whose leading dims cannot be viewed flat (like F.linear)", 1,
-                    _probe_permuted, _judge_permuted), needs)
+                    probes.nd_permuted, _judge_permuted), needs)
     return Exercise("linear_nd", "LinearND", ("LinearND",), stages, _nd_request)
 
 

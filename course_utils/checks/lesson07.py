@@ -10,10 +10,10 @@ derivatives), so each exercise has its own probe/judge pairs built from the same
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import BackwardCFunction
 
-from .engine import Exercise, Malformed, Mistake, Stage, call, catalogue, lookup
-from .functions import attempt, close, fmt, grad_output, materialize, max_err, tensor_arg, unwrap
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .functions import close, fmt, grad_output, max_err, tensor_arg, unwrap
+from ..probes import lesson07 as probes
 from ..wire import Opaque
 
 catalogue({
@@ -31,36 +31,8 @@ F64, F32 = torch.float64, torch.float32
 
 
 # --------------------------------------------------------------------------- shared helpers
-def fn_class(ns, grade_id: str, name: str) -> type:
-    obj = lookup(ns, name, grade_id)
-    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"{grade_id}: `{name}` should be a class deriving from "
-                      f"torch.autograd.Function, but it is {obj!r:.80}.")
-    return obj
-
-
-def node_kind(t: object) -> str:
-    """'custom' for a custom Function's backward node, 'none' without one, else the node's type name."""
-    node = t.grad_fn if isinstance(t, torch.Tensor) else None
-    return "none" if node is None else "custom" if isinstance(node, BackwardCFunction) else type(node).__name__
-
-
-def ctx_tensor_names(t: torch.Tensor) -> list[str]:
-    return sorted(k for k, v in vars(t.grad_fn).items() if isinstance(v, torch.Tensor))
-
-
 def type_name(x: object) -> str:
     return x.type_name if isinstance(x, Opaque) else type(x).__name__
-
-
-def _each(req: dict, one) -> dict:
-    """Run ``one(case)`` for every case, stopping at the first student failure."""
-    out = []
-    for case in req["cases"]:
-        out.append(attempt(lambda case=case: one(case)))
-        if "$error" in out[-1]:
-            break
-    return {"cases": out}
 
 
 def _pairs(req: dict, facts: dict) -> list[tuple[dict, dict]]:
@@ -90,24 +62,6 @@ def _relu_request(seed: int) -> dict:
         flat[1], flat[2] = -flat[1].abs() - 0.1, flat[2].abs() + 0.1  # every case has both signs
         cases.append({"x": spec, "label": label, "g": grad_output(shape, dtype, base + 4 + k)})
     return {"cases": cases, "leaf": tensor_arg((5,), base + 8)}
-
-
-def _relu_input(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    leaf = materialize(case["x"])
-    return leaf, leaf * 1  # a non-leaf with the leaf's values (and strides)
-
-
-def _probe_relu_forward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "relu_inplace", "ReluInplace")
-
-    def one(case):
-        _, x = _relu_input(case)
-        before = x._version
-        y = call("ReluInplace.apply", cls.apply, x)
-        return {"out": y, "input_after": x.detach().clone(), "same_object": y is x, "node": node_kind(y),
-                "same_storage": isinstance(y, torch.Tensor) and y.data_ptr() == x.data_ptr(),
-                "versions": [before, x._version]}
-    return _each(req, one)
 
 
 def _judge_relu_forward(req: dict, facts: dict) -> None:
@@ -140,19 +94,6 @@ def _judge_relu_forward(req: dict, facts: dict) -> None:
                           f"(grad_fn: {got['node']}); call the Function with .apply.")
 
 
-def _probe_relu_backward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "relu_inplace", "ReluInplace")
-
-    def one(case):
-        leaf, x = _relu_input(case)
-        y = call("ReluInplace.apply", cls.apply, x)
-        if node_kind(y) != "custom":
-            return {"grad": None, "ctx": [], "node": node_kind(y)}
-        (grad,) = call("ReluInplace.backward", torch.autograd.grad, y, leaf, case["g"], allow_unused=True)
-        return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom"}
-    return _each(req, one)
-
-
 def _judge_relu_backward(req: dict, facts: dict) -> None:
     gid = "relu_inplace"
     for case, got in _pairs(req, facts):
@@ -182,30 +123,6 @@ def _judge_relu_backward(req: dict, facts: dict) -> None:
                       f"{fmt(max_err(grad, want))}); it should be grad_output where x > 0 and 0 elsewhere.")
 
 
-def _probe_relu_guards(ns, req: dict) -> dict:
-    cls = fn_class(ns, "relu_inplace", "ReluInplace")
-
-    def refused(what: str, fn, *args) -> tuple[object, str | None]:
-        try:
-            return call(what, fn, *args), None
-        except Mistake as m:
-            if m.code != "raised":
-                raise
-            return None, m.hint
-
-    leaf = materialize(req["leaf"])
-    before = leaf.detach().clone()
-    _, leaf_error = refused("ReluInplace.apply(leaf)", cls.apply, leaf)
-    facts: dict = {"leaf_error": leaf_error, "leaf_changed": not torch.equal(leaf.detach(), before)}
-    leaf = materialize(req["leaf"])
-    x = leaf * 1
-    b = x * x  # saves x (at its current version) for its own backward
-    call("ReluInplace.apply", cls.apply, x)
-    grad, facts["version_error"] = refused("the backward of b = x * x", torch.autograd.grad, b.sum(), leaf)
-    facts["grad"] = grad[0] if isinstance(grad, tuple) else None
-    return facts
-
-
 def _judge_relu_guards(req: dict, facts: dict) -> None:
     gid = "relu_inplace"
     error = facts["leaf_error"]
@@ -224,11 +141,11 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
 
 
 RELU_INPLACE = Exercise("relu_inplace", "ReluInplace", ("ReluInplace",), (
-    Stage("modifies x in place, marks it dirty and returns it", 1, _probe_relu_forward, _judge_relu_forward),
+    Stage("modifies x in place, marks it dirty and returns it", 1, probes.relu_forward, _judge_relu_forward),
     Stage("gradients match torch.relu (zeros included, float32/float64, non-contiguous)", 1,
-          _probe_relu_backward, _judge_relu_backward),
+          probes.relu_backward, _judge_relu_backward),
     Stage("refuses a leaf; the version counter protects an earlier saved use of x", 1,
-          _probe_relu_guards, _judge_relu_guards),
+          probes.relu_guards, _judge_relu_guards),
 ), _relu_request)
 
 
@@ -247,21 +164,6 @@ def _clamp_request(seed: int) -> dict:
         cases.append({"x": spec, "lo": lo, "hi": hi, "label": f"{label}, lo={lo:g}, hi={hi:g}",
                       "g": grad_output(shape, dtype, base + 24 + k)})
     return {"cases": cases}
-
-
-def _probe_clamp_forward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
-
-    def one(case):
-        x = materialize(case["x"])
-        before = x.detach().clone()
-        res = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
-        if not (isinstance(res, tuple) and len(res) == 2):
-            return {"kind": f"tuple of {len(res)}" if isinstance(res, tuple) else type(res).__name__}
-        y, mask = res
-        return {"kind": "pair", "y": y, "mask": mask, "node": node_kind(y), "changed": not torch.equal(x.detach(), before),
-                "mask_requires_grad": bool(getattr(mask, "requires_grad", False))}
-    return _each(req, one)
 
 
 def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,20 +211,6 @@ def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
                           "call ctx.mark_non_differentiable(mask) in forward.")
 
 
-def _probe_clamp_backward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
-
-    def one(case):
-        x = materialize(case["x"])
-        y, mask = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
-        g = case["g"].clone()
-        with torch.no_grad():
-            raw = call("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
-        return {"raw": list(raw) if isinstance(raw, tuple) else [raw], "ctx": ctx_tensor_names(y),
-                "g_modified": not torch.equal(g, case["g"])}
-    return _each(req, one)
-
-
 def _judge_clamp_backward(req: dict, facts: dict) -> None:
     gid = "clamp_with_mask"
     for case, got in _pairs(req, facts):
@@ -358,11 +246,11 @@ def _judge_clamp_backward(req: dict, facts: dict) -> None:
 
 
 CLAMP_WITH_MASK = Exercise("clamp_with_mask", "ClampWithMask", ("ClampWithMask",), (
-    Stage("returns y = x.clamp(lo, hi) and the float mask", 1, _probe_clamp_forward, _judge_clamp_forward),
+    Stage("returns y = x.clamp(lo, hi) and the float mask", 1, probes.clamp_forward, _judge_clamp_forward),
     Stage("the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", 1,
-          _probe_clamp_backward, _judge_clamp_backward),
+          probes.clamp_backward, _judge_clamp_backward),
     Stage("the mask is marked non-differentiable (mask.requires_grad is False)", 1,
-          _probe_clamp_forward, _judge_clamp_mask_flag),
+          probes.clamp_forward, _judge_clamp_mask_flag),
 ), _clamp_request)
 
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]

@@ -10,12 +10,12 @@ the cause of a wrong second derivative.
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
-from .engine import Exercise, Mistake, Stage, call, catalogue
-from .functions import (FunctionSpec, attempt, close, fmt, function_exercise, grad_output, materialize, max_err,
+from .engine import Exercise, Mistake, Stage, catalogue
+from .functions import (FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err,
                         request as function_request, tensor_arg, unwrap)
-from .lesson07 import F32, F64, ctx_mistake, ctx_tensor_names, fn_class, node_kind, type_name
+from .lesson07 import F32, F64, ctx_mistake, type_name
+from ..probes import lesson07 as probes
 
 catalogue({
     "tanh_once_differentiable": "a backward meant to be differentiated twice is marked @once_differentiable",
@@ -23,9 +23,6 @@ catalogue({
     "tanh_backward_detached": "backward computes without a graph (.detach() or torch.no_grad()), so it cannot be "
                               "differentiated",
 })
-
-_ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
-
 
 def _tanh_cases(base: int):
     return [([tensor_arg((6,), base + 41)], "x of shape (6,)"),
@@ -44,40 +41,6 @@ def _tanh_request(seed: int) -> dict:
                     "v": grad_output((5,), F64, base + 47), "gradgrad": tensor_arg((4,), base + 48),
                     "hessian": tensor_arg((4,), base + 49, grad=False)}
     return req
-
-
-def _saved_kind(t: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> str:
-    for name, ref in (("input", x), ("output", y)):
-        if t.data_ptr() == ref.data_ptr() and t.shape == ref.shape:
-            return name
-    return "other"
-
-
-def _probe_tanh_twice(ns, req: dict) -> dict:
-    cls = fn_class(ns, "tanh_twice", "Tanh")
-    d = req["twice"]
-    facts: dict = {"once": getattr(cls.backward, "__code__", None) is _ONCE_CODE}
-    x = materialize(d["x"])
-    y = call("Tanh.apply", cls.apply, x)
-    if node_kind(y) != "custom":
-        return dict(facts, node=node_kind(y))
-    facts.update(node="custom", ctx=ctx_tensor_names(y),
-                 saved=[_saved_kind(t, x, y) for t in call("ctx.saved_tensors", lambda: y.grad_fn.saved_tensors)])
-
-    def second():
-        (first,) = call("Tanh.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
-        if not first.requires_grad:
-            return {"first_requires_grad": False, "second": None}
-        (sec,) = call("differentiating Tanh.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
-        return {"first_requires_grad": True, "second": sec}
-    facts["second"] = attempt(second)
-    facts["gradgradcheck"] = attempt(lambda: {"ok": bool(call(
-        "gradgradcheck(Tanh.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
-        raise_exception=False))})
-    facts["hessian"] = attempt(lambda: {"h": call(
-        "torch.autograd.functional.hessian", torch.autograd.functional.hessian,
-        lambda t: cls.apply(t).sum(), materialize(d["hessian"]))})
-    return facts
 
 
 def _judge_tanh_twice(req: dict, facts: dict) -> None:
@@ -126,7 +89,7 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
 _TANH_STAGES = function_exercise(TANH, "Tanh", 1, 1).stages
 TANH_TWICE = Exercise("tanh_twice", "Tanh, twice differentiable", ("Tanh",), _TANH_STAGES + (
     Stage("differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", 2,
-          _probe_tanh_twice, _judge_tanh_twice),
+          probes.tanh_twice, _judge_tanh_twice),
 ), _tanh_request)
 
 EXERCISES = [TANH_TWICE]

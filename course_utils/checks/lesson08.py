@@ -10,14 +10,14 @@ only runs once the tangents from ``torch.func.jvp`` and a dual tensor are right.
 """
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
-
 import torch
-import torch.autograd.forward_ad as fwAD
 
-from .engine import Exercise, Malformed, Mistake, NotAttempted, Stage, call, catalogue, lookup, where
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .functions import close, fmt, grad_output, max_err, tensor_arg
+from ..probes import lesson08 as probes
+from ..probes.lesson08 import STUB_MARK, detached as _detached, outcome
+
+__all__ = ["STUB_MARK", "_detached", "outcome"]  # the probe helpers, as lesson08_op and tests know them
 
 catalogue({
     "no_setup_context": "the Function has no setup_context, so torch.func transforms refuse it",
@@ -28,42 +28,6 @@ catalogue({
     "jvp_not_saved": "jvp reads ctx.saved_tensors but setup_context did not call save_for_forward",
     "jvp_wrong_tangent": "jvp returns the wrong tangent",
 })
-
-STUB_MARK = "is not attempted yet"  # the text of release.STUB
-
-
-# --------------------------------------------------------------------------- probe helpers
-def _text(exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or ["(no message)"])[0][:400]
-    return f"{type(exc).__name__}: {first}{where(exc)}"
-
-
-def outcome(what: str, fn: Callable[[], object]) -> dict:
-    """Run student code: ``{"value": result}`` or ``{"error": "Type: message (where)"}``.
-
-    The exercise stub still means "not attempted", and a time-out still fails the stage.
-    """
-    def inner() -> dict:
-        try:
-            with warnings.catch_warnings():  # PyTorch's own warnings are not the student's output
-                warnings.simplefilter("ignore")
-                return {"value": fn()}
-        except TimeoutError:
-            raise
-        except Exception as exc:
-            if STUB_MARK in str(exc) or STUB_MARK in str(exc.__cause__):  # the stub, maybe wrapped by PyTorch
-                raise NotAttempted(what) from None
-            return {"error": _text(exc)}
-    return call(what, inner)
-
-
-def _detached(value: object) -> object:
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return [_detached(v) for v in value]
-    return value
-
 
 def _value(record: object, what: str) -> object:
     """The value of an ``outcome`` record (judge side); an error record must be diagnosed first."""
@@ -81,54 +45,6 @@ def _sig_request(seed: int) -> dict:
             "batch": t((3, 4), 5), "w": t((4,), 6), "tangent": t((6,), 7), "small": t((4,), 8), "gc": t((5,), 9)}
 
 
-def _sig_class(ns) -> type:
-    obj = lookup(ns, "FuncSigmoid", "func_sigmoid")
-    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"func_sigmoid: `FuncSigmoid` should be a class deriving from "
-                      f"torch.autograd.Function, but it is {obj!r:.80}.")
-    return obj
-
-
-def _style(cls: type) -> dict:
-    return {"setup_context": bool(torch.autograd.function._is_setup_context_defined(cls.setup_context))}
-
-
-def _probe_sig_eager(ns, req: dict) -> dict:
-    cls = _sig_class(ns)
-    cases = []
-    for x, g in ((req["x"], req["g"]), (req["x32"], req["g32"])):
-        xi = x.clone().requires_grad_()
-        out = outcome("FuncSigmoid.apply", lambda: cls.apply(xi))
-        case = {"forward": {k: _detached(v) for k, v in out.items()}, "backward": None, "grad": None}
-        if "value" in out:
-            case["backward"] = outcome("y.backward", lambda: out["value"].backward(g) and None)
-            case["grad"] = _detached(xi.grad)
-        cases.append(case)
-    return {"style": _style(cls), "cases": cases}
-
-
-def _probe_sig_func(ns, req: dict) -> dict:
-    f = _sig_class(ns).apply
-    g, w = req["g"], req["w"]
-    facts = {
-        "grad": outcome("torch.func.grad", lambda: torch.func.grad(lambda t: (f(t) * g).sum())(req["x"])),
-        "jacrev": outcome("torch.func.jacrev", lambda: torch.func.jacrev(f)(req["small"])),
-        "vmap": outcome("torch.func.vmap", lambda: torch.func.vmap(f)(req["batch"])),
-        "vmap_grad": outcome("vmap(grad(...))", lambda: torch.func.vmap(torch.func.grad(
-            lambda t: (f(t) * w).sum()))(req["batch"])),
-        "gradcheck": outcome("gradcheck(check_batched_grad=True)", lambda: torch.autograd.gradcheck(
-            f, (req["gc"].clone().requires_grad_(),), check_batched_grad=True)),
-    }
-    return {k: {n: _detached(v) for n, v in r.items()} for k, r in facts.items()}
-
-
-def _dual_tangent(f: Callable, x: torch.Tensor, tangent: torch.Tensor) -> list:
-    with fwAD.dual_level():
-        primal, out_tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, tangent)))
-        # detach inside the level: a tangent that is its own primal must not stay a dual tensor
-        return [primal.detach().clone(), None if out_tangent is None else out_tangent.detach().clone()]
-
-
 def _tangent_of(record: dict) -> object:
     value = record.get("value")
     return value[1] if isinstance(value, list) and len(value) == 2 else None
@@ -137,26 +53,6 @@ def _tangent_of(record: dict) -> object:
 def _dsig(x: torch.Tensor) -> torch.Tensor:
     s = torch.sigmoid(x)
     return s * (1 - s)
-
-
-def _probe_sig_forward(ns, req: dict) -> dict:
-    f = _sig_class(ns).apply
-    x, tangent = req["x"], req["tangent"]
-    facts = {
-        "jvp": outcome("torch.func.jvp", lambda: _detached(torch.func.jvp(f, (x,), (tangent,)))),
-        "dual": outcome("a dual tensor (forward_ad)", lambda: _dual_tangent(f, x, tangent)),
-        "jacfwd": outcome("torch.func.jacfwd", lambda: _detached(torch.func.jacfwd(f)(req["small"]))),
-    }
-    # gradcheck with forward AD can crash the whole process (RecursionError, segfault) when jvp
-    # returns a wrong tangent such as the saved output itself: run it only on tangents that are right.
-    want = _dsig(x) * tangent
-    if all(close(_tangent_of(facts[k]), want, torch.float64) for k in ("jvp", "dual")):
-        facts["gradcheck"] = outcome("gradcheck(check_forward_ad=True, check_batched_grad=True)",
-                                     lambda: torch.autograd.gradcheck(f, (req["gc"].clone().requires_grad_(),),
-                                                                      check_forward_ad=True, check_batched_grad=True))
-    else:
-        facts["gradcheck"] = {"skipped": True}
-    return facts
 
 
 def _sig_error(transform: str, error: str, style: dict | None = None) -> Mistake:
@@ -274,11 +170,11 @@ def _wrong_tangent(name: str, got: object, x: torch.Tensor, tangent: torch.Tenso
 
 
 FUNC_SIGMOID = Exercise("func_sigmoid", "FuncSigmoid", ("FuncSigmoid",), (
-    Stage("forward(x) + setup_context: values and .backward() match torch.sigmoid", 1, _probe_sig_eager,
+    Stage("forward(x) + setup_context: values and .backward() match torch.sigmoid", 1, probes.sig_eager,
           _judge_sig_eager),
-    Stage("torch.func: grad, jacrev, vmap, vmap(grad) and gradcheck(check_batched_grad=True)", 1, _probe_sig_func,
+    Stage("torch.func: grad, jacrev, vmap, vmap(grad) and gradcheck(check_batched_grad=True)", 1, probes.sig_func,
           _judge_sig_func),
-    Stage("forward mode: jvp, dual tensors, jacfwd and gradcheck(check_forward_ad=True)", 1, _probe_sig_forward,
+    Stage("forward mode: jvp, dual tensors, jacfwd and gradcheck(check_forward_ad=True)", 1, probes.sig_forward,
           _judge_sig_forward),
 ), _sig_request)
 

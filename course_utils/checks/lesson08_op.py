@@ -8,13 +8,13 @@ reads the error messages.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue, lookup
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .functions import close, grad_output, tensor_arg
-from .lesson08 import _detached, _value, outcome
+from .lesson08 import _value
+from ..probes import lesson08 as probes
+from ..probes.lesson08 import OP_NAME
 
 catalogue({
     "not_custom_op": "numpy_sin is not a torch.library.custom_op",
@@ -26,7 +26,6 @@ catalogue({
     "no_autograd": "the custom op has no autograd formula (register_autograd)",
 })
 
-OP_NAME = "course::numpy_sin"
 
 
 def _op_request(seed: int) -> dict:
@@ -34,30 +33,6 @@ def _op_request(seed: int) -> dict:
     return {"x": tensor_arg((2, 3), base + 11)["t"], "x32": tensor_arg((5,), base + 12, torch.float32)["t"],
             "g": grad_output((2, 3), torch.float64, base + 13), "gc": tensor_arg((4,), base + 14)["t"],
             "xc": tensor_arg((3,), base + 15)["t"]}
-
-
-def _op(ns) -> object:
-    """The student's ``numpy_sin``; a stub still in its kernel makes every stage "not attempted" at once."""
-    obj = lookup(ns, "numpy_sin", "custom_op")
-    if callable(obj):
-        outcome("numpy_sin(x)", lambda: obj(torch.zeros(1)))
-    return obj
-
-
-def _probe_op_values(ns, req: dict) -> dict:
-    from torch._library.custom_ops import OPDEFS, CustomOpDef
-
-    obj = _op(ns)
-    is_op = isinstance(obj, CustomOpDef)
-    facts = {"type": type(obj).__name__, "is_custom_op": is_op, "name": str(obj._qualname) if is_op else None,
-             "current": OPDEFS.get(OP_NAME) is obj, "values": [], "via_ops": None}
-    if callable(obj):
-        facts["values"] = [{k: _detached(v) for k, v in outcome("numpy_sin(x)", lambda x=x: obj(x.clone())).items()}
-                           for x in (req["x"], req["x32"])]
-    if facts["current"]:
-        facts["via_ops"] = {k: _detached(v) for k, v in outcome(
-            "torch.ops.course.numpy_sin(x)", lambda: torch.ops.course.numpy_sin(req["x"].clone())).items()}
-    return facts
 
 
 def _judge_op_values(req: dict, facts: dict) -> None:
@@ -84,11 +59,6 @@ def _judge_op_values(req: dict, facts: dict) -> None:
             raise Mistake("forward_wrong", f"custom_op: {what} does not match torch.sin(x).")
     if len(records) != 3:
         raise Malformed("missing values")
-
-
-def _probe_op_fake(ns, req: dict) -> dict:
-    obj = _op(ns)
-    return {"opcheck": outcome("the fake implementation", lambda: torch.library.opcheck(obj, (req["x"].clone(),)))}
 
 
 RERUN = ("(If you did register one: re-running only the @custom_op cell defines the operator anew and drops its "
@@ -126,21 +96,6 @@ def _judge_op_fake(req: dict, facts: dict) -> None:
         raise Malformed("opcheck result")
 
 
-def _probe_op_autograd(ns, req: dict) -> dict:
-    obj = _op(ns)
-    x = req["x"].clone().requires_grad_()
-    out = outcome("numpy_sin(x)", lambda: obj(x))
-    backward = outcome("the backward of numpy_sin", lambda: out["value"].backward(req["g"])) if "value" in out else out
-    facts = {"backward": {k: _detached(v) for k, v in backward.items()}, "grad": _detached(x.grad),
-             "gradcheck": None, "opcheck": None}
-    if "value" in backward:  # the judge stops at a failed backward: spare the slower checks
-        facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
-            obj, (req["gc"].clone().requires_grad_(),)))
-        facts["opcheck"] = outcome("torch.library.opcheck", lambda: torch.library.opcheck(
-            obj, (req["x"].clone().requires_grad_(),)))
-    return facts
-
-
 def _judge_op_autograd(req: dict, facts: dict) -> None:
     x, g = req["x"], req["g"]
     record = facts["backward"]
@@ -161,32 +116,6 @@ def _judge_op_autograd(req: dict, facts: dict) -> None:
         raise _opcheck_error(str(facts["opcheck"].get("error")), grad=True)
 
 
-def _compile_run(obj: Callable, x: torch.Tensor) -> dict:
-    from torch._dynamo.backends.registry import lookup_backend
-
-    aot_eager = lookup_backend("aot_eager")  # no code generation: cheap, and no compiler needed
-    graphs: list[list[str]] = []
-
-    def recording_backend(gm, example_inputs):
-        graphs.append(sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}))
-        return aot_eager(gm, example_inputs)
-
-    torch._dynamo.reset()
-    try:
-        compiled = torch.compile(lambda t: obj(t * 2).pow(2).sum(), backend=recording_backend, fullgraph=True)
-        xc = x.clone().requires_grad_()
-        out = compiled(xc)
-        out.backward()
-        return {"out": out.detach(), "grad": _detached(xc.grad), "graphs": graphs}
-    finally:
-        torch._dynamo.reset()  # keep no compiled code that refers to the student's objects
-
-
-def _probe_op_compile(ns, req: dict) -> dict:
-    obj = _op(ns)
-    return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
-
-
 def _judge_op_compile(req: dict, facts: dict) -> None:
     record = facts["compile"]
     got = _value(record, "torch.compile")
@@ -204,11 +133,11 @@ def _judge_op_compile(req: dict, facts: dict) -> None:
 
 
 CUSTOM_OP = Exercise("custom_op", "numpy_sin custom op", ("numpy_sin",), (
-    Stage(f"{OP_NAME} is a custom op computing sin", 1, _probe_op_values, _judge_op_values),
-    Stage("fake implementation: torch.library.opcheck passes", 1, _probe_op_fake, _judge_op_fake),
+    Stage(f"{OP_NAME} is a custom op computing sin", 1, probes.op_values, _judge_op_values),
+    Stage("fake implementation: torch.library.opcheck passes", 1, probes.op_fake, _judge_op_fake),
     Stage("register_autograd: gradients match torch.sin, gradcheck and opcheck with requires_grad", 1,
-          _probe_op_autograd, _judge_op_autograd),
-    Stage("torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", 1, _probe_op_compile,
+          probes.op_autograd, _judge_op_autograd),
+    Stage("torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", 1, probes.op_compile,
           _judge_op_compile),
 ), _op_request)
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from .engine import Exercise, Malformed, Mistake, Stage, call, catalogue
-from .functions import (FunctionSpec, attempt, close, fixed_arg, fmt, function_class, function_exercise,
-                        judge_forward, materialize, request, tensor_arg, unwrap)
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .functions import (FunctionSpec, close, fixed_arg, fmt, function_exercise, judge_forward, materialize, request,
+                        tensor_arg, unwrap)
+from ..probes import lesson09 as probes
 
 catalogue({
     "log1pexp_overflow": "forward overflows (inf) for large x: exp(x) is computed for positive x",
@@ -62,24 +63,6 @@ def _wide_grid(base: int) -> torch.Tensor:
     fixed = torch.tensor([-745.5, -104.0, -88.7, -40.0, -0.5, 0.5, 88.7, 88.8, 709.7, 709.8], dtype=torch.float64)
     rand = 2e4 * torch.rand(32, generator=gen, dtype=torch.float64) - 1e4
     return torch.cat([torch.linspace(-1e4, 1e4, 4001, dtype=torch.float64), fixed, rand]).unique()
-
-
-def _probe_wide(ns: dict, req: dict) -> dict:
-    """Forward and backward (grad_output = 1) on the wide grid, in float32 and float64."""
-    cls = function_class(ns, LOG1PEXP)
-    out = {}
-    for dtype in DTYPES:
-        def one(dtype=dtype) -> dict:
-            x = req["wide"].to(dtype).requires_grad_(True)
-            y = call("Log1pExp.forward", cls.apply, x)
-            node = y.grad_fn if isinstance(y, torch.Tensor) else None
-            if not isinstance(node, torch.autograd.function.BackwardCFunction):
-                return {"out": y, "grad": None}
-            with torch.no_grad():
-                raw = call("Log1pExp.backward", node.apply, torch.ones_like(x))
-            return {"out": y, "grad": raw[0] if isinstance(raw, tuple) else raw}
-        out[str(dtype)] = attempt(one)
-    return out
 
 
 def _first(x: torch.Tensor, bad: torch.Tensor, last: bool = False) -> float:
@@ -138,7 +121,7 @@ def _judge_wide(req: dict, facts: dict) -> None:
 def _log1pexp_exercise() -> Exercise:
     base = function_exercise(LOG1PEXP, "Log1pExp", 1, 1)
     wide = Stage("finite and accurate on [-1e4, 1e4] in float32 and float64, values and gradients", 1,
-                 _probe_wide, _judge_wide)
+                 probes.log1pexp_wide, _judge_wide)
 
     def req(seed: int) -> dict:
         return dict(request(LOG1PEXP, seed), wide=_wide_grid(1000 * seed))
@@ -215,46 +198,6 @@ def _iterations(x: torch.Tensor) -> int:
     return 100
 
 
-def _tensor_bytes(value: object, depth: int = 0) -> list[tuple[int, int]]:
-    """(storage pointer, bytes) of every tensor in a ctx attribute, also inside lists, tuples and dicts."""
-    if isinstance(value, torch.Tensor):
-        return [(value.untyped_storage().data_ptr(), value.untyped_storage().nbytes())]
-    if depth < 2 and isinstance(value, (list, tuple, dict)):
-        items = value.values() if isinstance(value, dict) else value
-        return [pair for v in list(items)[:10000] for pair in _tensor_bytes(v, depth + 1)]
-    return []
-
-
-def _kept_once(cls: type, x: torch.Tensor) -> dict:
-    """What one call keeps for backward: saves seen by a pack hook, what the node saved, ctx attributes."""
-    seen: list[tuple[int, int]] = []
-    holder: list[object] = []
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        seen.append((t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        holder.append(call("NewtonSqrt.forward", cls.apply, x))
-    node = holder[0].grad_fn if isinstance(holder[0], torch.Tensor) else None
-    if not isinstance(node, torch.autograd.function.BackwardCFunction):
-        return {"node": False}
-    saved = call("ctx.saved_tensors", lambda: node.saved_tensors)
-    on_ctx = [pair for v in vars(node).values() for pair in _tensor_bytes(v)]
-    on_node = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in saved
-               if isinstance(t, torch.Tensor)]
-    kept = {ptr: size for ptr, size in on_ctx + on_node if ptr != x.untyped_storage().data_ptr()}  # x: the caller's
-    return {"node": True, "events": len(seen), "node_saved": len(saved), "tensors": len(kept),
-            "bytes": sum(kept.values())}
-
-
-def _probe_kept(ns: dict, req: dict) -> dict:
-    """What forward keeps for inputs that take few and many iterations."""
-    cls = function_class(ns, NEWTON)
-    return {key: attempt(lambda key=key: _kept_once(cls, req[key].clone().requires_grad_(True)))
-            for key in ("few", "many")}
-
-
 def _judge_kept(req: dict, facts: dict) -> None:
     """No saves by recorded ops; kept bytes flat in the iterations, at most two tensors besides x."""
     few, many = unwrap(facts["few"]), unwrap(facts["many"])
@@ -287,7 +230,7 @@ def _judge_kept(req: dict, facts: dict) -> None:
 def _newton_exercise() -> Exercise:
     forward, backward = function_exercise(NEWTON, "NewtonSqrt", 1, 1).stages
     kept = Stage("keeps the same for backward however many iterations forward takes, and records none", 1,
-                 _probe_kept, _judge_kept)
+                 probes.newton_kept, _judge_kept)
 
     def req(seed: int) -> dict:
         gen = torch.Generator().manual_seed(1000 * seed + 15)
@@ -337,26 +280,6 @@ SILU = FunctionSpec("silu_low_memory", "SiLULowMemory", ("x",), F.silu, _silu_ca
                     _silu_diagnose, lambda base: [tensor_arg((8,), base + 24)])
 
 
-def _probe_silu_saved(ns: dict, req: dict) -> dict:
-    """Every tensor forward saves: is it x's storage, its bytes, a copy of its values."""
-    cls = function_class(ns, SILU)
-
-    def one() -> dict:
-        x = req["saved_x"].clone().requires_grad_(True)
-        saved: list[dict] = []
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-            saved.append({"input": same, "nbytes": t.untyped_storage().nbytes(), "value": t.detach().clone()})
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            y = call("SiLULowMemory.forward", cls.apply, x)
-        node = getattr(y, "grad_fn", None) if isinstance(y, torch.Tensor) else None
-        return {"saved": saved, "node": isinstance(node, torch.autograd.function.BackwardCFunction)}
-    return attempt(one)
-
-
 def _judge_silu_saved(req: dict, facts: dict) -> None:
     """Only x may be saved; name sigmoid(x), the output or a copy of x when saved."""
     got = unwrap(facts)
@@ -388,7 +311,7 @@ def _judge_silu_saved(req: dict, facts: dict) -> None:
 
 def _silu_exercise() -> Exercise:
     base = function_exercise(SILU, "SiLULowMemory", 1, 1)
-    saved = Stage("keeps only its input for backward (recomputes sigmoid)", 1, _probe_silu_saved, _judge_silu_saved)
+    saved = Stage("keeps only its input for backward (recomputes sigmoid)", 1, probes.silu_saved, _judge_silu_saved)
 
     def req(seed: int) -> dict:
         return dict(request(SILU, seed), saved_x=tensor_arg((32,), 1000 * seed + 25, grad=False)["t"])

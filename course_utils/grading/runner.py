@@ -5,7 +5,9 @@ and for each exercise the inputs the judge chose), runs the notebook's code cell
 namespace, and at each check cell runs that exercise's probe and sends the facts back as
 one frame on the result channel (the original stdout). Student output never reaches the
 channel: Python-level output is captured and capped, fd-level output goes to /dev/null.
-Points are computed by the judge, in another process, from these facts alone.
+Points are computed by the judge, in another process, from these facts alone. Inside the
+sandbox only this module, ``protocol``, ``wire`` and ``course_utils.probes`` exist (see
+``sandbox.RUNNER_FILES``): no check code, reference implementation or expected value.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import resource
 import signal
 import sys
 
-from ..checks.engine import CappedText
+from ..probes.guard import CappedText
 from .protocol import frame, read_frame
 
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
@@ -131,7 +133,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from ..checks import EXERCISES, probe
+    from .. import probes  # the probes only: no check, reference or expected value is in the sandbox
 
     send(kind="ready")
     ns: dict = {"__name__": "__main__"}
@@ -146,7 +148,7 @@ def main() -> None:
             send(kind="begin", exercise=exercise)
         if cell["kind"] == "check":
             if exercise in grade:
-                facts = probe(EXERCISES[exercise], ns, job["requests"][exercise], job["time_limit"])
+                facts = probes.run(exercise, ns, job["requests"][exercise], job["time_limit"])
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
             notes, capture = [], CappedText(CAPTURE_LIMIT)

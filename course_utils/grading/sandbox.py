@@ -13,8 +13,9 @@ Two ways in, one result (student code never has root or capabilities):
 
 Either way: new pid, net, ipc, uts and cgroup namespaces, its own ``/proc``, no network,
 an empty environment plus what the runner needs, ``python -I``, and only these paths:
-the system's ``/usr`` (libraries), the Python installation, the course's ``course_utils``
-(read-only), a size-limited private ``/scratch`` and ``/tmp``. Never ``solutions/``, homes,
+the system's ``/usr`` (libraries), the Python installation, the runner's own files of
+``course_utils`` (``RUNNER_FILES`` and the probes, read-only: no check code), a
+size-limited private ``/scratch`` and ``/tmp``. Never ``solutions/``, homes,
 the batch folder or the results folder.
 """
 from __future__ import annotations
@@ -34,6 +35,10 @@ COURSE_MOUNT = "/course"  # where course_utils appears inside the sandbox
 SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
 ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per worker slot, never a real account
+# all of the course the sandbox holds: the runner, its framing and the probes; never checks/ (references,
+# expected values, judging), never solutions/, release or grading's other modules
+RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py")
+RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 BOOT = (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
         "from course_utils.grading.runner import main; main()")
@@ -89,7 +94,9 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
             "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
             "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp"]
     made: set[str] = {"/usr", "/etc", "/tmp", SCRATCH}
-    binds = [(p, p) for p in _python_paths()] + [(str(course_utils), f"{COURSE_MOUNT}/course_utils")]
+    binds = [(p, p) for p in _python_paths()]
+    mount = f"{COURSE_MOUNT}/course_utils"
+    binds += [(str(course_utils / name), f"{mount}/{name}") for name in RUNNER_FILES + RUNNER_DIRS]
     for _, dest in binds:
         for parent in _ancestors(dest):
             if parent not in made and not os.path.islink(parent):
@@ -100,7 +107,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
     cmd += ["--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
-    return cmd + ["--", sys.executable, "-I", "-c", BOOT]
+    return cmd + ["--", sys.executable, "-I", "-B", "-c", BOOT]
 
 
 def plain_command() -> list[str]:

@@ -1,0 +1,125 @@
+"""Probes for a custom ``torch.autograd.Function``: call its ``apply`` and its backward node.
+
+The request names the exercise (``gid``) and the class (``cls``), and holds the cases the
+judge chose; these probes report outputs, gradients, which inputs changed, what sits on
+ctx. They never compute a reference.
+"""
+from __future__ import annotations
+
+import torch
+
+from .guard import Mistake, attempt, call, lookup
+
+
+def materialize(spec: dict) -> object:
+    """Build the argument described by ``spec``: the same values on both sides, fresh each time."""
+    if "t" not in spec:
+        return spec["v"]
+    x = spec["t"].detach().clone()
+    if spec["layout"] == "t" and x.dim() == 2:  # same values, transposed strides
+        x = x.t().contiguous().t()
+    elif spec["layout"] == "s":  # same values, every other element of a wider buffer
+        x = torch.stack([x, torch.zeros_like(x)], -1)[..., 0]
+    return x.requires_grad_(bool(spec["grad"]))
+
+
+def grad_output(shape, dtype, seed: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """A grad_output drawn from its own generator (never the global RNG), on ``device``."""
+    gen = torch.Generator().manual_seed(1000 + seed)
+    return torch.randn(tuple(shape), generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def function_class(ns, req: dict) -> type:
+    gid, name = req["gid"], req["cls"]
+    obj = lookup(ns, name, gid)
+    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
+        raise Mistake("not_a_function", f"{gid}: `{name}` should be a class deriving from "
+                      f"torch.autograd.Function, but it is {obj!r:.80}.")
+    return obj
+
+
+def forward(ns, req: dict) -> dict:
+    cls = function_class(ns, req)
+    out = []
+    for case in req["cases"]:
+        def one(case=case):
+            args = [materialize(a) for a in case["args"]]
+            before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
+            y = call(f"{req['cls']}.forward", cls.apply, *args)
+            changed = [i for i, (a, b) in enumerate(zip(args, before)) if b is not None and not torch.equal(a.detach(), b)]
+            return {"out": y, "changed": changed}
+        out.append(attempt(one))
+        if "$error" in out[-1]:
+            break
+    return {"cases": out}
+
+
+def tensors_on(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is a tensor or holds one (lists, tuples, sets, dict values, object attributes)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, dict):
+        return any(tensors_on(v, depth + 1) for v in list(value.values())[:100])
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(tensors_on(v, depth + 1) for v in list(value)[:100])
+    return False
+
+
+def backward_once(req: dict, cls, args: list, g: torch.Tensor) -> dict:
+    name = req["cls"]
+    y = call(f"{name}.forward", cls.apply, *args)
+    node = y.grad_fn if isinstance(y, torch.Tensor) else None
+    kind = "none" if node is None else "custom" if isinstance(node, torch.autograd.function.BackwardCFunction) else "other"
+    facts: dict = {"node": kind, "node_name": type(node).__name__, "ctx_tensors": [], "raw": None, "g_modified": False}
+    if kind != "custom":
+        return facts
+    facts["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
+    g = g.to(dtype=y.dtype, device=y.device) if g.shape == y.shape else g
+    g_before = g.clone()
+    with torch.no_grad():
+        raw = call(f"{name}.backward", node.apply, g)
+    facts["g_modified"] = not torch.equal(g, g_before)
+    facts["raw"] = list(raw) if isinstance(raw, tuple) else [raw]
+    return facts
+
+
+def backward(ns, req: dict) -> dict:
+    cls = function_class(ns, req)
+    out = []
+    for case in req["cases"]:
+        out.append(attempt(lambda case=case: backward_once(req, cls, [materialize(a) for a in case["args"]], case["g"])))
+        if "$error" in out[-1]:
+            return {"cases": out, "gradcheck": None}
+    ok = None
+    if req["gradcheck"] is not None:
+        args = tuple(materialize(a) for a in req["gradcheck"])
+        ok = attempt(lambda: {"ok": bool(call(f"{req['cls']}.backward", torch.autograd.gradcheck, cls.apply, args,
+                                              raise_exception=False))})
+    return {"cases": out, "gradcheck": ok}
+
+
+def needs_input_grad(ns, req: dict) -> dict:
+    cls = function_class(ns, req)
+    base = req["cases"][0]
+    out = []
+    for pattern in req["patterns"]:
+        def one(pattern=pattern):
+            flags = list(pattern) + [False] * (len(base["args"]) - len(pattern))
+            args = [materialize(dict(a, grad=f) if "t" in a else a) for a, f in zip(base["args"], flags)]
+            y = call(f"{req['cls']}.forward", cls.apply, *args)
+            if not isinstance(y, torch.Tensor) or y.grad_fn is None:
+                return {"computed": None}
+            with torch.no_grad():
+                raw = call(f"{req['cls']}.backward", y.grad_fn.apply, grad_output(y.shape, y.dtype, 7, y.device))
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            return {"computed": [r is not None for r in raw]}
+        out.append(attempt(one))
+        if "$error" in out[-1]:
+            break
+    return {"patterns": out}
+
+
+STAGES = (forward, backward)  # a Function exercise's first two stages
+WITH_NEEDS_INPUT_GRAD = (forward, backward, needs_input_grad)

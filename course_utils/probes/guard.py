@@ -1,0 +1,155 @@
+"""Running student code beside a probe: captured output, a time limit, failures as records.
+
+Everything here runs in the student's process (the grader's sandboxed runner, or the
+notebook). It decides nothing: a failure of student code becomes an error record
+``{"$error": {"code", "hint"}}`` in the facts, which the judge validates against its
+catalogue of mistakes (a code it does not know earns nothing).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+
+TIME_LIMIT = 20.0  # seconds per stage of student code (the grader enforces its own limit too)
+OUTPUT_LIMIT = 2000  # characters of captured student output kept
+
+
+class Mistake(Exception):
+    """A failure of student code seen beside it: ``code`` names it for the judge, the message is the hint."""
+
+    def __init__(self, code: str, hint: str) -> None:
+        super().__init__(hint)
+        self.code = code
+        self.hint = hint
+
+
+class NotAttempted(Exception):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+class CappedText(io.TextIOBase):
+    """A text stream that counts everything written and keeps only the first ``limit`` characters."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self.size = 0
+        self.kept: list[str] = []
+
+    def write(self, s: str) -> int:
+        s = str(s)
+        if self.size < self.limit:
+            self.kept.append(s[: self.limit - self.size])
+        self.size += len(s)
+        return len(s)
+
+    def text(self) -> str:
+        return "".join(self.kept)
+
+
+class Guard:
+    """Captures output and enforces the time limit around student code."""
+
+    def __init__(self, time_limit: float) -> None:
+        self.time_limit = time_limit
+        self.out = CappedText()
+
+    @contextlib.contextmanager
+    def __call__(self):
+        use_alarm = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+                     and self.time_limit > 0)
+        previous = None
+        if use_alarm:
+            def _timeout(signum, frame):
+                raise TimeoutError("time limit")
+            previous = signal.signal(signal.SIGALRM, _timeout)
+            signal.setitimer(signal.ITIMER_REAL, self.time_limit)
+        try:
+            with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
+                yield
+        finally:
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+
+
+_GUARD: Guard | None = None
+
+
+def where(exc: BaseException) -> str:
+    """'in forward, line 7' for the innermost frame of student code (not torch, not this package)."""
+    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+        if "/torch/" in fr.filename or "course_utils" in fr.filename or fr.filename.startswith("<frozen"):
+            continue
+        return f" (in {fr.name}, line {fr.lineno} of your cell)"
+    return ""
+
+
+def call(what: str, fn: Callable, *args, **kwargs):
+    """Run student code ``fn(*args)``; turn failures into NotAttempted or a Mistake naming ``what``."""
+    guard = _GUARD or Guard(TIME_LIMIT)
+    try:
+        with guard():
+            return fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        raise NotAttempted(what) from exc
+    except TimeoutError:
+        raise Mistake("timeout", f"{what} did not finish within {guard.time_limit:g} s: is there an endless loop?") from None
+    except (Mistake, NotAttempted):
+        raise
+    except RecursionError:
+        raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
+        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{where(exc)}") from None
+
+
+@contextlib.contextmanager
+def limited(seconds: float):
+    """Shorten the time limit of the running probe's guard (the one ``call`` uses) for a block."""
+    guard = _GUARD
+    if guard is None:
+        yield
+        return
+    previous = guard.time_limit
+    guard.time_limit = min(previous, seconds)
+    try:
+        yield
+    finally:
+        guard.time_limit = previous
+
+
+@contextlib.contextmanager
+def guarding(time_limit: float):
+    """Make ``call`` use one guard (one output capture, one time limit) for a whole probe run."""
+    global _GUARD
+    guard = Guard(time_limit)
+    _GUARD = guard
+    try:
+        yield guard
+    finally:
+        _GUARD = None
+
+
+def attempt(fn: Callable[[], object], who: str = "your code") -> object:
+    """Run one probe step; a failure of student code becomes an error record in its place."""
+    try:
+        return fn()
+    except NotAttempted as na:
+        return {"$error": {"code": "not_attempted", "hint": na.what}}
+    except Mistake as m:
+        return {"$error": {"code": m.code, "hint": m.hint}}
+    except Exception as exc:  # student objects misbehaving outside a guarded call
+        return {"$error": {"code": "raised", "hint": f"{who} raised {type(exc).__name__}: {str(exc)[:200]}"}}
+
+
+def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
+    if name not in ns:
+        raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined. Run your answer cell above "
+                      f"(it must define `{name}`), then this check.")
+    return ns[name]

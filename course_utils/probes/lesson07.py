@@ -1,0 +1,169 @@
+"""Lesson 07 probes: ``ReluInplace`` (mark_dirty), ``ClampWithMask`` (mark_non_differentiable) and ``Tanh``
+differentiated twice."""
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import BackwardCFunction, once_differentiable
+
+from . import functions as f
+from .functions import materialize, tensors_on
+from .guard import Mistake, attempt, call, lookup
+
+_ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
+
+
+def fn_class(ns, grade_id: str, name: str) -> type:
+    obj = lookup(ns, name, grade_id)
+    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
+        raise Mistake("not_a_function", f"{grade_id}: `{name}` should be a class deriving from "
+                      f"torch.autograd.Function, but it is {obj!r:.80}.")
+    return obj
+
+
+def node_kind(t: object) -> str:
+    """'custom' for a custom Function's backward node, 'none' without one, else the node's type name."""
+    node = t.grad_fn if isinstance(t, torch.Tensor) else None
+    return "none" if node is None else "custom" if isinstance(node, BackwardCFunction) else type(node).__name__
+
+
+def ctx_tensor_names(t: torch.Tensor) -> list[str]:
+    """ctx attributes that are or hold tensors (in a list, tuple, set or dict too)."""
+    return sorted(k for k, v in vars(t.grad_fn).items() if tensors_on(v))
+
+
+def _each(req: dict, one) -> dict:
+    """Run ``one(case)`` for every case, stopping at the first student failure."""
+    out = []
+    for case in req["cases"]:
+        out.append(attempt(lambda case=case: one(case)))
+        if "$error" in out[-1]:
+            break
+    return {"cases": out}
+
+
+# --------------------------------------------------------------------------- relu_inplace
+def _relu_input(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    leaf = materialize(case["x"])
+    return leaf, leaf * 1  # a non-leaf with the leaf's values (and strides)
+
+
+def relu_forward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def one(case):
+        _, x = _relu_input(case)
+        before = x._version
+        y = call("ReluInplace.apply", cls.apply, x)
+        return {"out": y, "input_after": x.detach().clone(), "same_object": y is x, "node": node_kind(y),
+                "same_storage": isinstance(y, torch.Tensor) and y.data_ptr() == x.data_ptr(),
+                "versions": [before, x._version]}
+    return _each(req, one)
+
+
+def relu_backward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def one(case):
+        leaf, x = _relu_input(case)
+        y = call("ReluInplace.apply", cls.apply, x)
+        if node_kind(y) != "custom":
+            return {"grad": None, "ctx": [], "node": node_kind(y)}
+        (grad,) = call("ReluInplace.backward", torch.autograd.grad, y, leaf, case["g"], allow_unused=True)
+        return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom"}
+    return _each(req, one)
+
+
+def relu_guards(ns, req: dict) -> dict:
+    cls = fn_class(ns, "relu_inplace", "ReluInplace")
+
+    def refused(what: str, fn, *args) -> tuple[object, str | None]:
+        try:
+            return call(what, fn, *args), None
+        except Mistake as m:
+            if m.code != "raised":
+                raise
+            return None, m.hint
+
+    leaf = materialize(req["leaf"])
+    before = leaf.detach().clone()
+    _, leaf_error = refused("ReluInplace.apply(leaf)", cls.apply, leaf)
+    facts: dict = {"leaf_error": leaf_error, "leaf_changed": not torch.equal(leaf.detach(), before)}
+    leaf = materialize(req["leaf"])
+    x = leaf * 1
+    b = x * x  # saves x (at its current version) for its own backward
+    call("ReluInplace.apply", cls.apply, x)
+    grad, facts["version_error"] = refused("the backward of b = x * x", torch.autograd.grad, b.sum(), leaf)
+    facts["grad"] = grad[0] if isinstance(grad, tuple) else None
+    return facts
+
+
+# --------------------------------------------------------------------------- clamp_with_mask
+def clamp_forward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
+
+    def one(case):
+        x = materialize(case["x"])
+        before = x.detach().clone()
+        res = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
+        if not (isinstance(res, tuple) and len(res) == 2):
+            return {"kind": f"tuple of {len(res)}" if isinstance(res, tuple) else type(res).__name__}
+        y, mask = res
+        return {"kind": "pair", "y": y, "mask": mask, "node": node_kind(y), "changed": not torch.equal(x.detach(), before),
+                "mask_requires_grad": bool(getattr(mask, "requires_grad", False))}
+    return _each(req, one)
+
+
+def clamp_backward(ns, req: dict) -> dict:
+    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
+
+    def one(case):
+        x = materialize(case["x"])
+        y, mask = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
+        g = case["g"].clone()
+        with torch.no_grad():
+            raw = call("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
+        return {"raw": list(raw) if isinstance(raw, tuple) else [raw], "ctx": ctx_tensor_names(y),
+                "g_modified": not torch.equal(g, case["g"])}
+    return _each(req, one)
+
+
+# --------------------------------------------------------------------------- tanh_twice
+def _saved_kind(t: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> str:
+    for name, ref in (("input", x), ("output", y)):
+        if t.data_ptr() == ref.data_ptr() and t.shape == ref.shape:
+            return name
+    return "other"
+
+
+def tanh_twice(ns, req: dict) -> dict:
+    cls = fn_class(ns, "tanh_twice", "Tanh")
+    d = req["twice"]
+    facts: dict = {"once": getattr(cls.backward, "__code__", None) is _ONCE_CODE}
+    x = materialize(d["x"])
+    y = call("Tanh.apply", cls.apply, x)
+    if node_kind(y) != "custom":
+        return dict(facts, node=node_kind(y))
+    facts.update(node="custom", ctx=ctx_tensor_names(y),
+                 saved=[_saved_kind(t, x, y) for t in call("ctx.saved_tensors", lambda: y.grad_fn.saved_tensors)])
+
+    def second():
+        (first,) = call("Tanh.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
+        if not first.requires_grad:
+            return {"first_requires_grad": False, "second": None}
+        (sec,) = call("differentiating Tanh.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
+        return {"first_requires_grad": True, "second": sec}
+    facts["second"] = attempt(second)
+    facts["gradgradcheck"] = attempt(lambda: {"ok": bool(call(
+        "gradgradcheck(Tanh.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
+        raise_exception=False))})
+    facts["hessian"] = attempt(lambda: {"h": call(
+        "torch.autograd.functional.hessian", torch.autograd.functional.hessian,
+        lambda t: cls.apply(t).sum(), materialize(d["hessian"]))})
+    return facts
+
+
+PROBES = {
+    "relu_inplace": (relu_forward, relu_backward, relu_guards),
+    "clamp_with_mask": (clamp_forward, clamp_backward, clamp_forward),
+    "tanh_twice": f.STAGES + (tanh_twice,),
+}

@@ -1,0 +1,212 @@
+"""Lesson 08 probes: ``FuncSigmoid`` under torch.func and forward mode, and the ``numpy_sin`` custom op.
+
+Each probe runs the student's code under one transform at a time and reports the value
+or the error text (``outcome``). One hazard is handled here: a ``jvp`` that returns the
+saved output itself makes ``gradcheck(check_forward_ad=True)`` crash the process, so that
+gradcheck only runs once the tangents from ``torch.func.jvp`` and a dual tensor agree with
+a central difference of the student's own forward (no reference needed).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import torch
+import torch.autograd.forward_ad as fwAD
+
+from .guard import Mistake, NotAttempted, call, lookup, where
+
+STUB_MARK = "is not attempted yet"  # the text of release.STUB
+OP_NAME = "course::numpy_sin"
+
+
+def _text(exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or ["(no message)"])[0][:400]
+    return f"{type(exc).__name__}: {first}{where(exc)}"
+
+
+def outcome(what: str, fn: Callable[[], object]) -> dict:
+    """Run student code: ``{"value": result}`` or ``{"error": "Type: message (where)"}``.
+
+    The exercise stub still means "not attempted", and a time-out still fails the stage.
+    """
+    def inner() -> dict:
+        try:
+            with warnings.catch_warnings():  # PyTorch's own warnings are not the student's output
+                warnings.simplefilter("ignore")
+                return {"value": fn()}
+        except TimeoutError:
+            raise
+        except Exception as exc:
+            if STUB_MARK in str(exc) or STUB_MARK in str(exc.__cause__):  # the stub, maybe wrapped by PyTorch
+                raise NotAttempted(what) from None
+            return {"error": _text(exc)}
+    return call(what, inner)
+
+
+def detached(value: object) -> object:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return [detached(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- func_sigmoid
+def _sig_class(ns) -> type:
+    obj = lookup(ns, "FuncSigmoid", "func_sigmoid")
+    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
+        raise Mistake("not_a_function", f"func_sigmoid: `FuncSigmoid` should be a class deriving from "
+                      f"torch.autograd.Function, but it is {obj!r:.80}.")
+    return obj
+
+
+def _style(cls: type) -> dict:
+    return {"setup_context": bool(torch.autograd.function._is_setup_context_defined(cls.setup_context))}
+
+
+def sig_eager(ns, req: dict) -> dict:
+    cls = _sig_class(ns)
+    cases = []
+    for x, g in ((req["x"], req["g"]), (req["x32"], req["g32"])):
+        xi = x.clone().requires_grad_()
+        out = outcome("FuncSigmoid.apply", lambda: cls.apply(xi))
+        case = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None}
+        if "value" in out:
+            case["backward"] = outcome("y.backward", lambda: out["value"].backward(g) and None)
+            case["grad"] = detached(xi.grad)
+        cases.append(case)
+    return {"style": _style(cls), "cases": cases}
+
+
+def sig_func(ns, req: dict) -> dict:
+    f = _sig_class(ns).apply
+    g, w = req["g"], req["w"]
+    facts = {
+        "grad": outcome("torch.func.grad", lambda: torch.func.grad(lambda t: (f(t) * g).sum())(req["x"])),
+        "jacrev": outcome("torch.func.jacrev", lambda: torch.func.jacrev(f)(req["small"])),
+        "vmap": outcome("torch.func.vmap", lambda: torch.func.vmap(f)(req["batch"])),
+        "vmap_grad": outcome("vmap(grad(...))", lambda: torch.func.vmap(torch.func.grad(
+            lambda t: (f(t) * w).sum()))(req["batch"])),
+        "gradcheck": outcome("gradcheck(check_batched_grad=True)", lambda: torch.autograd.gradcheck(
+            f, (req["gc"].clone().requires_grad_(),), check_batched_grad=True)),
+    }
+    return {k: {n: detached(v) for n, v in r.items()} for k, r in facts.items()}
+
+
+def _dual_tangent(f: Callable, x: torch.Tensor, tangent: torch.Tensor) -> list:
+    with fwAD.dual_level():
+        primal, out_tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, tangent)))
+        # detach inside the level: a tangent that is its own primal must not stay a dual tensor
+        return [primal.detach().clone(), None if out_tangent is None else out_tangent.detach().clone()]
+
+
+def _tangent_of(record: dict) -> object:
+    value = record.get("value")
+    return value[1] if isinstance(value, list) and len(value) == 2 else None
+
+
+def _agrees_with_central_difference(f: Callable, x: torch.Tensor, tangent: torch.Tensor, got: object) -> bool:
+    """Is ``got`` the directional derivative of the student's own forward (float64, step 1e-6)?"""
+    if not isinstance(got, torch.Tensor) or got.shape != x.shape or not got.is_floating_point():
+        return False
+    try:
+        with torch.no_grad():
+            h = 1e-6
+            fd = (f(x + h * tangent) - f(x - h * tangent)) / (2 * h)
+        return bool(torch.allclose(got.double(), fd.double(), rtol=1e-4, atol=1e-6))
+    except Exception:  # noqa: BLE001 - whatever the student's forward does, gradcheck is then skipped
+        return False
+
+
+def sig_forward(ns, req: dict) -> dict:
+    f = _sig_class(ns).apply
+    x, tangent = req["x"], req["tangent"]
+    facts = {
+        "jvp": outcome("torch.func.jvp", lambda: detached(torch.func.jvp(f, (x,), (tangent,)))),
+        "dual": outcome("a dual tensor (forward_ad)", lambda: _dual_tangent(f, x, tangent)),
+        "jacfwd": outcome("torch.func.jacfwd", lambda: detached(torch.func.jacfwd(f)(req["small"]))),
+    }
+    # gradcheck with forward AD can crash the whole process (RecursionError, segfault) when jvp
+    # returns a wrong tangent such as the saved output itself: run it only on tangents that look right.
+    if all(_agrees_with_central_difference(f, x, tangent, _tangent_of(facts[k])) for k in ("jvp", "dual")):
+        facts["gradcheck"] = outcome("gradcheck(check_forward_ad=True, check_batched_grad=True)",
+                                     lambda: torch.autograd.gradcheck(f, (req["gc"].clone().requires_grad_(),),
+                                                                      check_forward_ad=True, check_batched_grad=True))
+    else:
+        facts["gradcheck"] = {"skipped": True}
+    return facts
+
+
+# --------------------------------------------------------------------------- custom_op
+def _op(ns) -> object:
+    """The student's ``numpy_sin``; a stub still in its kernel makes every stage "not attempted" at once."""
+    obj = lookup(ns, "numpy_sin", "custom_op")
+    if callable(obj):
+        outcome("numpy_sin(x)", lambda: obj(torch.zeros(1)))
+    return obj
+
+
+def op_values(ns, req: dict) -> dict:
+    from torch._library.custom_ops import OPDEFS, CustomOpDef
+
+    obj = _op(ns)
+    is_op = isinstance(obj, CustomOpDef)
+    facts = {"type": type(obj).__name__, "is_custom_op": is_op, "name": str(obj._qualname) if is_op else None,
+             "current": OPDEFS.get(OP_NAME) is obj, "values": [], "via_ops": None}
+    if callable(obj):
+        facts["values"] = [{k: detached(v) for k, v in outcome("numpy_sin(x)", lambda x=x: obj(x.clone())).items()}
+                           for x in (req["x"], req["x32"])]
+    if facts["current"]:
+        facts["via_ops"] = {k: detached(v) for k, v in outcome(
+            "torch.ops.course.numpy_sin(x)", lambda: torch.ops.course.numpy_sin(req["x"].clone())).items()}
+    return facts
+
+
+def op_fake(ns, req: dict) -> dict:
+    obj = _op(ns)
+    return {"opcheck": outcome("the fake implementation", lambda: torch.library.opcheck(obj, (req["x"].clone(),)))}
+
+
+def op_autograd(ns, req: dict) -> dict:
+    obj = _op(ns)
+    x = req["x"].clone().requires_grad_()
+    out = outcome("numpy_sin(x)", lambda: obj(x))
+    backward = outcome("the backward of numpy_sin", lambda: out["value"].backward(req["g"])) if "value" in out else out
+    facts = {"backward": {k: detached(v) for k, v in backward.items()}, "grad": detached(x.grad),
+             "gradcheck": None, "opcheck": None}
+    if "value" in backward:  # the judge stops at a failed backward: spare the slower checks
+        facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
+            obj, (req["gc"].clone().requires_grad_(),)))
+        facts["opcheck"] = outcome("torch.library.opcheck", lambda: torch.library.opcheck(
+            obj, (req["x"].clone().requires_grad_(),)))
+    return facts
+
+
+def _compile_run(obj: Callable, x: torch.Tensor) -> dict:
+    from torch._dynamo.backends.registry import lookup_backend
+
+    aot_eager = lookup_backend("aot_eager")  # no code generation: cheap, and no compiler needed
+    graphs: list[list[str]] = []
+
+    def recording_backend(gm, example_inputs):
+        graphs.append(sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}))
+        return aot_eager(gm, example_inputs)
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(lambda t: obj(t * 2).pow(2).sum(), backend=recording_backend, fullgraph=True)
+        xc = x.clone().requires_grad_()
+        out = compiled(xc)
+        out.backward()
+        return {"out": out.detach(), "grad": detached(xc.grad), "graphs": graphs}
+    finally:
+        torch._dynamo.reset()  # keep no compiled code that refers to the student's objects
+
+
+def op_compile(ns, req: dict) -> dict:
+    obj = _op(ns)
+    return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
+
+
+PROBES = {"func_sigmoid": (sig_eager, sig_func, sig_forward), "custom_op": (op_values, op_fake, op_autograd, op_compile)}

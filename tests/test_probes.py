@@ -1,0 +1,51 @@
+"""The probes: all the grader's sandbox holds of the course, and never a reference.
+
+``course_utils.probes`` must import nothing of ``course_utils.checks`` (references,
+expected values, judging), every exercise's stages must run exactly the registered probes,
+and every error code a probe can report must be one the judge's catalogue knows (an
+unknown code earns nothing and reads as "malformed").
+"""
+import ast
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+from course_utils import checks, probes
+
+PROBES_DIR = ROOT / "course_utils" / "probes"
+
+
+def test_probes_import_nothing_of_the_checks():
+    code = ("import sys, course_utils.probes, course_utils.grading.runner; "
+            "bad = sorted(m for m in sys.modules if m.startswith(('course_utils.checks', 'course_utils.release', "
+            "'course_utils.grading.judge', 'course_utils.grading.collect'))); print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    for path in PROBES_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level <= 1 or node.module in ("wire",), f"{path.name} imports ..{node.module}"
+                assert "checks" not in (node.module or ""), f"{path.name} imports {node.module}"
+
+
+def test_every_exercise_runs_exactly_its_registered_probes():
+    assert set(probes.PROBES) == set(checks.EXERCISES)
+    for gid, ex in checks.EXERCISES.items():
+        assert tuple(s.probe for s in ex.stages) == probes.PROBES[gid], gid
+
+
+def test_every_code_a_probe_reports_is_catalogued():
+    codes = set()
+    for path in PROBES_DIR.glob("*.py"):
+        codes |= set(re.findall(r'Mistake\(\s*"(\w+)"', path.read_text()))
+        codes |= set(re.findall(r'"code":\s*"(\w+)"', path.read_text()))
+    assert codes and codes <= set(checks.MISTAKES), codes - set(checks.MISTAKES)
+
+
+def test_the_probes_hold_no_expected_values():
+    """No reference call of the lessons' functions: the probes call the student's code and torch's transforms only."""
+    text = "\n".join(p.read_text() for p in PROBES_DIR.glob("*.py"))
+    for reference in ("torch.sigmoid(", "torch.sin(", "F.silu(", "torch.sqrt(", "F.linear(", "nn.Linear(",
+                      "torch.maximum(", "torch.tanh(", "torch.relu("):
+        assert reference not in text, reference
