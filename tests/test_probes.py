@@ -49,3 +49,37 @@ def test_the_probes_hold_no_expected_values():
     for reference in ("torch.sigmoid(", "torch.sin(", "F.silu(", "torch.sqrt(", "F.linear(", "nn.Linear(",
                       "torch.maximum(", "torch.tanh(", "torch.relu("):
         assert reference not in text, reference
+
+
+CONTAINERS = {
+    "a list": "ctx.kept = [a, b]", "a tuple": "ctx.kept = (a, b)", "a dict": "ctx.kept = {'a': a, 'b': b}",
+    "a nested list": "ctx.kept = [[a], [b]]",
+}
+
+
+def test_tensors_kept_on_ctx_in_any_container_are_found():
+    """ctx.kept = [a, b] bypasses save_for_backward just as ctx.a = a does (and once passed the check)."""
+    import textwrap
+
+    from test_checks import ns_from
+
+    for what, line in CONTAINERS.items():
+        src = textwrap.dedent(f"""
+        class Mul(Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                {line}
+                return a * b
+            @staticmethod
+            def backward(ctx, g):
+                k = ctx.kept
+                a, b = (k["a"], k["b"]) if isinstance(k, dict) else (k[0], k[1])
+                a, b = (a[0], b[0]) if isinstance(a, list) else (a, b)
+                return g * b, g * a
+        """)
+        result = checks.run_check("mul", ns_from(src))
+        assert result.mistakes == ["tensor_on_ctx"] and "ctx.kept" in result.feedback, (what, result.report())
+    ok = "ctx.shapes = [a.shape, b.shape]; ctx.save_for_backward(a, b)"
+    src = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        " + ok + "\n        return a * b\n"
+           "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
+    assert checks.run_check("mul", ns_from(src)).status == "passed"  # plain data on ctx is fine
