@@ -28,8 +28,11 @@ nbgrader_api = pytest.importorskip("nbgrader.api", reason="nbgrader is installed
                                    "(requirements-instructor.txt)")
 
 BIN = Path(sys.executable).parent
-ASSIGNMENTS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_exercises.ipynb")
-                     if (ROOT / "exercises" / p.name).exists())
+ALL_ASSIGNMENTS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_exercises.ipynb")
+                         if (ROOT / "exercises" / p.name).exists())
+# this module grades every other assignment; test_nbgrader_second_half.py the rest, so that the two
+# halves run on separate test workers (each is minutes of notebook execution)
+ASSIGNMENTS = ALL_ASSIGNMENTS[0::2]
 STUDENTS = ("correct", "partly", "wrong", "unattempted")
 CONFIG = """c = get_config()
 c.CourseDirectory.root = {root!r}
@@ -79,17 +82,22 @@ def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """nbgrader's points, our points, nbgrader's exported totals and our feedback, keyed by (student, assignment)."""
+    return grade_with_both(tmp_path_factory, ASSIGNMENTS)
+
+
+def grade_with_both(tmp_path_factory, assignments: list[str]):
+    """nbgrader's points, our points, nbgrader's exported totals, our feedback (keyed by (student, assignment)),
+    and the assignments graded."""
     course = tmp_path_factory.mktemp("nbgrader")
     (course / "jupyter").mkdir()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONPATH=str(ROOT),
                JUPYTER_CONFIG_DIR=str(course / "jupyter"), PYTHONHASHSEED="0")
     (course / "nbgrader_config.py").write_text(CONFIG.format(root=str(course)))
-    for name in ASSIGNMENTS:
+    for name in assignments:
         (course / "source" / name).mkdir(parents=True)
         shutil.copy(ROOT / "solutions" / f"{name}.ipynb", course / "source" / name)
     run([str(BIN / "nbgrader"), "generate_assignment", "*", "--create"], course, env)
-    for name in ASSIGNMENTS:
+    for name in assignments:
         released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
         solution = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
         for student in STUDENTS:
@@ -108,7 +116,7 @@ def graded(tmp_path_factory):
 
     theirs: dict = {}
     with nbgrader_api.Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        for name in ASSIGNMENTS:
+        for name in assignments:
             for student in STUDENTS:
                 notebook = gb.find_submission_notebook(name, name, student)
                 theirs[student, name] = {g.name: g.score for g in notebook.grades}
@@ -121,17 +129,19 @@ def graded(tmp_path_factory):
         feedback[student, row["assignment"]] = "\n".join(e["feedback"] for e in row["exercises"].values())
     with open(course / "grades.csv") as f:
         exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
-    return theirs, mine, exported, feedback
+    return theirs, mine, exported, feedback, assignments
 
 
 def test_every_assignment_is_graded_by_both():
-    assert len(ASSIGNMENTS) >= 5, ASSIGNMENTS
+    from test_nbgrader_second_half import ASSIGNMENTS as second
+
+    assert len(ALL_ASSIGNMENTS) >= 5 and sorted(ASSIGNMENTS + second) == ALL_ASSIGNMENTS, ALL_ASSIGNMENTS
 
 
 @pytest.mark.parametrize("student", STUDENTS)
 def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
-    theirs, mine, exported, feedback = graded
-    for name in ASSIGNMENTS:
+    theirs, mine, exported, feedback, assignments = graded
+    for name in assignments:
         assert set(theirs[student, name]) == set(mine[student, name]), (
             f"{name}: solutions/ and exercises/ have different exercises; run ./course build")
         assert theirs[student, name] == pytest.approx(mine[student, name]), (
@@ -140,10 +150,10 @@ def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
 
 
 def test_scores_tell_the_students_apart(graded):
-    theirs = graded[0]
+    theirs, assignments = graded[0], graded[-1]
     from course_utils.checks import EXERCISES
 
-    for name in ASSIGNMENTS:
+    for name in assignments:
         total = {s: sum(theirs[s, name].values()) for s in STUDENTS}
         full = sum(EXERCISES[g].points for g in theirs["correct", name])
         assert total["correct"] == full, name
@@ -155,15 +165,15 @@ def test_scores_tell_the_students_apart(graded):
 
 def test_the_issue_case_no_longer_gets_full_marks(graded):
     """Unattempted and IndentationError submissions used to get full marks in nbgrader."""
-    theirs = graded[0]
-    for name in ASSIGNMENTS:
+    theirs, assignments = graded[0], graded[-1]
+    for name in assignments:
         first = next(iter(theirs["wrong", name]))
         assert theirs["wrong", name][first] == 0, name
 
 
 def test_check_cells_end_with_the_check_call():
     """nbgrader reads the cell's value: a check cell whose last line is not the call would get full marks."""
-    for name in ASSIGNMENTS:
+    for name in ALL_ASSIGNMENTS:
         nb = nbformat.read(ROOT / "exercises" / f"{name}.ipynb", as_version=4)
         for cell in nb.cells:
             if cell.metadata.get("nbgrader", {}).get("grade"):
