@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from .. import probes, wire
 from ..errors import CourseError
 from ..probes import guard
-from ..probes.guard import TIME_LIMIT, CappedText, NotAttempted, attempt, call, limited, lookup, where
-
-__all__ = ["CappedText", "NotAttempted", "attempt", "call", "limited", "lookup", "where"]  # the probes' helpers
+from ..probes.guard import TIME_LIMIT, NotAttempted
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
 
 MISTAKES: dict[str, str] = {}
@@ -122,13 +120,6 @@ def unwrap(facts: object) -> dict:
     if "$error" in facts:
         raise_error(facts["$error"])
     return facts
-
-
-def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
-    if name not in ns:
-        raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined. Run your answer cell above "
-                      f"(it must define `{name}`), then this check.")
-    return ns[name]
 
 
 # --------------------------------------------------------------------------- the two halves

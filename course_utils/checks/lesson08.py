@@ -15,9 +15,6 @@ import torch
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .functions import close, fmt, grad_output, max_err, tensor_arg
 from ..probes import lesson08 as probes
-from ..probes.lesson08 import STUB_MARK, detached as _detached, outcome
-
-__all__ = ["STUB_MARK", "_detached", "outcome"]  # the probe helpers, as lesson08_op and tests know them
 
 catalogue({
     "no_setup_context": "the Function has no setup_context, so torch.func transforms refuse it",

@@ -29,13 +29,17 @@ def grad_output(shape, dtype, seed: int, device: torch.device | str = "cpu") -> 
     return torch.randn(tuple(shape), generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
 
 
-def function_class(ns, req: dict) -> type:
-    gid, name = req["gid"], req["cls"]
-    obj = lookup(ns, name, gid)
+def fn_class(ns, grade_id: str, name: str) -> type:
+    """The student's ``name``, which must be a torch.autograd.Function subclass."""
+    obj = lookup(ns, name, grade_id)
     if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"{gid}: `{name}` should be a class deriving from "
+        raise Mistake("not_a_function", f"{grade_id}: `{name}` should be a class deriving from "
                       f"torch.autograd.Function, but it is {obj!r:.80}.")
     return obj
+
+
+def function_class(ns, req: dict) -> type:
+    return fn_class(ns, req["gid"], req["cls"])
 
 
 def forward(ns, req: dict) -> dict:

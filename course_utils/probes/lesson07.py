@@ -6,18 +6,10 @@ import torch
 from torch.autograd.function import BackwardCFunction, once_differentiable
 
 from . import functions as f
-from .functions import materialize, tensors_on
-from .guard import Mistake, attempt, call, lookup
+from .functions import fn_class, materialize, tensors_on
+from .guard import Mistake, attempt, call
 
 _ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
-
-
-def fn_class(ns, grade_id: str, name: str) -> type:
-    obj = lookup(ns, name, grade_id)
-    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"{grade_id}: `{name}` should be a class deriving from "
-                      f"torch.autograd.Function, but it is {obj!r:.80}.")
-    return obj
 
 
 def node_kind(t: object) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from .guard import Mistake, NotAttempted, call, lookup, where
+from .functions import fn_class
+from .guard import NotAttempted, call, lookup, where
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
 OP_NAME = "course::numpy_sin"
@@ -54,11 +55,7 @@ def detached(value: object) -> object:
 
 # --------------------------------------------------------------------------- func_sigmoid
 def _sig_class(ns) -> type:
-    obj = lookup(ns, "FuncSigmoid", "func_sigmoid")
-    if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
-        raise Mistake("not_a_function", f"func_sigmoid: `FuncSigmoid` should be a class deriving from "
-                      f"torch.autograd.Function, but it is {obj!r:.80}.")
-    return obj
+    return fn_class(ns, "func_sigmoid", "FuncSigmoid")
 
 
 def _style(cls: type) -> dict:
