@@ -111,3 +111,18 @@ class Scalar(Scalar):
 """
     result = checks.run_check("scalar_ops", ns_from(source))
     assert result.status == "not attempted", result.report()
+
+
+BUGS["scalar_pow_at_zero"] = ("scalar_ops", ops_source(pow_local="p * self.data ** p / self.data"),
+                              ["x ** 3 at x = 0", "p * x ** (p - 1)"])
+
+
+def test_power_rule_through_exp_and_log_fails_at_zero_and_negative_x():
+    source = ops_source(pow_local="p * math.exp((p - 1) * math.log(abs(self.data))) if self.data else 0.0")
+    result = checks.run_check("scalar_ops", ns_from(source))  # wrong sign at negative x for odd p - 1
+    assert result.status == "failed", result.report()
+
+
+def test_power_rule_with_an_explicit_zero_case_passes():
+    source = ops_source(pow_local="(p * self.data ** p / self.data if self.data != 0 else p * 0.0 ** (p - 1))")
+    assert checks.run_check("scalar_ops", ns_from(source)).status == "passed"

@@ -78,3 +78,14 @@ def test_solution_clips_like_the_formula():
     assert torch.allclose(x.grad.norm(), torch.tensor(2.0)) and torch.allclose(x.grad / x.grad.norm(), g / g.norm())
     assert not torch.autograd.gradcheck(ClipGrad.apply, (torch.randn(3, dtype=torch.float64, requires_grad=True), 0.5),
                                         raise_exception=False)
+
+
+def test_clip_with_pytorchs_own_epsilon_passes():
+    """torch.nn.utils.clip_grad_norm_ writes the scale max_norm / (norm + 1e-6): also right."""
+    source = clip("return g * (m / (g.norm() + 1e-6)).clamp(max=1), None")
+    assert checks.run_check("clip_grad", ns_from(source)).status == "passed"
+
+
+def test_clip_with_a_large_epsilon_fails():
+    source = clip("return g * (m / (g.norm() + 1e-2)).clamp(max=1), None")
+    assert checks.run_check("clip_grad", ns_from(source)).status == "failed"

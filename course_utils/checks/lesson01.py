@@ -41,9 +41,9 @@ PROBES = [(label, build, inputs, kind) for (label, build), inputs, kind in zip(E
 
 
 def perturbed(seed: int, expressions: list) -> dict:
-    """The probes' inputs, moved by up to 0.2 for seeds other than 0 (the notebook's)."""
+    """The probes' inputs, moved by up to 0.2 for seeds other than 0 (the notebook's); an input 0 stays 0."""
     rng = random.Random(seed)
-    return {"inputs": [[x + (rng.uniform(-0.2, 0.2) if seed else 0.0) for x in p[2]] for p in expressions]}
+    return {"inputs": [[x + (rng.uniform(-0.2, 0.2) if seed and x != 0 else 0.0) for x in p[2]] for p in expressions]}
 
 
 def _request(seed: int) -> dict:

@@ -20,18 +20,21 @@ catalogue({
     "scalar_reflected_order": "number / Scalar computes Scalar / number (reflected operator with swapped operands)",
     "scalar_div_denominator": "the local derivative of a quotient with respect to its denominator is wrong",
     "scalar_tanh_input": "tanh's local derivative uses the input (1 - x**2) instead of the output (1 - tanh(x)**2)",
+    "scalar_pow_at_zero": "the power rule is written so that it fails at x = 0 (e.g. p * x**p / x divides by zero)",
 })
 
 API = list(zip(OPS_API, [2.0, 1.5, 1.5, 8.0, 2.0, math.exp(0.5), math.tanh(0.5)]))  # ((label, build), value)
 
 
-INPUTS = [(1.3, -0.7), (1.3,), (0.8,), (1.2,), (1.7,), (0.7,), (0.4,), (1.1,), (0.9, 1.6), (0.6, -1.4)]
-KINDS = ["div", "div", "rdiv", "pow", "pow", "exp", "tanh", "shared", "shared", "shared"]  # what a failure points at
+INPUTS = [(1.3, -0.7), (1.3,), (0.8,), (1.2,), (1.7,), (0.0,), (-1.3,), (0.7,), (0.4,), (1.1,), (0.9, 1.6),
+          (0.6, -1.4)]  # x ** 3 at 0 and x ** 2 at a negative x: a rule written p * x**p / x fails there
+KINDS = ["div", "div", "rdiv", "pow", "pow", "pow0", "pow", "exp", "tanh", "shared", "shared", "shared"]  # what a failure points at
 PROBES = [(label, build, inputs, kind) for (label, build), inputs, kind in zip(OPS_EXPRESSIONS, INPUTS, KINDS)]
 
 RULES = {
     "div": "d(a / b)/da = 1 / b",
     "pow": "d(a ** p)/da = p * a ** (p - 1)",
+    "pow0": "d(a ** p)/da = p * a ** (p - 1)",
     "exp": "d(exp(a))/da = exp(a), the output",
     "tanh": "d(tanh(a))/da = 1 - tanh(a) ** 2",
 }
@@ -56,8 +59,16 @@ def _judge_api(req, facts):
 
 def _judge_backward(req, facts):
     for (label, build, _, kind), inputs, got in zip(PROBES, req["inputs"], facts["probes"]):
+        if kind == "pow0" and isinstance(got, dict) and "$error" in got:
+            raise Mistake("scalar_pow_at_zero", f"{GID}: {label} at x = 0 failed in backward or while building it "
+                          "(the power rule probably divides by x, as in p * x**p / x); record the local derivative "
+                          "p * x ** (p - 1), which is defined at 0.")
         ours = unwrap(got)["grads"]
         want = torch_grads(build, inputs)
+        if kind == "pow0" and not grads_match(ours, want):
+            raise Mistake("scalar_pow_at_zero", f"{GID}: {describe_grads(label, inputs, ours, want)}; at x = 0 the "
+                          "power rule must still give p * x ** (p - 1) (a rule written p * x**p / x gives nan or "
+                          "divides by zero there).")
         if grads_match(ours, want):
             continue
         where = describe_grads(label, inputs, ours, want)

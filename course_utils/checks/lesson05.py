@@ -63,6 +63,14 @@ class _ClipReference(torch.autograd.Function):
         return grad_output * (ctx.max_norm / grad_output.norm()).clamp(max=1), None
 
 
+class _ClipReferenceEps(_ClipReference):
+    """clip_grad_norm_'s own spelling, also correct: the scale max_norm / (norm + 1e-6), clamped to 1."""
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        return grad_output * (ctx.max_norm / (grad_output.norm() + 1e-6)).clamp(max=1), None
+
+
 def _clip_cases(base: int):
     # the second argument is a ratio here; _clip_request turns it into max_norm = ratio * norm(grad_output)
     return [
@@ -105,5 +113,6 @@ def _clip_diagnose(i, got, want, args, g):
 
 
 CLIP_GRAD = FunctionSpec("clip_grad", "ClipGrad", ("x", "max_norm"), _ClipReference.apply, _clip_cases,
-                         "x unchanged (gradient clipped in backward)", _clip_diagnose)
+                         "x unchanged (gradient clipped in backward)", _clip_diagnose,
+                         also_correct=(_ClipReferenceEps.apply,))
 EXERCISES.append(replace(function_exercise(CLIP_GRAD, "ClipGrad", 1, 2), request=_clip_request))

@@ -75,6 +75,8 @@ OPS_EXPRESSIONS: list[tuple[str, Callable]] = [  # (label, build(values)): with 
     ("2 / x", lambda v: 2 / v[0]),
     ("x ** 3", lambda v: v[0] ** 3),
     ("x ** 0.5", lambda v: v[0] ** 0.5),
+    ("x ** 3", lambda v: v[0] ** 3),
+    ("x ** 2", lambda v: v[0] ** 2),
     ("x.exp()", lambda v: v[0].exp()),
     ("x.tanh()", lambda v: v[0].tanh()),
     ("x / x (x used twice)", lambda v: v[0] / v[0]),
