@@ -1,8 +1,9 @@
-"""Lesson 08 exercise ``func_sigmoid``: a new-style Function under torch.func and forward mode.
+"""Lesson 08 exercise ``func_softmax``: a new-style Function with a non-elementwise VJP and JVP,
+under torch.func (vmap, jacrev, hessian) and forward mode.
 
 Each probe runs the student's code under one transform at a time and reports the value
 or the error text (``outcome``, shared with ``lesson08_op``); the judge compares with
-``torch.sigmoid`` and reads PyTorch's error messages to name the likely cause.
+``torch.softmax`` and reads PyTorch's error messages to name the likely cause.
 
 One hazard is handled beside the student's code: a ``jvp`` that returns the saved output
 itself makes ``gradcheck(check_forward_ad=True)`` crash the process, so that gradcheck
@@ -13,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .engine import unwrap
 from .functions import close, fmt, grad_output, max_err, tensor_arg
 from ..probes import lesson08 as probes
 
@@ -24,6 +26,10 @@ catalogue({
     "no_jvp": "the Function has no jvp staticmethod, so forward mode fails",
     "jvp_not_saved": "jvp reads ctx.saved_tensors but setup_context did not call save_for_forward",
     "jvp_wrong_tangent": "jvp returns the wrong tangent",
+    "softmax_unstable": "softmax overflows for large inputs (exp of x without subtracting the row maximum)",
+    "softmax_jacobian": "backward forms the full Jacobian (or another tensor far larger than the input)",
+    "softmax_elementwise": "backward treats softmax as elementwise: y (1 - y) g, without the sum over the row",
+    "softmax_not_differentiable": "backward is not differentiable itself (once_differentiable, detach, NumPy), so hessian fails",
 })
 
 def _value(record: object, what: str) -> object:
@@ -33,146 +39,183 @@ def _value(record: object, what: str) -> object:
     return record.get("value")
 
 
-# --------------------------------------------------------------------------- func_sigmoid
-def _sig_request(seed: int) -> dict:
+# --------------------------------------------------------------------------- func_softmax
+GID = "func_softmax"
+
+
+def _request(seed: int) -> dict:
     base = 1000 * seed
     t = lambda shape, k, dtype=torch.float64: tensor_arg(shape, base + k, dtype)["t"]  # noqa: E731
-    return {"x": t((6,), 1), "g": grad_output((6,), torch.float64, base + 2),
-            "x32": t((2, 3), 3, torch.float32), "g32": grad_output((2, 3), torch.float32, base + 4),
-            "batch": t((3, 4), 5), "w": t((4,), 6), "tangent": t((6,), 7), "small": t((4,), 8), "gc": t((5,), 9)}
+    stable = torch.tensor([[1e4, 1e4 - 1.0, -1e4], [0.0, 1.0, 2.0]], dtype=torch.float64)
+    xs = [t((3, 5), 1), t((2, 3, 4), 2, torch.float32), stable, t((6,), 3)]
+    return {"xs": xs, "gs": [grad_output(x.shape, x.dtype, base + 10 + k) for k, x in enumerate(xs)],
+            "big": t((64, 512), 4), "big_g": grad_output((64, 512), torch.float64, base + 5),
+            "x": t((3, 5), 6), "batch": t((3, 2, 4), 7), "small": t((2, 4), 8), "tangent": t((3, 5), 9),
+            "gc": t((2, 4), 11)}
 
 
-def _tangent_of(record: dict) -> object:
-    value = record.get("value")
-    return value[1] if isinstance(value, list) and len(value) == 2 else None
+def softmax_vjp(y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    return y * (g - (g * y).sum(-1, keepdim=True))
 
 
-def _dsig(x: torch.Tensor) -> torch.Tensor:
-    s = torch.sigmoid(x)
-    return s * (1 - s)
-
-
-def _sig_error(transform: str, error: str, style: dict | None = None) -> Mistake:
+def _error(transform: str, error: str, style: dict | None = None) -> Mistake:
     """The diagnosis for an error message of one transform."""
     if "must override the setup_context" in error:
-        return Mistake("no_setup_context", f"func_sigmoid: {transform} failed because FuncSigmoid has no "
-                       "setup_context: write forward(x) without ctx and save tensors in "
-                       "setup_context(ctx, inputs, output), as torch.func requires.")
+        return Mistake("no_setup_context", f"{GID}: {transform} failed because FuncSoftmax has no setup_context: "
+                       "write forward(x) without ctx and save tensors in setup_context(ctx, inputs, output), as "
+                       "torch.func requires.")
     if "missing a required argument" in error:
-        return Mistake("ctx_in_forward", f"func_sigmoid: {transform} raised {error.split(' (in ')[0]}: with "
-                       "setup_context defined, forward takes only the inputs (forward(x), no ctx); save tensors "
-                       "in setup_context instead.")
+        return Mistake("ctx_in_forward", f"{GID}: {transform} raised {error.split(' (in ')[0]}: with setup_context "
+                       "defined, forward takes only the inputs (forward(x), no ctx).")
     if "does not have vmap support" in error:
-        return Mistake("no_vmap_rule", f"func_sigmoid: {transform} failed because FuncSigmoid has no vmap rule; "
-                       "its forward is made of PyTorch ops, so add the class attribute generate_vmap_rule = True.")
+        return Mistake("no_vmap_rule", f"{GID}: {transform} failed because FuncSoftmax has no vmap rule; add "
+                       "generate_vmap_rule = True (its forward is made of PyTorch ops) or a vmap staticmethod.")
     if "must implement the jvp function" in error:
-        return Mistake("no_jvp", f"func_sigmoid: {transform} failed because FuncSigmoid has no jvp staticmethod; "
-                       "add jvp(ctx, x_tangent) returning the output's tangent.")
+        return Mistake("no_jvp", f"{GID}: {transform} failed because FuncSoftmax has no jvp staticmethod; add "
+                       "jvp(ctx, x_tangent) returning the output's tangent.")
     if "not enough values to unpack" in error and "in jvp" in error:
-        return Mistake("jvp_not_saved", f"func_sigmoid: {transform} failed: jvp found nothing in "
-                       "ctx.saved_tensors; call ctx.save_for_forward(output) in setup_context (save_for_backward "
-                       "only serves backward).")
+        return Mistake("jvp_not_saved", f"{GID}: {transform} failed: jvp found nothing in ctx.saved_tensors; call "
+                       "ctx.save_for_forward(output) in setup_context (save_for_backward only serves backward).")
     if "not enough values to unpack" in error:
-        return Mistake("nothing_saved", f"func_sigmoid: {transform} failed: backward found nothing in "
-                       "ctx.saved_tensors; setup_context must call ctx.save_for_backward(output).")
-    if "GradcheckError" in error:
-        return Mistake("gradcheck_failed", f"func_sigmoid: {transform} failed: {error.split(': ', 1)[-1]}")
+        return Mistake("nothing_saved", f"{GID}: {transform} failed: backward found nothing in ctx.saved_tensors; "
+                       "setup_context must call ctx.save_for_backward(output).")
+    if any(s in error for s in ("once_differentiable", "numpy", "does not require grad", "doesn't have storage",
+                                "differentiate twice")):
+        return Mistake("softmax_not_differentiable", f"{GID}: {transform} needs to differentiate your backward, "
+                       f"and it failed ({error[:160]}); write backward with differentiable torch ops on the saved "
+                       "output (no once_differentiable, .detach(), .numpy()).")
     if style and not style.get("setup_context"):
-        return Mistake("no_setup_context", f"func_sigmoid: {transform} raised {error}; FuncSigmoid has no "
-                       "setup_context, which forward mode and torch.func need.")
-    return Mistake("raised", f"func_sigmoid: {transform} raised {error}")
+        return Mistake("no_setup_context", f"{GID}: {transform} raised {error}; FuncSoftmax has no setup_context, "
+                       "which forward mode and torch.func need.")
+    return Mistake("raised", f"{GID}: {transform} raised {error}")
 
 
-def _sig_value(record: object, transform: str, style: dict | None = None) -> object:
+def _value_of(record: object, transform: str, style: dict | None = None) -> object:
     value = _value(record, transform)
     if "error" in record:
-        raise _sig_error(transform, str(record["error"]), style)
+        raise _error(transform, str(record["error"]), style)
     return value
 
 
-def _sig_compare(got: object, want: torch.Tensor, transform: str, code: str = "gradient_wrong") -> None:
+def _compare(got: object, want: torch.Tensor, transform: str, code: str = "gradient_wrong") -> None:
     if not close(got, want, want.dtype):
         detail = (f"largest error {fmt(max_err(got, want))}" if isinstance(got, torch.Tensor) and got.shape == want.shape
                   else f"got {tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}, "
                   f"expected shape {tuple(want.shape)}")
-        raise Mistake(code, f"func_sigmoid: {transform} does not match torch.sigmoid ({detail}).")
+        raise Mistake(code, f"{GID}: {transform} does not match torch.softmax ({detail}).")
 
 
-def _judge_sig_eager(req: dict, facts: dict) -> None:
+def _judge_eager(req: dict, facts: dict) -> None:
     style = facts["style"]
-    for case, (x, g) in zip(facts["cases"], ((req["x"], req["g"]), (req["x32"], req["g32"]))):
-        what = f"FuncSigmoid.apply on {x.dtype} input"
-        out = _sig_value(case["forward"], what, style)
-        _sig_compare(out, torch.sigmoid(x), f"forward ({what})", "forward_wrong")
-        _sig_value(case["backward"], f".backward() ({x.dtype})", style)
-        got, want = case["grad"], g * _dsig(x)
-        if not close(got, want, x.dtype) and close(got, _dsig(x), x.dtype):
-            raise Mistake("forgot_grad_output", "func_sigmoid: the gradient from .backward() is missing the factor "
-                          "grad_output; backward must return grad_output times the local derivative.")
-        if not close(got, want, x.dtype) and close(got, g * _dsig(torch.sigmoid(x)), x.dtype):
-            raise Mistake("saved_wrong_tensor", "func_sigmoid: backward applied sigmoid to the saved tensor, but it "
-                          "already is the output y; the derivative is y * (1 - y), with y used as it is.")
-        _sig_compare(got, want, f"the gradient from .backward() ({x.dtype})")
-    if len(facts["cases"]) != 2:
+    for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
+        what = f"FuncSoftmax.apply on a {x.dtype} input of shape {tuple(x.shape)}"
+        out = _value_of(case["forward"], what, style)
+        y = torch.softmax(x, -1)
+        if isinstance(out, torch.Tensor) and out.shape == y.shape and not torch.isfinite(out).all():
+            raise Mistake("softmax_unstable", f"{GID}: forward gives nan or inf for {what} with entries near 1e4: "
+                          "exp(1e4) overflows. Subtract each row's maximum first (softmax(x) = softmax(x - max)).")
+        _compare(out, y, f"forward ({what})", "forward_wrong")
+        if case["ctx_tensors"]:
+            raise Mistake("tensor_on_ctx", f"{GID}: a tensor is stored as ctx.{case['ctx_tensors'][0]}; save tensors "
+                          "with ctx.save_for_backward / ctx.save_for_forward in setup_context.")
+        _value_of(case["backward"], f".backward() ({x.dtype})", style)
+        got, want = case["grad"], softmax_vjp(y, g.to(y.dtype))
+        if not close(got, want, x.dtype) and close(got, g * y * (1 - y), x.dtype):
+            raise Mistake("softmax_elementwise", f"{GID}: the gradient from .backward() is grad_output * y * (1 - y), "
+                          "the diagonal of the Jacobian only; every output of a row depends on every input, so "
+                          "subtract the row sum: y * (g - (g * y).sum(-1, keepdim=True)).")
+        _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})")
+    if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
 
 
-def _judge_sig_func(req: dict, facts: dict) -> None:
+def _judge_memory(req: dict, facts: dict) -> None:
+    got = unwrap(facts)
+    if got["node"] is not True:
+        raise Mistake("no_graph", f"{GID}: the output of FuncSoftmax.apply has no FuncSoftmaxBackward node.")
+    x = req["big"]
+    limit = 2 * x.numel()
+    biggest = max((int(n) for _, n in got["ops"]), default=0)
+    if biggest > limit:
+        op = next(str(o) for o, n in got["ops"] if int(n) == biggest)
+        raise Mistake("softmax_jacobian", f"{GID}: for x of shape {tuple(x.shape)} backward made a tensor of "
+                      f"{biggest} elements ({op}), more than twice x's {x.numel()}: it forms the Jacobian (or a "
+                      "batch of them). The vector-Jacobian product needs none: y * (g - (g * y).sum(-1, keepdim=True)).")
+    want = softmax_vjp(torch.softmax(x, -1), req["big_g"])
+    _compare(got["grad"], want, "backward for x of shape (64, 512)")
+
+
+def _judge_func(req: dict, facts: dict) -> None:
     x, small, batch = req["x"], req["small"], req["batch"]
-    wants = {"grad": req["g"] * _dsig(x), "jacrev": torch.diag(_dsig(small)), "vmap": torch.sigmoid(batch),
-             "vmap_grad": req["w"] * _dsig(batch)}
-    names = {"grad": "torch.func.grad", "jacrev": "torch.func.jacrev", "vmap": "torch.func.vmap(FuncSigmoid.apply)",
-             "vmap_grad": "vmap(grad(...))"}
+
+    def h(t):
+        return torch.softmax(t, -1)[..., 0].sum()
+    wants = {"vmap": torch.softmax(batch, -1), "grad": torch.func.grad(h)(x), "jacrev": torch.func.jacrev(h)(small),
+             "vmap_grad": torch.func.vmap(torch.func.grad(h))(batch),
+             "jacrev2": torch.func.jacrev(torch.func.jacrev(h))(small)}
+    names = {"vmap": "torch.func.vmap(FuncSoftmax.apply)", "grad": "torch.func.grad of f(x)[..., 0].sum()",
+             "jacrev": "torch.func.jacrev of f(x)[..., 0].sum()", "vmap_grad": "vmap(grad(...))",
+             "jacrev2": "jacrev(jacrev(...)) of f(x)[..., 0].sum() (reverse mode through your backward)"}
     for key, want in wants.items():
-        _sig_compare(_sig_value(facts[key], names[key]), want, names[key])
-    if _sig_value(facts["gradcheck"], "gradcheck(check_batched_grad=True)") is not True:
-        raise Mistake("gradcheck_failed", "func_sigmoid: gradcheck(check_batched_grad=True) did not return True.")
+        got = _value_of(facts[key], names[key])
+        if key == "jacrev2" and not close(got, want, want.dtype):
+            raise Mistake("softmax_not_differentiable", f"{GID}: {names[key]} gives wrong second derivatives while "
+                          "the first derivatives are right: your backward is not differentiable itself "
+                          "(once_differentiable, .detach(), NumPy make autograd treat its result as a constant, "
+                          "silently under torch.func). Write backward with differentiable torch ops on the saved output.")
+        _compare(got, want, names[key])
 
 
-def _judge_sig_forward(req: dict, facts: dict) -> None:
+def _judge_forward_mode(req: dict, facts: dict) -> None:
     x, tangent = req["x"], req["tangent"]
-    want = _dsig(x) * tangent
+    y = torch.softmax(x, -1)
+    want = softmax_vjp(y, tangent)  # the JVP of softmax has the same form (its Jacobian is symmetric)
     for key, name in (("jvp", "torch.func.jvp"), ("dual", "forward mode with a dual tensor")):
-        got = _sig_value(facts[key], name)
+        got = _value_of(facts[key], name)
         if not isinstance(got, list) or len(got) != 2:
-            raise Mistake("jvp_wrong_tangent", f"func_sigmoid: {name} returned {type(got).__name__}, not a primal "
-                          "and a tangent.")
-        _sig_compare(got[0], torch.sigmoid(x), f"the primal output of {name}", "forward_wrong")
+            raise Mistake("jvp_wrong_tangent", f"{GID}: {name} returned {type(got).__name__}, not a primal and a "
+                          "tangent.")
+        _compare(got[0], y, f"the primal output of {name}", "forward_wrong")
         if not close(got[1], want, torch.float64):
-            raise _wrong_tangent(name, got[1], x, tangent)
-    _sig_compare(_sig_value(facts["jacfwd"], "torch.func.jacfwd"), torch.diag(_dsig(req["small"])), "torch.func.jacfwd")
-    if "skipped" in facts["gradcheck"]:
-        raise Malformed("gradcheck skipped although the tangents are right")
-    if _sig_value(facts["gradcheck"], "gradcheck(check_forward_ad=True)") is not True:
-        raise Mistake("gradcheck_failed", "func_sigmoid: gradcheck(check_forward_ad=True) did not return True.")
+            raise _wrong_tangent(name, got[1], y, tangent)
+    h = lambda t: torch.softmax(t, -1)[..., 0].sum()  # noqa: E731
+    if any("skipped" in facts[k] for k in ("jacfwd", "hessian", "gradcheck")):
+        raise Malformed("forward-mode checks skipped although the tangents are right")
+    _compare(_value_of(facts["jacfwd"], "torch.func.jacfwd"), torch.func.jacfwd(h)(req["small"]), "torch.func.jacfwd")
+    what = "torch.func.hessian of f(x)[..., 0].sum() (jacfwd of jacrev: forward mode through your backward)"
+    _compare(_value_of(facts["hessian"], what), torch.func.hessian(h)(req["small"]), what)
+    if _value_of(facts["gradcheck"], "gradcheck(check_forward_ad=True)") is not True:
+        raise Mistake("gradcheck_failed", f"{GID}: gradcheck(check_forward_ad=True) did not return True.")
 
 
-def _wrong_tangent(name: str, got: object, x: torch.Tensor, tangent: torch.Tensor) -> Mistake:
-    head = f"func_sigmoid: {name} gives the wrong tangent"
-    y = torch.sigmoid(x)
+def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tensor) -> Mistake:
+    head = f"{GID}: {name} gives the wrong tangent"
     if got is None:
         return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.")
-    if close(got, _dsig(x), torch.float64):
-        cause = "it is y * (1 - y) alone; multiply it by x_tangent, the input's tangent that forward mode pushes on"
+    if close(got, tangent * y * (1 - y), torch.float64):
+        cause = ("it is t * y * (1 - y), the diagonal of the Jacobian only; subtract the row sum: "
+                 "y * (t - (t * y).sum(-1, keepdim=True))")
     elif close(got, tangent, torch.float64):
-        cause = "it is x_tangent unchanged; multiply it by the derivative of sigmoid, written with the saved output y"
-    elif close(got, tangent * _dsig(y), torch.float64):
-        cause = "sigmoid was applied to the saved output y again; the derivative is y * (1 - y), with y as it is"
+        cause = "it is x_tangent unchanged; push it through softmax's Jacobian, written with the saved output y"
     elif close(got, y, torch.float64):
-        cause = "it is the saved output y itself; jvp returns x_tangent times the derivative of sigmoid"
+        cause = "it is the saved output y itself; jvp returns the Jacobian times x_tangent"
     else:
-        err = fmt(max_err(got, _dsig(x) * tangent)) if isinstance(got, torch.Tensor) and got.shape == x.shape else "?"
-        cause = f"largest error {err}; re-derive it: x_tangent times dσ/dx, written with the saved output y"
+        err = fmt(max_err(got, softmax_vjp(y, tangent))) if isinstance(got, torch.Tensor) and got.shape == y.shape else "?"
+        cause = f"largest error {err}; the tangent is y * (t - (t * y).sum(-1, keepdim=True))"
     return Mistake("jvp_wrong_tangent", f"{head} ({cause}).")
 
 
-FUNC_SIGMOID = Exercise("func_sigmoid", "FuncSigmoid", ("FuncSigmoid",), (
-    Stage("forward(x) + setup_context: values and .backward() match torch.sigmoid", 1, probes.sig_eager,
-          _judge_sig_eager),
-    Stage("torch.func: grad, jacrev, vmap, vmap(grad) and gradcheck(check_batched_grad=True)", 1, probes.sig_func,
-          _judge_sig_func),
-    Stage("forward mode: jvp, dual tensors, jacfwd and gradcheck(check_forward_ad=True)", 1, probes.sig_forward,
-          _judge_sig_forward),
-), _sig_request)
+FUNC_SOFTMAX = Exercise(GID, "FuncSoftmax", ("FuncSoftmax",), (
+    Stage("forward(x) + setup_context: stable values and .backward() match torch.softmax (any rank)", 1,
+          probes.softmax_eager, _judge_eager),
+    Stage("backward is a vector-Jacobian product: no Jacobian formed for a (64, 512) input", 1,
+          probes.softmax_memory, _judge_memory),
+    Stage("torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", 1,
+          probes.softmax_func,
+          _judge_func),
+    Stage("forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", 1,
+          probes.softmax_forward,
+          _judge_forward_mode),
+), _request)
 
-EXERCISES = [FUNC_SIGMOID]
+EXERCISES = [FUNC_SOFTMAX]

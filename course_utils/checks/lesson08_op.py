@@ -1,9 +1,9 @@
-"""Lesson 08 exercise ``custom_op``: NumPy's sin as the operator ``course::numpy_sin``.
+"""Lesson 08 exercise ``row_norm_op``: a NumPy row norm as the operator ``exercises::row_norm``.
 
-The probe looks up the student's ``numpy_sin`` and the operator table; it never registers
+The probe looks up the student's ``row_norm`` and the operator table; it never registers
 an operator itself. It runs ``torch.library.opcheck`` without and with ``requires_grad``,
 ``gradcheck``, and ``torch.compile(fullgraph=True)`` with the cheap ``aot_eager`` backend
-between two ``torch._dynamo.reset()`` calls; the judge compares with ``torch.sin`` and
+between two ``torch._dynamo.reset()`` calls; the judge compares with ``torch.linalg.vector_norm`` and
 reads the error messages.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ from ..probes import lesson08 as probes
 from ..probes.lesson08 import OP_NAME
 
 catalogue({
-    "not_custom_op": "numpy_sin is not a torch.library.custom_op",
-    "wrong_op_name": "the custom op is registered under another name than course::numpy_sin",
-    "op_redefined": "the operator name was defined again after numpy_sin, replacing it",
+    "not_custom_op": "the answer is not a torch.library.custom_op",
+    "wrong_op_name": "the custom op is registered under another name than the exercise asks",
+    "op_redefined": "the operator name was defined again after the answer, replacing it",
+    "row_norm_zero_row": "row_norm's backward gives nan (0/0) for a row whose norm is 0 instead of 0",
     "no_fake": "the custom op has no fake implementation (register_fake)",
     "fake_mismatch": "the fake implementation returns the wrong shape or dtype",
     "fake_raised": "the fake implementation raised on a fake tensor (it computed, or called the operator)",
@@ -30,34 +31,47 @@ catalogue({
 
 def _op_request(seed: int) -> dict:
     base = 1000 * seed
-    return {"x": tensor_arg((2, 3), base + 11)["t"], "x32": tensor_arg((5,), base + 12, torch.float32)["t"],
-            "g": grad_output((2, 3), torch.float64, base + 13), "gc": tensor_arg((4,), base + 14)["t"],
-            "xc": tensor_arg((3,), base + 15)["t"]}
+    t = lambda shape, k, dtype=torch.float64: tensor_arg(shape, base + k, dtype)["t"]  # noqa: E731
+    with_zero_row = t((3, 4), 11)
+    with_zero_row[1] = 0.0  # vector_norm's gradient there is 0, not nan
+    xs = [with_zero_row, t((5,), 12, torch.float32), t((2, 3, 4), 13), t((2, 3), 14, torch.float32)]
+    return {"xs": xs, "gs": [grad_output(x.shape[:-1], x.dtype, base + 20 + k) for k, x in enumerate(xs)],
+            "gc": t((3, 4), 15), "xc": t((2, 5), 16)}
+
+
+def _norm(x: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.vector_norm(x, dim=-1)
 
 
 def _judge_op_values(req: dict, facts: dict) -> None:
     if facts["is_custom_op"] is not True:
-        raise Mistake("not_custom_op", f"custom_op: `numpy_sin` is a {facts['type']}, not an operator; decorate it "
+        raise Mistake("not_custom_op", f"row_norm_op: `row_norm` is a {facts['type']}, not an operator; decorate it "
                       f"with @torch.library.custom_op(\"{OP_NAME}\", mutates_args=()).")
     if facts["name"] != OP_NAME:
-        raise Mistake("wrong_op_name", f"custom_op: `numpy_sin` is registered as {facts['name']!r}; the operator "
-                      f"must be named \"{OP_NAME}\" (namespace course, name numpy_sin).")
+        raise Mistake("wrong_op_name", f"row_norm_op: `row_norm` is registered as {facts['name']!r}; the operator "
+                      f"must be named \"{OP_NAME}\" (namespace exercises, name row_norm).")
     if facts["current"] is not True:
-        raise Mistake("op_redefined", f"custom_op: {OP_NAME} was defined again after your `numpy_sin` (another "
+        raise Mistake("op_redefined", f"row_norm_op: {OP_NAME} was defined again after your `row_norm` (another "
                       "@custom_op with that name ran later) and replaced it, registrations included; keep one "
                       "definition with its register_fake and register_autograd in one cell, and re-run that cell.")
     records = list(facts["values"]) + [facts["via_ops"]]
-    for record, x, what in zip(records, (req["x"], req["x32"], req["x"]),
-                               ("numpy_sin(x)", "numpy_sin(x) in float32", "torch.ops.course.numpy_sin(x)")):
+    xs = list(req["xs"]) + [req["xs"][0]]
+    names = [f"row_norm(x) for {x.dtype} x of shape {tuple(x.shape)}" for x in req["xs"]] + [
+        "torch.ops.exercises.row_norm(x)"]
+    for record, x, what in zip(records, xs, names):
         got = _value(record, what)
         if "error" in record:
-            raise Mistake("raised", f"custom_op: {what} raised {record['error']}")
+            raise Mistake("raised", f"row_norm_op: {what} raised {record['error']}")
+        want = _norm(x)
+        if isinstance(got, torch.Tensor) and got.shape != want.shape:
+            raise Mistake("forward_wrong", f"row_norm_op: {what} has shape {tuple(got.shape)}, expected "
+                          f"{tuple(want.shape)} = x.shape[:-1] (one norm per row: NumPy's axis=-1).")
         if isinstance(got, torch.Tensor) and got.dtype != x.dtype:
-            raise Mistake("forward_wrong", f"custom_op: {what} returned {got.dtype} for a {x.dtype} input; "
-                          "convert NumPy's result back with .to(x.device, x.dtype).")
-        if not close(got, torch.sin(x), x.dtype):
-            raise Mistake("forward_wrong", f"custom_op: {what} does not match torch.sin(x).")
-    if len(records) != 3:
+            raise Mistake("forward_wrong", f"row_norm_op: {what} returned {got.dtype}; convert NumPy's result "
+                          "back with .to(x.device, x.dtype).")
+        if not close(got, want, x.dtype):
+            raise Mistake("forward_wrong", f"row_norm_op: {what} does not match torch.linalg.vector_norm(x, dim=-1).")
+    if len(records) != len(xs):
         raise Malformed("missing values")
 
 
@@ -67,78 +81,92 @@ RERUN = ("(If you did register one: re-running only the @custom_op cell defines 
 
 def _opcheck_error(error: str, grad: bool) -> Mistake:
     if "no fake impl registered" in error:
-        return Mistake("no_fake", "custom_op: opcheck failed because numpy_sin has no fake implementation, which "
-                       "torch.compile needs to trace it; add @numpy_sin.register_fake returning an empty tensor with "
+        return Mistake("no_fake", "row_norm_op: opcheck failed because row_norm has no fake implementation, which "
+                       "torch.compile needs to trace it; add @row_norm.register_fake returning an empty tensor with "
                        f"the output's shape and dtype. {RERUN}")
     if "mismatched tensor metadata" in error:
         detail = error.split("metadata: ", 1)[-1].split(" (scroll")[0]
-        return Mistake("fake_mismatch", f"custom_op: opcheck compared your fake implementation with the real "
+        return Mistake("fake_mismatch", f"row_norm_op: opcheck compared your fake implementation with the real "
                        f"output and found: {detail} The fake must return what the kernel returns: same shape, "
                        "dtype and device (e.g. torch.empty_like(x)).")
     if "test_faketensor failed with" in error:
         detail = error.split("failed with ", 1)[-1].split(" (scroll")[0]
-        return Mistake("fake_raised", f"custom_op: opcheck ran your fake implementation on a fake tensor (shape "
+        return Mistake("fake_raised", f"row_norm_op: opcheck ran your fake implementation on a fake tensor (shape "
                        f"and dtype, no data) and it raised: {detail} The fake must not compute or call the "
                        "operator; it only returns an empty tensor shaped like the output.")
     if grad and "no autograd formula" in error:
-        return Mistake("no_autograd", "custom_op: backward through numpy_sin failed because no autograd formula "
-                       f"is registered; call numpy_sin.register_autograd(backward, setup_context=...). {RERUN}")
+        return Mistake("no_autograd", "row_norm_op: backward through row_norm failed because no autograd formula "
+                       f"is registered; call row_norm.register_autograd(backward, setup_context=...). {RERUN}")
     where = "opcheck with requires_grad=True" if grad else "opcheck"
-    return Mistake("raised", f"custom_op: torch.library.{where} raised {error}")
+    return Mistake("raised", f"row_norm_op: torch.library.{where} raised {error}")
 
 
 def _judge_op_fake(req: dict, facts: dict) -> None:
-    record = facts["opcheck"]
-    result = _value(record, "opcheck")
-    if "error" in record:
-        raise _opcheck_error(str(record["error"]), grad=False)
-    if not isinstance(result, dict) or not result or any(v != "SUCCESS" for v in result.values()):
-        raise Malformed("opcheck result")
+    for record in facts["opcheck"]:
+        result = _value(record, "opcheck")
+        if "error" in record:
+            raise _opcheck_error(str(record["error"]), grad=False)
+        if not isinstance(result, dict) or not result or any(v != "SUCCESS" for v in result.values()):
+            raise Malformed("opcheck result")
+    if len(facts["opcheck"]) != len(req["xs"]):
+        raise Malformed("missing opcheck results")
 
 
 def _judge_op_autograd(req: dict, facts: dict) -> None:
-    x, g = req["x"], req["g"]
-    record = facts["backward"]
-    _value(record, "backward")
-    if "error" in record:
-        raise _opcheck_error(str(record["error"]), grad=True)
-    got, want = facts["grad"], g * torch.cos(x)
-    if not close(got, want, x.dtype):
-        if close(got, torch.cos(x), x.dtype):
-            raise Mistake("forgot_grad_output", "custom_op: the gradient of numpy_sin is missing the factor "
-                          "grad_output; backward must return grad_output times the local derivative.")
-        raise Mistake("gradient_wrong", "custom_op: the gradient of numpy_sin does not match torch.sin's; backward "
-                      "should return grad_output times d sin(x)/dx, with x saved in setup_context.")
+    for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
+        record = case["backward"]
+        _value(record, "backward")
+        if "error" in record:
+            raise _opcheck_error(str(record["error"]), grad=True)
+        xr = x.clone().requires_grad_()
+        _norm(xr).backward(g)
+        got, want = case["grad"], xr.grad
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and not torch.isfinite(got).all():
+            raise Mistake("row_norm_zero_row", f"row_norm_op: the gradient for x of shape {tuple(x.shape)} has nan "
+                          "where a row is all zeros: g * x / norm is 0 / 0 there. vector_norm's gradient is 0 for "
+                          "such rows; divide by a norm with zeros replaced by 1 (torch.where).")
+        if not close(got, want, x.dtype):
+            raise Mistake("gradient_wrong", f"row_norm_op: the gradient for {x.dtype} x of shape {tuple(x.shape)} "
+                          "does not match torch.linalg.vector_norm's; backward should return "
+                          "grad_output[..., None] * x / norm[..., None] (opcheck does not compare gradient values: "
+                          "this check does).")
+    if len(facts["cases"]) != len(req["xs"]):
+        raise Malformed("missing cases")
     gc = facts["gradcheck"]
     if _value(gc, "gradcheck") is not True:
-        raise Mistake("gradcheck_failed", f"custom_op: gradcheck in float64 failed: {gc.get('error', '')[:200]}")
-    if "error" in facts["opcheck"] or not isinstance(_value(facts["opcheck"], "opcheck"), dict):
-        raise _opcheck_error(str(facts["opcheck"].get("error")), grad=True)
+        raise Mistake("gradcheck_failed", f"row_norm_op: gradcheck in float64 failed: {gc.get('error', '')[:200]}")
+    for record in facts["opcheck"]:
+        if "error" in record or not isinstance(_value(record, "opcheck"), dict):
+            raise _opcheck_error(str(record.get("error")), grad=True)
 
 
 def _judge_op_compile(req: dict, facts: dict) -> None:
     record = facts["compile"]
     got = _value(record, "torch.compile")
-    what = "torch.compile(fullgraph=True) of `lambda t: numpy_sin(t * 2).pow(2).sum()`"
+    what = "torch.compile(fullgraph=True) of `lambda t: row_norm(t * 2).pow(2).sum()`"
     if "error" in record:
-        raise Mistake("raised", f"custom_op: {what} raised {record['error']}")
+        raise Mistake("raised", f"row_norm_op: {what} raised {record['error']}")
     x = req["xc"]
     graphs = got["graphs"]
-    if len(graphs) != 1 or not any("numpy_sin" in str(t) for t in graphs[0]):
-        raise Mistake("not_custom_op", f"custom_op: {what} did not give one graph holding the operator "
-                      f"(graphs: {len(graphs)}); numpy_sin should be called as the custom op.")
-    want = torch.sin(2 * x).pow(2).sum()
-    if not close(got["out"], want, x.dtype) or not close(got["grad"], 4 * torch.sin(2 * x) * torch.cos(2 * x), x.dtype):
-        raise Mistake("gradient_wrong", f"custom_op: {what} gives a different value or gradient than eager torch.sin.")
+    if len(graphs) != 1 or not any("row_norm" in str(t) for t in graphs[0]):
+        raise Mistake("not_custom_op", f"row_norm_op: {what} did not give one graph holding the operator "
+                      f"(graphs: {len(graphs)}); row_norm should be called as the custom op.")
+    xr = x.clone().requires_grad_()
+    want = _norm(xr * 2).pow(2).sum()
+    want.backward()
+    if not close(got["out"], want.detach(), x.dtype) or not close(got["grad"], xr.grad, x.dtype):
+        raise Mistake("gradient_wrong", f"row_norm_op: {what} gives a different value or gradient than eager "
+                      "torch.linalg.vector_norm.")
 
 
-CUSTOM_OP = Exercise("custom_op", "numpy_sin custom op", ("numpy_sin",), (
-    Stage(f"{OP_NAME} is a custom op computing sin", 1, probes.op_values, _judge_op_values),
-    Stage("fake implementation: torch.library.opcheck passes", 1, probes.op_fake, _judge_op_fake),
-    Stage("register_autograd: gradients match torch.sin, gradcheck and opcheck with requires_grad", 1,
+ROW_NORM_OP = Exercise("row_norm_op", "row_norm custom op", ("row_norm",), (
+    Stage(f"{OP_NAME} is a custom op computing the norm of each row (1-D to 3-D, float32/float64)", 1,
+          probes.op_values, _judge_op_values),
+    Stage("fake implementation: torch.library.opcheck passes on every shape", 1, probes.op_fake, _judge_op_fake),
+    Stage("register_autograd: gradients match vector_norm (0 for a zero row), gradcheck, opcheck with grad", 1,
           probes.op_autograd, _judge_op_autograd),
     Stage("torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", 1, probes.op_compile,
           _judge_op_compile),
 ), _op_request)
 
-EXERCISES = [CUSTOM_OP]
+EXERCISES = [ROW_NORM_OP]

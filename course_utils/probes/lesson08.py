@@ -1,4 +1,4 @@
-"""Lesson 08 probes: ``FuncSigmoid`` under torch.func and forward mode, and the ``numpy_sin`` custom op.
+"""Lesson 08 probes: ``FuncSoftmax`` under torch.func and forward mode, and the ``row_norm`` custom op.
 
 Each probe runs the student's code under one transform at a time and reports the value
 or the error text (``outcome``). One hazard is handled here: a ``jvp`` that returns the
@@ -14,11 +14,12 @@ from collections.abc import Callable
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from .functions import fn_class
+from .functions import fn_class, tensors_on
 from .guard import NotAttempted, call, lookup, where
+from .ops import recorded
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
-OP_NAME = "course::numpy_sin"
+OP_NAME = "exercises::row_norm"
 
 
 def _text(exc: BaseException) -> str:
@@ -53,40 +54,58 @@ def detached(value: object) -> object:
     return value
 
 
-# --------------------------------------------------------------------------- func_sigmoid
-def _sig_class(ns) -> type:
-    return fn_class(ns, "func_sigmoid", "FuncSigmoid")
+# --------------------------------------------------------------------------- func_softmax
+def _softmax_class(ns) -> type:
+    return fn_class(ns, "func_softmax", "FuncSoftmax")
 
 
 def _style(cls: type) -> dict:
     return {"setup_context": bool(torch.autograd.function._is_setup_context_defined(cls.setup_context))}
 
 
-def sig_eager(ns, req: dict) -> dict:
-    cls = _sig_class(ns)
+def softmax_eager(ns, req: dict) -> dict:
+    """Forward and ``.backward()`` on each case; the names of ctx attributes that hold tensors."""
+    cls = _softmax_class(ns)
     cases = []
-    for x, g in ((req["x"], req["g"]), (req["x32"], req["g32"])):
+    for x, g in zip(req["xs"], req["gs"]):
         xi = x.clone().requires_grad_()
-        out = outcome("FuncSigmoid.apply", lambda: cls.apply(xi))
-        case = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None}
+        out = outcome("FuncSoftmax.apply", lambda: cls.apply(xi))
+        case = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None, "ctx_tensors": []}
         if "value" in out:
+            node = getattr(out["value"], "grad_fn", None)
+            if node is not None:
+                case["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
             case["backward"] = outcome("y.backward", lambda: out["value"].backward(g) and None)
             case["grad"] = detached(xi.grad)
         cases.append(case)
     return {"style": _style(cls), "cases": cases}
 
 
-def sig_func(ns, req: dict) -> dict:
-    f = _sig_class(ns).apply
-    g, w = req["g"], req["w"]
+def softmax_memory(ns, req: dict) -> dict:
+    """The ATen ops (and their output sizes) backward runs for a (64, 512) input, and its result."""
+    cls = _softmax_class(ns)
+    x = req["big"].clone().requires_grad_()
+    y = call("FuncSoftmax.forward", cls.apply, x)
+    if not isinstance(y, torch.Tensor) or y.grad_fn is None:
+        return {"node": False}
+    with torch.no_grad():
+        raw, ops = recorded("FuncSoftmax.backward", y.grad_fn.apply, req["big_g"])
+    return {"node": True, "ops": ops, "grad": raw[0] if isinstance(raw, tuple) else raw}
+
+
+def _first_column(f: Callable) -> Callable:
+    return lambda t: f(t)[..., 0].sum()
+
+
+def softmax_func(ns, req: dict) -> dict:
+    f = _softmax_class(ns).apply
+    h = _first_column(f)
     facts = {
-        "grad": outcome("torch.func.grad", lambda: torch.func.grad(lambda t: (f(t) * g).sum())(req["x"])),
-        "jacrev": outcome("torch.func.jacrev", lambda: torch.func.jacrev(f)(req["small"])),
-        "vmap": outcome("torch.func.vmap", lambda: torch.func.vmap(f)(req["batch"])),
-        "vmap_grad": outcome("vmap(grad(...))", lambda: torch.func.vmap(torch.func.grad(
-            lambda t: (f(t) * w).sum()))(req["batch"])),
-        "gradcheck": outcome("gradcheck(check_batched_grad=True)", lambda: torch.autograd.gradcheck(
-            f, (req["gc"].clone().requires_grad_(),), check_batched_grad=True)),
+        "vmap": outcome("torch.func.vmap(FuncSoftmax.apply)", lambda: torch.func.vmap(f)(req["batch"])),
+        "grad": outcome("torch.func.grad", lambda: torch.func.grad(h)(req["x"])),
+        "jacrev": outcome("torch.func.jacrev", lambda: torch.func.jacrev(h)(req["small"])),
+        "vmap_grad": outcome("vmap(grad(...))", lambda: torch.func.vmap(torch.func.grad(h))(req["batch"])),
+        "jacrev2": outcome("jacrev(jacrev(...))", lambda: torch.func.jacrev(torch.func.jacrev(h))(req["small"])),
     }
     return {k: {n: detached(v) for n, v in r.items()} for k, r in facts.items()}
 
@@ -116,31 +135,34 @@ def _agrees_with_central_difference(f: Callable, x: torch.Tensor, tangent: torch
         return False
 
 
-def sig_forward(ns, req: dict) -> dict:
-    f = _sig_class(ns).apply
+def softmax_forward(ns, req: dict) -> dict:
+    f = _softmax_class(ns).apply
     x, tangent = req["x"], req["tangent"]
     facts = {
         "jvp": outcome("torch.func.jvp", lambda: detached(torch.func.jvp(f, (x,), (tangent,)))),
         "dual": outcome("a dual tensor (forward_ad)", lambda: _dual_tangent(f, x, tangent)),
-        "jacfwd": outcome("torch.func.jacfwd", lambda: detached(torch.func.jacfwd(f)(req["small"]))),
     }
-    # gradcheck with forward AD can crash the whole process (RecursionError, segfault) when jvp
-    # returns a wrong tangent such as the saved output itself: run it only on tangents that look right.
+    # jacfwd, hessian and gradcheck with forward AD can crash the whole process (segfault, RecursionError)
+    # when jvp returns a wrong tangent such as the saved output itself: run them only on tangents that
+    # agree with a central difference of the student's own forward.
     if all(_agrees_with_central_difference(f, x, tangent, _tangent_of(facts[k])) for k in ("jvp", "dual")):
-        facts["gradcheck"] = outcome("gradcheck(check_forward_ad=True, check_batched_grad=True)",
+        h = _first_column(f)
+        facts["jacfwd"] = outcome("torch.func.jacfwd", lambda: detached(torch.func.jacfwd(h)(req["small"])))
+        facts["hessian"] = outcome("torch.func.hessian", lambda: detached(torch.func.hessian(h)(req["small"])))
+        facts["gradcheck"] = outcome("gradcheck(check_forward_ad=True)",
                                      lambda: torch.autograd.gradcheck(f, (req["gc"].clone().requires_grad_(),),
-                                                                      check_forward_ad=True, check_batched_grad=True))
+                                                                      check_forward_ad=True))
     else:
-        facts["gradcheck"] = {"skipped": True}
+        facts.update(jacfwd={"skipped": True}, hessian={"skipped": True}, gradcheck={"skipped": True})
     return facts
 
 
-# --------------------------------------------------------------------------- custom_op
+# --------------------------------------------------------------------------- row_norm_op
 def _op(ns) -> object:
-    """The student's ``numpy_sin``; a stub still in its kernel makes every stage "not attempted" at once."""
-    obj = lookup(ns, "numpy_sin", "custom_op")
+    """The student's ``row_norm``; a stub still in its kernel makes every stage "not attempted" at once."""
+    obj = lookup(ns, "row_norm", "row_norm_op")
     if callable(obj):
-        outcome("numpy_sin(x)", lambda: obj(torch.zeros(1)))
+        outcome("row_norm(x)", lambda: obj(torch.ones(2, 3)))
     return obj
 
 
@@ -152,31 +174,34 @@ def op_values(ns, req: dict) -> dict:
     facts = {"type": type(obj).__name__, "is_custom_op": is_op, "name": str(obj._qualname) if is_op else None,
              "current": OPDEFS.get(OP_NAME) is obj, "values": [], "via_ops": None}
     if callable(obj):
-        facts["values"] = [{k: detached(v) for k, v in outcome("numpy_sin(x)", lambda x=x: obj(x.clone())).items()}
-                           for x in (req["x"], req["x32"])]
+        facts["values"] = [{k: detached(v) for k, v in outcome("row_norm(x)", lambda x=x: obj(x.clone())).items()}
+                           for x in req["xs"]]
     if facts["current"]:
         facts["via_ops"] = {k: detached(v) for k, v in outcome(
-            "torch.ops.course.numpy_sin(x)", lambda: torch.ops.course.numpy_sin(req["x"].clone())).items()}
+            "torch.ops.exercises.row_norm(x)", lambda: torch.ops.exercises.row_norm(req["xs"][0].clone())).items()}
     return facts
 
 
 def op_fake(ns, req: dict) -> dict:
     obj = _op(ns)
-    return {"opcheck": outcome("the fake implementation", lambda: torch.library.opcheck(obj, (req["x"].clone(),)))}
+    return {"opcheck": [outcome("the fake implementation", lambda x=x: torch.library.opcheck(obj, (x.clone(),)))
+                        for x in req["xs"]]}
 
 
 def op_autograd(ns, req: dict) -> dict:
     obj = _op(ns)
-    x = req["x"].clone().requires_grad_()
-    out = outcome("numpy_sin(x)", lambda: obj(x))
-    backward = outcome("the backward of numpy_sin", lambda: out["value"].backward(req["g"])) if "value" in out else out
-    facts = {"backward": {k: detached(v) for k, v in backward.items()}, "grad": detached(x.grad),
-             "gradcheck": None, "opcheck": None}
-    if "value" in backward:  # the judge stops at a failed backward: spare the slower checks
-        facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
-            obj, (req["gc"].clone().requires_grad_(),)))
-        facts["opcheck"] = outcome("torch.library.opcheck", lambda: torch.library.opcheck(
-            obj, (req["x"].clone().requires_grad_(),)))
+    facts: dict = {"cases": [], "gradcheck": None, "opcheck": None}
+    for x, g in zip(req["xs"], req["gs"]):
+        xi = x.clone().requires_grad_()
+        out = outcome("row_norm(x)", lambda: obj(xi))
+        back = outcome("the backward of row_norm", lambda: out["value"].backward(g)) if "value" in out else out
+        facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad)})
+        if "value" not in back:
+            return facts  # the judge stops at a failed backward: spare the slower checks
+    facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
+        obj, (req["gc"].clone().requires_grad_(),)))
+    facts["opcheck"] = [outcome("torch.library.opcheck", lambda x=x: torch.library.opcheck(
+        obj, (x.clone().requires_grad_(),))) for x in req["xs"]]
     return facts
 
 
@@ -206,4 +231,5 @@ def op_compile(ns, req: dict) -> dict:
     return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
 
 
-PROBES = {"func_sigmoid": (sig_eager, sig_func, sig_forward), "custom_op": (op_values, op_fake, op_autograd, op_compile)}
+PROBES = {"func_softmax": (softmax_eager, softmax_memory, softmax_func, softmax_forward),
+          "row_norm_op": (op_values, op_fake, op_autograd, op_compile)}

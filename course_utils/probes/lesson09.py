@@ -1,5 +1,6 @@
-"""Lesson 09 probes: ``Log1pExp`` on a wide grid, what ``NewtonSqrt`` keeps for backward, what
-``SiLULowMemory`` saves. Saves are seen through saved-tensor hooks; sizes are storage bytes."""
+"""Lesson 09 probes: ``Log1mExp`` on a wide grid, what ``LambertW`` keeps and whether its backward
+uses it, what ``RMSNorm`` saves, which ops ``Solve``'s backward runs. Saves are seen through
+saved-tensor hooks; sizes are storage bytes or element counts; ops are seen below autograd."""
 from __future__ import annotations
 
 import torch
@@ -7,90 +8,155 @@ import torch
 from . import functions as f
 from .functions import function_class
 from .guard import attempt, call
+from .ops import recorded
 
 DTYPES = (torch.float32, torch.float64)
 
 
-def log1pexp_wide(ns: dict, req: dict) -> dict:
-    """Forward and backward (grad_output = 1) on the wide grid, in float32 and float64."""
-    cls = function_class(ns, req)
+def _custom_node(y: object) -> object:
+    node = y.grad_fn if isinstance(y, torch.Tensor) else None
+    return node if isinstance(node, torch.autograd.function.BackwardCFunction) else None
+
+
+def wide(ns: dict, req: dict) -> dict:
+    """Forward and backward (grad_output = 1) on ``req["wide"][dtype]``, in float32 and float64."""
+    cls, name = function_class(ns, req), req["cls"]
     out = {}
     for dtype in DTYPES:
         def one(dtype=dtype) -> dict:
-            x = req["wide"].to(dtype).requires_grad_(True)
-            y = call("Log1pExp.forward", cls.apply, x)
-            node = y.grad_fn if isinstance(y, torch.Tensor) else None
-            if not isinstance(node, torch.autograd.function.BackwardCFunction):
+            x = req["wide"][str(dtype)].clone().requires_grad_(True)
+            y = call(f"{name}.forward", cls.apply, x)
+            node = _custom_node(y)
+            if node is None:
                 return {"out": y, "grad": None}
             with torch.no_grad():
-                raw = call("Log1pExp.backward", node.apply, torch.ones_like(x))
+                raw = call(f"{name}.backward", node.apply, torch.ones_like(x))
             return {"out": y, "grad": raw[0] if isinstance(raw, tuple) else raw}
         out[str(dtype)] = attempt(one)
     return out
 
 
+# --------------------------------------------------------------------------- lambert_w
+def forward_and_wide(ns: dict, req: dict) -> dict:
+    """The forward cases, and the values on the wide grid."""
+    return {"cases": f.forward(ns, req), "wide": wide(ns, req)}
+
+
+def _storage(t: torch.Tensor) -> tuple[int, int]:
+    return t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+
+
 def _tensor_bytes(value: object, depth: int = 0) -> list[tuple[int, int]]:
     """(storage pointer, bytes) of every tensor in a ctx attribute, also inside lists, tuples and dicts."""
     if isinstance(value, torch.Tensor):
-        return [(value.untyped_storage().data_ptr(), value.untyped_storage().nbytes())]
+        return [_storage(value)]
     if depth < 2 and isinstance(value, (list, tuple, dict)):
         items = value.values() if isinstance(value, dict) else value
         return [pair for v in list(items)[:10000] for pair in _tensor_bytes(v, depth + 1)]
     return []
 
 
-def _kept_once(cls: type, x: torch.Tensor) -> dict:
+def _kept_once(cls: type, name: str, x: torch.Tensor) -> dict:
     """What one call keeps for backward: saves seen by a pack hook, what the node saved, ctx attributes."""
     seen: list[tuple[int, int]] = []
     holder: list[object] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        seen.append((t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()))
+        seen.append(_storage(t))
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        holder.append(call("NewtonSqrt.forward", cls.apply, x))
-    node = holder[0].grad_fn if isinstance(holder[0], torch.Tensor) else None
-    if not isinstance(node, torch.autograd.function.BackwardCFunction):
+        holder.append(call(f"{name}.forward", cls.apply, x))
+    node = _custom_node(holder[0])
+    if node is None:
         return {"node": False}
     saved = call("ctx.saved_tensors", lambda: node.saved_tensors)
     on_ctx = [pair for v in vars(node).values() for pair in _tensor_bytes(v)]
-    on_node = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in saved
-               if isinstance(t, torch.Tensor)]
+    on_node = [_storage(t) for t in saved if isinstance(t, torch.Tensor)]
     kept = {ptr: size for ptr, size in on_ctx + on_node if ptr != x.untyped_storage().data_ptr()}  # x: the caller's
     return {"node": True, "events": len(seen), "node_saved": len(saved), "tensors": len(kept),
             "bytes": sum(kept.values())}
 
 
-def newton_kept(ns: dict, req: dict) -> dict:
+def kept(ns: dict, req: dict) -> dict:
     """What forward keeps for inputs that take few and many iterations."""
     cls = function_class(ns, req)
-    return {key: attempt(lambda key=key: _kept_once(cls, req[key].clone().requires_grad_(True)))
+    return {key: attempt(lambda key=key: _kept_once(cls, req["cls"], req[key].clone().requires_grad_(True)))
             for key in ("few", "many")}
 
 
-def silu_saved(ns: dict, req: dict) -> dict:
-    """Every tensor forward saves: is it x's storage, its bytes, a copy of its values."""
-    cls = function_class(ns, req)
+def uses_saved(ns: dict, req: dict) -> dict:
+    """Backward's gradient before and after the saved tensors other than x are scaled by 1.001 behind
+    autograd's back (through ``.data``, so no version check fires): a backward that uses the saved W
+    changes, one that re-runs the iteration from x does not."""
+    cls, name = function_class(ns, req), req["cls"]
 
     def one() -> dict:
-        x = req["saved_x"].clone().requires_grad_(True)
-        saved: list[dict] = []
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-            saved.append({"input": same, "nbytes": t.untyped_storage().nbytes(), "value": t.detach().clone()})
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            y = call("SiLULowMemory.forward", cls.apply, x)
-        node = getattr(y, "grad_fn", None) if isinstance(y, torch.Tensor) else None
-        return {"saved": saved, "node": isinstance(node, torch.autograd.function.BackwardCFunction)}
+        x = req["perturb_x"].clone().requires_grad_(True)
+        y = call(f"{name}.forward", cls.apply, x)
+        node = _custom_node(y)
+        if node is None:
+            return {"node": False}
+        g = torch.ones_like(y)
+        with torch.no_grad():
+            before = call(f"{name}.backward", node.apply, g)
+        before = before[0] if isinstance(before, tuple) else before
+        saved = call("ctx.saved_tensors", lambda: node.saved_tensors)
+        others = [t for t in saved if isinstance(t, torch.Tensor) and t.is_floating_point()
+                  and t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+                  and not (t.shape == x.shape and torch.equal(t, x.detach()))]  # x or a copy of it
+        for t in others:
+            t.data.mul_(1.001)
+        with torch.no_grad():
+            after = call(f"{name}.backward", node.apply, g)
+        after = after[0] if isinstance(after, tuple) else after
+        return {"node": True, "others": len(others), "before": before, "after": after}
     return attempt(one)
 
 
+# --------------------------------------------------------------------------- rmsnorm
+def saved_sizes(ns: dict, req: dict) -> dict:
+    """Every tensor forward saves (pack hook): its element count, and whether it is x's or weight's storage."""
+    cls, name = function_class(ns, req), req["cls"]
+
+    def one() -> dict:
+        args = [f.materialize(a) for a in req["saved_args"]]
+        inputs = {t.untyped_storage().data_ptr(): i for i, t in enumerate(args) if isinstance(t, torch.Tensor)}
+        saved: list[dict] = []
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            saved.append({"input": inputs.get(t.untyped_storage().data_ptr()), "numel": t.numel()})
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = call(f"{name}.forward", cls.apply, *args)
+        return {"saved": saved, "node": _custom_node(y) is not None}
+    return attempt(one)
+
+
+# --------------------------------------------------------------------------- solve
+def backward_ops(ns: dict, req: dict) -> dict:
+    """The ATen ops forward and backward run, for each case in ``req["op_cases"]``."""
+    cls, name = function_class(ns, req), req["cls"]
+    out = []
+    for case in req["op_cases"]:
+        def one(case=case) -> dict:
+            args = [f.materialize(a) for a in case]
+            y, forward_ops = recorded(f"{name}.forward", cls.apply, *args)
+            node = _custom_node(y)
+            if node is None:
+                return {"node": False}
+            g = f.grad_output(y.shape, y.dtype, 11, y.device)
+            with torch.no_grad():
+                _, ops = recorded(f"{name}.backward", node.apply, g)
+            return {"node": True, "forward": forward_ops, "backward": ops}
+        out.append(attempt(one))
+    return {"cases": out}
+
+
 PROBES = {
-    "log1pexp": f.STAGES + (log1pexp_wide,),
-    "newton_sqrt": f.STAGES + (newton_kept,),
-    "silu_low_memory": f.STAGES + (silu_saved,),
+    "log1mexp": f.STAGES + (wide,),
+    "lambert_w": (forward_and_wide, f.backward, kept, uses_saved),
+    "rmsnorm": f.WITH_NEEDS_INPUT_GRAD + (saved_sizes,),
+    "solve": f.WITH_NEEDS_INPUT_GRAD + (backward_ops,),
 }

@@ -1,0 +1,155 @@
+"""Lesson 09 exercises, rows and matrices: ``RMSNorm`` (a row-wise VJP that saves one number per row)
+and ``Solve`` (LU factors saved in forward, an adjoint solve in backward)."""
+from __future__ import annotations
+
+import torch
+
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, unwrap, value_arg
+from ..probes import lesson09 as probes
+
+catalogue({
+    "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",
+    "rmsnorm_saves_full": "RMSNorm saves a new tensor of x's size (normalised x, the output) instead of one value per row",
+    "solve_refactorises": "Solve's backward factorises A again, inverts it or calls a solver instead of reusing the LU factors",
+    "solve_no_lu": "Solve's forward does not use torch.linalg.lu_factor (or inverts A)",
+    "solve_grad_A": "Solve's gradient for A is not -g_b x^T",
+})
+
+
+# --------------------------------------------------------------------------- rmsnorm
+def rmsnorm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def _rms_cases(base: int):
+    w = lambda d, k, dtype=torch.float64: tensor_arg((d,), base + k, dtype)  # noqa: E731
+    return [
+        ([tensor_arg((5, 8), base + 31), w(8, 32), value_arg(1e-6)], "x (5, 8), weight (8,), eps 1e-6"),
+        ([tensor_arg((6,), base + 33), w(6, 34), value_arg(0.1)], "1-D x (6,), eps 0.1"),
+        ([tensor_arg((2, 3, 4), base + 35, torch.float32), w(4, 36, torch.float32), value_arg(1e-5)],
+         "float32 x (2, 3, 4)"),
+        ([tensor_arg((2, 2, 3, 5), base + 37), w(5, 38), value_arg(0.5)], "4-D x (2, 2, 3, 5), eps 0.5"),
+        ([tensor_arg((4, 3), base + 39, layout="t"), w(3, 40), value_arg(1e-6)], "a non-contiguous x (4, 3)"),
+    ]
+
+
+def _rms_diagnose(i, got, want, args, g):
+    if i != 0 or got.shape != want.shape:
+        return None
+    x, w, eps = args[0].detach(), args[1].detach(), args[2]
+    if close(got, g * w * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), want.dtype):
+        return Mistake("rmsnorm_missing_mean_term", "rmsnorm: grad_x is grad_output * weight * rstd, as if rstd "
+                       "were a constant; it depends on x too. With u = grad_output * weight and x_hat = x * rstd: "
+                       "grad_x = rstd * (u - x_hat * mean(u * x_hat, dim=-1, keepdim=True)).")
+    return None
+
+
+RMSNORM = FunctionSpec("rmsnorm", "RMSNorm", ("x", "weight", "eps"), rmsnorm_reference, _rms_cases,
+                       "x * rsqrt(mean(x**2, -1) + eps) * weight", _rms_diagnose,
+                       lambda base: [tensor_arg((3, 4), base + 41), tensor_arg((4,), base + 42), value_arg(1e-3)],
+                       patterns=((True, False), (False, True)))
+
+
+def _judge_saved(req: dict, facts: dict) -> None:
+    got = unwrap(facts)
+    if got["node"] is not True:
+        raise Mistake("no_graph", "rmsnorm: the output of RMSNorm.apply has no RMSNormBackward node.")
+    x = req["saved_args"][0]["t"]
+    rows = x.numel() // x.shape[-1]
+    if not isinstance(got["saved"], list):
+        raise Malformed("saved is not a list")
+    for s in got["saved"]:
+        if s["input"] in (0, 1):
+            continue
+        if not isinstance(s["numel"], int):
+            raise Malformed("numel is not a number")
+        if s["numel"] > rows:
+            raise Mistake("rmsnorm_saves_full", f"rmsnorm: forward saves a new tensor of {s['numel']} elements for "
+                          f"x of shape {tuple(x.shape)} (the normalised x or the output?); keep x, weight and rstd "
+                          f"(one value per row, {rows} here) and recompute x_hat = x * rstd in backward.")
+
+
+def _rmsnorm_exercise() -> Exercise:
+    base = function_exercise(RMSNORM, "RMSNorm", 1, 1, 1)
+    saved = Stage("saves only x, weight and one value per row (rstd)", 1, probes.saved_sizes, _judge_saved)
+
+    def req(seed: int) -> dict:
+        b = 1000 * seed
+        return dict(request(RMSNORM, seed), saved_args=[tensor_arg((16, 32), b + 43), tensor_arg((32,), b + 44),
+                                                        value_arg(1e-6)])
+    return Exercise("rmsnorm", "RMSNorm", ("RMSNorm",), base.stages + (saved,), req)
+
+
+# --------------------------------------------------------------------------- solve
+def _matrix(n: int, seed: int, dtype=torch.float64, layout: str = "c") -> dict:
+    """A well-conditioned n x n matrix: random plus n on the diagonal."""
+    arg = tensor_arg((n, n), seed, dtype, layout=layout)
+    arg["t"] = arg["t"] + n * torch.eye(n, dtype=dtype)
+    return arg
+
+
+def _solve_cases(base: int):
+    return [
+        ([_matrix(4, base + 51), tensor_arg((4,), base + 52)], "A (4, 4), b (4,)"),
+        ([_matrix(4, base + 53), tensor_arg((4, 3), base + 54)], "A (4, 4), b (4, 3)"),
+        ([_matrix(3, base + 55, torch.float32), tensor_arg((3, 2), base + 56, torch.float32)], "float32 A (3, 3), b (3, 2)"),
+        ([_matrix(5, base + 57, layout="t"), tensor_arg((5,), base + 58)], "a non-contiguous A (5, 5), b (5,)"),
+    ]
+
+
+def _solve_diagnose(i, got, want, args, g):
+    if i != 0 or got.shape != want.shape:
+        return None
+    A, b = args[0].detach(), args[1].detach()
+    x = torch.linalg.solve(A, b)
+    gb = torch.linalg.solve(A.mT, g.to(A.dtype))
+    if close(got, gb.reshape(len(A), -1) @ x.reshape(len(A), -1).mT, want.dtype):
+        return Mistake("solve_grad_A", "solve: the gradient for A has the wrong sign: x = A^-1 b gives "
+                       "dA = -g_b x^T (g_b = A^-T grad_output).")
+    return Mistake("solve_grad_A", "solve: the gradient for A is wrong; with g_b = A^-T grad_output (an adjoint "
+                   "solve with the saved factors), g_A = -g_b x^T: torch.outer(g_b, x) for 1-D b, g_b @ x.mT for 2-D.")
+
+
+SOLVE = FunctionSpec("solve", "Solve", ("A", "b"), torch.linalg.solve, _solve_cases, "x = A^-1 b", _solve_diagnose,
+                     lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
+                     patterns=((True, False), (False, True)))
+FACTORISE = {"linalg_lu_factor_ex", "linalg_lu_factor", "linalg_lu", "_lu_with_info", "lu", "linalg_cholesky_ex",
+             "linalg_qr", "_linalg_svd", "linalg_eig", "linalg_eigh", "_linalg_eigh"}
+INVERT = {"linalg_inv_ex", "linalg_inv", "inverse", "_linalg_solve_ex", "linalg_solve", "linalg_solve_ex",
+          "linalg_pinv", "cholesky_solve", "cholesky_inverse", "linalg_lstsq"}
+
+
+def _judge_ops(req: dict, facts: dict) -> None:
+    for case in facts["cases"]:
+        got = unwrap(case)
+        if got["node"] is not True:
+            raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
+        forward = {str(op) for op, _ in got["forward"]}
+        backward = {str(op) for op, _ in got["backward"]}
+        if forward & INVERT or not forward & {"linalg_lu_factor_ex", "linalg_lu_factor"}:
+            used = ", ".join(sorted(forward & (INVERT | FACTORISE))) or "no factorisation"
+            raise Mistake("solve_no_lu", f"solve: forward runs {used}; factorise A once with torch.linalg.lu_factor "
+                          "and solve with torch.linalg.lu_solve, then save the factors (LU, pivots) for backward.")
+        wrong = sorted(backward & (FACTORISE | INVERT))
+        if wrong:
+            raise Mistake("solve_refactorises", f"solve: backward runs {', '.join(wrong)}: it factorises or inverts "
+                          "A again, the O(n^3) work forward already did. Save LU and pivots in forward and solve "
+                          "with A^T in backward: torch.linalg.lu_solve(LU, pivots, grad, adjoint=True).")
+    if len(facts["cases"]) != len(req["op_cases"]):
+        raise Malformed("missing cases")
+
+
+def _solve_exercise() -> Exercise:
+    base = function_exercise(SOLVE, "Solve", 1, 1, 1)
+    ops = Stage("factorises once: LU in forward, adjoint lu_solve with the saved factors in backward", 1,
+                probes.backward_ops, _judge_ops)
+
+    def req(seed: int) -> dict:
+        b = 1000 * seed
+        return dict(request(SOLVE, seed), op_cases=[[_matrix(6, b + 61), tensor_arg((6,), b + 62)],
+                                                    [_matrix(6, b + 63), tensor_arg((6, 2), b + 64)]])
+    return Exercise("solve", "Solve", ("Solve",), base.stages + (ops,), req)
+
+
+EXERCISES = [_rmsnorm_exercise(), _solve_exercise()]

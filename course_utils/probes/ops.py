@@ -1,0 +1,45 @@
+"""What the student's code runs, seen from below autograd: every ATen op and the size of what it makes.
+
+``recorded(fn, *args)`` calls ``fn`` under a ``TorchDispatchMode`` and returns its result
+with the list of ``(op name, largest output numel)`` it dispatched. Checks use it for
+contracts no value can show: "backward never factorises A again", "backward never forms
+a Jacobian or a one-hot matrix". The probe reports the list; the judge decides.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .guard import call
+
+OPS_LIMIT = 20000  # ops recorded per call; a backward that runs more is reported as cut
+
+
+def _numel(out: object) -> int:
+    if isinstance(out, torch.Tensor):
+        return out.numel()
+    if isinstance(out, (list, tuple)):
+        return max((_numel(o) for o in out), default=0)
+    return 0
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[list] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if len(self.ops) < OPS_LIMIT:
+            self.ops.append([str(func.overloadpacket.__name__), _numel(out)])
+        return out
+
+
+def recorded(what: str, fn: Callable, *args: object) -> tuple[object, list[list]]:
+    """``fn(*args)`` (student code, guarded) and the ``[op, numel]`` of every ATen op it ran."""
+    recorder = _Recorder()
+    with recorder:
+        result = call(what, fn, *args)
+    return result, recorder.ops
