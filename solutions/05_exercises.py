@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 05 · KillHead
-# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient.
+# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient, and an embedding lookup whose backward adds rows.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
@@ -113,3 +113,49 @@ class ClipGrad(Function):
 
 # %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("clip_grad", globals())
+
+# %% [markdown]
+# ## Exercise `embedding` (3 points)
+#
+# `EmbeddingFunction.apply(indices, weight)` looks rows up in a table: `indices` is an
+# int64 tensor of any shape with values in $[0, 	ext{num})$, `weight` a float tensor of
+# shape $(	ext{num}, 	ext{dim})$, and the result is `weight[indices]`, of shape
+# `indices.shape + (dim,)`. This is `torch.nn.functional.embedding`, the first layer of
+# every language model.
+#
+# * Backward returns `(None, grad_weight)`: integer indices have no gradient.
+#   `grad_weight` has `weight`'s shape; a row looked up $k$ times receives the **sum** of
+#   its $k$ `grad_output` rows (rows never looked up get 0). Empty `indices` must work.
+# * Never build a one-hot matrix: the check watches backward's allocations and fails any
+#   tensor with `numel(indices) * num` elements or more. Lesson 05's section on
+#   scatter-add gradients shows the tool.
+
+# %%
+import torch
+from torch.autograd import Function
+
+
+class EmbeddingFunction(Function):
+    @staticmethod
+    def forward(ctx, indices, weight):
+        ### BEGIN SOLUTION
+        ctx.save_for_backward(indices)
+        ctx.num = weight.shape[0]
+        return weight.index_select(0, indices.reshape(-1)).reshape(*indices.shape, weight.shape[1])
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ### BEGIN SOLUTION
+        (indices,) = ctx.saved_tensors
+        dim = grad_output.shape[-1]
+        grad_weight = grad_output.new_zeros(ctx.num, dim)
+        grad_weight.index_add_(0, indices.reshape(-1), grad_output.reshape(-1, dim))
+        return None, grad_weight
+        ### END SOLUTION
+
+
+# %%
+from course_utils.checks import check
+
+check("embedding", globals())

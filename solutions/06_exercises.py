@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 06 · |uv|
-# > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere.
+# > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere, then write the test that a backward deserves.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
@@ -106,3 +106,77 @@ class Maximum(Function):
 
 # %% nbgrader={"grade": true, "grade_id": "maximum", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("maximum", globals())
+
+# %% [markdown]
+# ## Exercise `gradient_test` (4 points)
+#
+# Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns
+# `True` if and only if the backward of `function_class.apply` is correct, and `False`
+# otherwise. The `inputs` are float64 leaf tensors that require grad (0-d to 3-D, away
+# from kinks); the Function may return one tensor or a tuple of two.
+#
+# "Correct" means correct for **every** input the Function accepts, not only the ones you
+# are given. The check calls your test on hidden Functions:
+#
+# * correct ones, which must all get `True` (one `False` and the exercise earns 0 points).
+#   Some raise on inputs they do not accept (a matrix product given a 1-D tensor, a
+#   `.view` of non-contiguous memory): a probe **you** made up that raises is not
+#   applicable, never a reason to return `False`;
+# * buggy ones, one for each bug below; you earn points in proportion to how many get
+#   `False`: wrong gradient values; a gradient right for one input and wrong for another;
+#   a backward that modifies `grad_output` in place; a backward right only for contiguous
+#   inputs; a backward right on its first call and wrong on later ones; a missing sum over
+#   broadcast dimensions.
+#
+# `gradcheck` alone catches only some of these (lesson 06, "Testing beyond gradcheck").
+# Each call must finish within 10 s.
+
+# %%
+import torch
+
+
+def backward_is_correct(function_class, *inputs) -> bool:
+    ### BEGIN SOLUTION
+    def fresh(x):
+        return x.detach().clone().requires_grad_()
+
+    def strided(x):  # equal values, memory that is not contiguous
+        if x.dim() == 0:
+            return fresh(x)
+        return torch.stack([x.detach(), torch.zeros_like(x)], dim=-1)[..., 0].requires_grad_()
+
+    def one_probe(args) -> bool:
+        outs = function_class.apply(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        gs = [torch.randn_like(o) for o in outs]
+        kept = [g.clone() for g in gs]
+        first = torch.autograd.grad(outs, args, gs, retain_graph=True, allow_unused=True)
+        if not all(torch.equal(g, k) for g, k in zip(gs, kept)):
+            return False  # backward wrote into grad_output
+        again = torch.autograd.grad(outs, args, kept, allow_unused=True)
+        for a, b in zip(first, again):
+            if (a is None) != (b is None) or (a is not None and not torch.allclose(a, b)):
+                return False  # a second call disagrees with the first
+        return torch.autograd.gradcheck(function_class.apply, args, raise_exception=False)
+
+    probes = [[fresh(x) for x in inputs], [strided(x) for x in inputs]]
+    for i, x in enumerate(inputs):  # one input made smaller, so that it broadcasts
+        for smaller in ((x[:1], x[0]) if x.dim() > 0 else ()):
+            args = [fresh(y) for y in inputs]
+            args[i] = fresh(smaller)
+            probes.append(args)
+    for k, args in enumerate(probes):
+        try:
+            if not one_probe(args):
+                return False
+        except Exception:
+            if k == 0:
+                return False  # the inputs we were given must work
+    return True
+    ### END SOLUTION
+
+
+# %%
+from course_utils.checks import check
+
+check("gradient_test", globals())

@@ -89,3 +89,53 @@ def test_clip_with_pytorchs_own_epsilon_passes():
 def test_clip_with_a_large_epsilon_fails():
     source = clip("return g * (m / (g.norm() + 1e-2)).clamp(max=1), None")
     assert checks.run_check("clip_grad", ns_from(source)).status == "failed"
+
+
+EMBEDDING = """
+class EmbeddingFunction(Function):
+    @staticmethod
+    def forward(ctx, indices, weight):
+        ctx.save_for_backward(indices, weight)
+        return weight[indices]
+    @staticmethod
+    def backward(ctx, g):
+        indices, weight = ctx.saved_tensors
+        BODY
+"""
+
+
+def embedding(body: str) -> str:
+    return EMBEDDING.replace("BODY", body)
+
+
+BUGS.update({
+    "embedding_repeats_not_summed": ("embedding", embedding(
+        "gw = torch.zeros_like(weight)\n        gw[indices] = g\n        return None, gw"),
+        ["repeats", "index_add_"]),
+    "embedding_one_hot": ("embedding", embedding(
+        "one_hot = torch.nn.functional.one_hot(indices.reshape(-1), weight.shape[0]).to(g.dtype)\n"
+        "        return None, one_hot.T @ g.reshape(-1, weight.shape[1])"), ["3200 elements", "one-hot", "index_add_"]),
+})
+
+
+def test_embedding_with_plus_equals_on_an_index_fails():
+    """`gw[indices] += g` looks like accumulation but is one index_put_: repeats are lost."""
+    src = embedding("gw = torch.zeros_like(weight)\n        gw[indices] += g\n        return None, gw")
+    assert checks.run_check("embedding", ns_from(src)).mistakes == ["embedding_repeats_not_summed"]
+
+
+def test_embedding_with_scatter_add_or_index_put_accumulate_passes():
+    for body in ("d = weight.shape[1]\n        idx = indices.reshape(-1, 1).expand(-1, d)\n"
+                 "        return None, torch.zeros_like(weight).scatter_add_(0, idx, g.reshape(-1, d))",
+                 "gw = torch.zeros_like(weight)\n        gw.index_put_((indices,), g, accumulate=True)\n"
+                 "        return None, gw"):
+        result = checks.run_check("embedding", ns_from(embedding(body)))
+        assert result.status == "passed", result.report()
+
+
+def test_embedding_that_loops_over_rows_is_slow_but_correct():
+    """A Python loop is correct (and allocates nothing large): the check does not time it."""
+    src = embedding("gw = torch.zeros_like(weight)\n        flat = g.reshape(-1, weight.shape[1])\n"
+                    "        for k, i in enumerate(indices.reshape(-1).tolist()):\n            gw[i] += flat[k]\n"
+                    "        return None, gw")
+    assert checks.run_check("embedding", ns_from(src)).status == "passed"

@@ -71,3 +71,86 @@ def test_solution_matches_torch_maximum_at_ties():
     got = torch.autograd.grad(Maximum.apply(u, v), (u, v), g)
     want = torch.autograd.grad(torch.maximum(u, v), (u, v), g)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+# --------------------------------------------------------------------------- gradient_test: the laziest tests
+GRADCHECK_ONLY = """
+def backward_is_correct(function_class, *inputs):
+    return torch.autograd.gradcheck(function_class.apply, inputs, raise_exception=False)
+"""
+
+
+@pytest.mark.parametrize("answer, points", [
+    ("def backward_is_correct(function_class, *inputs):\n    return True\n", 0),
+    ("def backward_is_correct(function_class, *inputs):\n    return False\n", 0),
+    (GRADCHECK_ONLY, 2),  # wrong values, one input wrong, later calls: 3 of 6
+])
+def test_lazy_tests_earn_little(answer, points):
+    result = checks.run_check("gradient_test", ns_from(answer))
+    assert result.points == points, result.report()
+
+
+def test_gradcheck_only_names_the_bugs_it_missed():
+    report = checks.run_check("gradient_test", ns_from(GRADCHECK_ONLY)).report()
+    assert "caught 3 of 6" in report and "modifies grad_output in place" in report and "non-contiguous" in report
+
+
+def test_a_test_that_lets_its_own_probes_raise_gets_zero():
+    """Probing a non-contiguous copy without catching the error: a correct Function that rejects it fails."""
+    src = GRADCHECK_ONLY.replace("    return", "    strided = [torch.stack([x.detach(), torch.zeros_like(x)], -1)[..., 0]"
+                                 ".requires_grad_() for x in inputs]\n    function_class.apply(*strided)\n    return")
+    result = checks.run_check("gradient_test", ns_from(src))
+    assert result.points == 0 and result.mistakes == ["test_rejects_correct"], result.report()
+    assert "not applicable" in result.report()
+
+
+def test_a_test_with_a_reference_by_finite_differences_passes():
+    """Unusual but right: own central differences instead of gradcheck, every probe from the exercise."""
+    src = """
+def backward_is_correct(function_class, *inputs):
+    def run(args):
+        outs = function_class.apply(*args)
+        return outs if isinstance(outs, tuple) else (outs,)
+    def check(args):
+        args = [a.detach().clone().requires_grad_() for a in args] if all(a.is_contiguous() for a in args) else args
+        outs = run(args)
+        gs = [torch.randn_like(o) for o in outs]
+        copies = [g.clone() for g in gs]
+        grads = torch.autograd.grad(outs, args, gs, retain_graph=True, allow_unused=True)
+        if any(not torch.equal(g, c) for g, c in zip(gs, copies)):
+            return False
+        grads2 = torch.autograd.grad(outs, args, copies, allow_unused=True)
+        for i, a in enumerate(args):
+            want = torch.zeros_like(a)
+            flat = want.view(-1)
+            for k in range(a.numel()):
+                bumped = [x.detach().clone() for x in args]
+                for sign in (1, -1):
+                    bumped[i].view(-1)[k] += sign * 1e-6
+                    value = sum((o * g).sum() for o, g in zip(run(bumped), copies))
+                    flat[k] += sign * value.item() / 2e-6
+                    bumped[i].view(-1)[k] -= sign * 1e-6
+            for got in (grads[i], grads2[i]):
+                got = torch.zeros_like(a) if got is None else got
+                if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
+                    return False
+        return True
+    variants = [list(inputs)]
+    variants.append([torch.stack([x.detach(), torch.zeros_like(x)], -1)[..., 0].requires_grad_() if x.dim() else x
+                     for x in inputs])
+    for i, x in enumerate(inputs):
+        if x.dim():
+            variants.append([y if j != i else x.detach()[:1].clone().requires_grad_() for j, y in enumerate(inputs)])
+    for n, args in enumerate(variants):
+        try:
+            ok = check(args)
+        except Exception:
+            if n == 0:
+                return False
+            continue
+        if not ok:
+            return False
+    return True
+"""
+    result = checks.run_check("gradient_test", ns_from(src))
+    assert result.status == "passed", result.report()

@@ -56,6 +56,14 @@ class Mistake(guard.Mistake):
         super().__init__(code, hint)
 
 
+class Partial(Mistake):
+    """A stage that earns part of its points (``fraction`` in [0, 1]); only a judge raises it."""
+
+    def __init__(self, code: str, hint: str, fraction: float) -> None:
+        super().__init__(code, hint)
+        self.fraction = min(max(float(fraction), 0.0), 1.0)
+
+
 class Malformed(Exception):
     """Facts from a probe do not have the shape the judge asked for."""
 
@@ -152,6 +160,8 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
                 break
             except Mistake as m:
                 status, feedback, mistakes = "failed", f"{stage.name}: {m.hint}", [m.code]
+                if isinstance(m, Partial):  # raised by the judge itself, never rebuilt from a probe's record
+                    points += stage.points * m.fraction
                 break
             passed.append(stage.name)
             points += stage.points

@@ -1,13 +1,15 @@
-"""Lesson 05 exercises: ``KillHead``, a Function with a non-tensor argument, and ``ClipGrad`` (transfer: a
-backward that is deliberately not the true gradient)."""
+"""Lesson 05 exercises: ``KillHead``, a Function with a non-tensor argument, ``ClipGrad`` (transfer: a
+backward that is deliberately not the true gradient) and ``EmbeddingFunction`` (transfer: an integer input
+without a gradient, and a scatter-add backward)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import torch
 
-from .engine import Mistake, catalogue
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
+from ..probes.ops import backward_ops
 
 catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
 
@@ -116,3 +118,77 @@ CLIP_GRAD = FunctionSpec("clip_grad", "ClipGrad", ("x", "max_norm"), _ClipRefere
                          "x unchanged (gradient clipped in backward)", _clip_diagnose,
                          also_correct=(_ClipReferenceEps.apply,))
 EXERCISES.append(replace(function_exercise(CLIP_GRAD, "ClipGrad", 1, 2), request=_clip_request))
+
+
+# --------------------------------------------------------------------------- embedding (transfer)
+catalogue({
+    "embedding_repeats_not_summed": "EmbeddingFunction's backward overwrites rows for repeated indices instead of summing them",
+    "embedding_one_hot": "EmbeddingFunction's backward builds a one-hot matrix (numel(indices) x num) instead of index_add_",
+})
+
+
+def _indices(shape, num: int, seed: int) -> dict:
+    """int64 indices in [0, num), with repeats (numel > num in most cases); never requires grad."""
+    gen = torch.Generator().manual_seed(seed)
+    return {"t": torch.randint(0, num, shape, generator=gen), "grad": False, "layout": "c"}
+
+
+def _embedding_cases(base: int):
+    return [
+        ([_indices((6,), 4, base + 91), tensor_arg((4, 3), base + 92)], "indices (6,) into weight (4, 3), repeats"),
+        ([_indices((2, 5), 7, base + 93), tensor_arg((7, 3), base + 94)], "indices (2, 5) into weight (7, 3)"),
+        ([_indices((2, 3, 4), 5, base + 95), tensor_arg((5, 2), base + 96, torch.float32)],
+         "indices (2, 3, 4) into a float32 weight (5, 2)"),
+        ([_indices((0,), 4, base + 97), tensor_arg((4, 3), base + 98)], "empty indices (0,) into weight (4, 3)"),
+        ([{"t": torch.tensor([2, 2, 2, 0]), "grad": False, "layout": "c"}, tensor_arg((3, 2), base + 99)],
+         "indices [2, 2, 2, 0] into weight (3, 2)"),
+    ]
+
+
+def _embedding_diagnose(i, got, want, args, g):
+    if i != 1 or got.shape != want.shape:
+        return None
+    idx = args[0].reshape(-1)
+    counts = torch.bincount(idx, minlength=want.shape[0])
+    single = counts <= 1
+    if close(got[single], want[single], want.dtype):
+        return Mistake("embedding_repeats_not_summed", "embedding: grad_weight is right for rows looked up once but "
+                       "wrong for rows whose index repeats: each lookup adds its grad_output row, so repeated rows "
+                       "must be summed. grad_weight[indices] = g (or += g) keeps only one of them; use "
+                       "grad_weight.index_add_(0, indices.reshape(-1), g.reshape(-1, dim)).")
+    return None
+
+
+EMBEDDING = FunctionSpec("embedding", "EmbeddingFunction", ("indices", "weight"), torch.nn.functional.embedding,
+                         _embedding_cases, "weight[indices]", _embedding_diagnose,
+                         lambda base: [_indices((5,), 3, base + 100), tensor_arg((3, 2), base + 101)])
+
+
+def _judge_no_one_hot(req: dict, facts: dict) -> None:
+    for args, case in zip(req["op_cases"], facts["cases"]):
+        got = unwrap(case)
+        if got["node"] is not True:
+            raise Mistake("no_graph", "embedding: the output of EmbeddingFunction.apply has no backward node.")
+        n, num = args[0]["t"].numel(), args[1]["t"].shape[0]
+        biggest = max((int(size) for _, size in got["backward"]), default=0)
+        if biggest >= n * num:
+            op = next(str(o) for o, size in got["backward"] if int(size) == biggest)
+            raise Mistake("embedding_one_hot", f"embedding: for {n} indices into {num} rows backward made a tensor of "
+                          f"{biggest} elements ({op}): a one-hot matrix, numel(indices) x num. Add each grad_output "
+                          "row into its row of a zero grad_weight instead: index_add_ (or scatter_add_).")
+    if len(facts["cases"]) != len(req["op_cases"]):
+        raise Malformed("missing cases")
+
+
+def _embedding_exercise() -> Exercise:
+    base = function_exercise(EMBEDDING, "EmbeddingFunction", 1, 1)
+    no_one_hot = Stage("backward sums rows with index_add_/scatter_add_: no one-hot matrix", 1, backward_ops,
+                       _judge_no_one_hot)
+
+    def req(seed: int) -> dict:
+        b = 1000 * seed
+        return dict(request(EMBEDDING, seed), op_cases=[[_indices((64,), 50, b + 102), tensor_arg((50, 4), b + 103)]])
+    return Exercise("embedding", "EmbeddingFunction", ("EmbeddingFunction",), base.stages + (no_one_hot,), req)
+
+
+EXERCISES.append(_embedding_exercise())

@@ -1,11 +1,12 @@
-"""Lesson 06 exercises: ``AbsProd`` = |u v|, two inputs and a kink, and ``Maximum`` (transfer: a kink where
-the two inputs tie)."""
+"""Lesson 06 exercises: ``AbsProd`` = |u v|, two inputs and a kink, ``Maximum`` (transfer: a kink where
+the two inputs tie) and ``gradient_test`` (write the test: graded on hidden right and buggy Functions)."""
 from __future__ import annotations
 
 import torch
 
-from .engine import Mistake, catalogue
+from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
 from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from ..probes import lesson06 as probes
 
 catalogue({"kink_convention": "the gradient at u*v == 0 differs from PyTorch's (sign(0) = 0)"})
 
@@ -95,3 +96,80 @@ def _max_diagnose(i, got, want, args, g):
 MAXIMUM = FunctionSpec("maximum", "Maximum", ("u", "v"), torch.maximum, _max_cases, "torch.maximum(u, v)",
                        _max_diagnose, lambda base: _apart((5,), base + 98))
 EXERCISES.append(function_exercise(MAXIMUM, "Maximum", 1, 2))
+
+
+# --------------------------------------------------------------------------- gradient_test ("write the test")
+catalogue({
+    "test_rejects_correct": "backward_is_correct returned False (or failed) for a correct Function",
+    "test_misses_bugs": "backward_is_correct returned True for some Functions whose backward has a bug",
+})
+
+CORRECT = {  # kind -> (input shapes, what it is): right on every input it accepts
+    "mul": ([(3, 4), (3, 4)], "a * b"), "mul_broadcast": ([(3, 4), (4,)], "a * b with b broadcast"),
+    "matmul": ([(3, 4), (4, 2)], "a @ b for matrices (raises for other ranks)"), "exp": ([(5,)], "exp(x)"),
+    "sincos": ([(2, 3)], "(sin x, cos x), two outputs"), "square_0d": ([()], "x * x for a 0-d x"),
+    "rowsum": ([(2, 3, 4)], "x.sum(-1), an expanded gradient"),
+    "flat_view": ([(2, 3)], "x.view(-1) * 2 (raises for non-contiguous x)"),
+    "fresh_inplace": ([(4,)], "exp(x), backward in place on a fresh tensor"),
+}
+BUGGY = {  # kind -> (input shapes, the bug, named as in the exercise)
+    "wrong_values": ([(5,)], "wrong gradient values"),
+    "one_input_wrong": ([(3, 4), (3, 4)], "right gradient for one input, wrong for the other"),
+    "grad_output_inplace": ([(5,)], "a backward that modifies grad_output in place"),
+    "contiguous_only": ([(3, 4)], "a backward that is right only for contiguous inputs"),
+    "later_calls": ([(5,)], "a backward right on the first call and wrong on later ones"),
+    "broadcast_no_sum": ([(3, 4), (3, 4)], "a missing sum over broadcast dimensions"),
+}
+
+
+def _gradient_test_request(seed: int) -> dict:
+    base, hidden = 1000 * seed, []
+    for k, (kind, (shapes, _)) in enumerate(list(CORRECT.items()) + list(BUGGY.items())):
+        args = [tensor_arg(shape, base + 200 + 10 * k + i, low=0.2) for i, shape in enumerate(shapes)]
+        hidden.append({"kind": kind, "args": args})
+    order = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(base + 199)).tolist()
+    return {"hidden": [hidden[i] for i in order]}
+
+
+def _judge_gradient_test(req: dict, facts: dict) -> None:
+    verdicts = facts["verdicts"]
+    if len(verdicts) != len(req["hidden"]):
+        raise Malformed("missing verdicts")
+    missed = []
+    for item, got in zip(req["hidden"], verdicts):
+        kind = item["kind"]
+        if isinstance(got, dict) and "$error" in got:
+            error = got["$error"]
+            if error.get("code") == "not_attempted":
+                unwrap(got)
+            if kind in CORRECT:
+                raise Mistake("test_rejects_correct", f"gradient_test: backward_is_correct failed for a correct "
+                              f"Function ({CORRECT[kind][1]}): {str(error.get('hint'))[:300]}. A probe you made up "
+                              "that raises (e.g. a shape the Function does not accept) is not applicable: catch it "
+                              "and move on. 0 points until every correct Function gets True.")
+            missed.append(kind)  # an error is no verdict: the bug was not caught
+            continue
+        value = unwrap(got)["value"]
+        if not isinstance(value, bool):
+            raise Mistake("test_rejects_correct", f"gradient_test: backward_is_correct returned a {value}, not a "
+                          "bool; return True or False.")
+        if kind in CORRECT and value is False:
+            raise Mistake("test_rejects_correct", f"gradient_test: backward_is_correct returned False for a correct "
+                          f"Function ({CORRECT[kind][1]}): a test that rejects correct code is worse than none. "
+                          "Does a made-up probe fail for reasons that are not the backward's (a shape it does not "
+                          "accept, too strict a tolerance)? 0 points until every correct Function gets True.")
+        if kind in BUGGY and value is True:
+            missed.append(kind)
+    if missed:
+        caught = len(BUGGY) - len(missed)
+        names = "; ".join(BUGGY[k][1] for k in missed)
+        raise Partial("test_misses_bugs", f"gradient_test: it caught {caught} of {len(BUGGY)} hidden bugs and passed "
+                      f"these: {names}. gradcheck compares values on the given inputs only: also try a "
+                      "non-contiguous copy, call backward twice, check that grad_output is unchanged, and try "
+                      "inputs that broadcast.", caught / len(BUGGY))
+
+
+EXERCISES.append(Exercise("gradient_test", "backward_is_correct", ("backward_is_correct",), (
+    Stage("returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
+          4, probes.verdicts, _judge_gradient_test),
+), _gradient_test_request))

@@ -7,6 +7,7 @@ import torch
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, unwrap, value_arg
 from ..probes import lesson09 as probes
+from ..probes.ops import backward_ops
 
 catalogue({
     "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",
@@ -143,7 +144,7 @@ def _judge_ops(req: dict, facts: dict) -> None:
 def _solve_exercise() -> Exercise:
     base = function_exercise(SOLVE, "Solve", 1, 1, 1)
     ops = Stage("factorises once: LU in forward, adjoint lu_solve with the saved factors in backward", 1,
-                probes.backward_ops, _judge_ops)
+                backward_ops, _judge_ops)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

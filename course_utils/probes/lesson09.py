@@ -8,7 +8,7 @@ import torch
 from . import functions as f
 from .functions import function_class
 from .guard import attempt, call
-from .ops import recorded
+from .ops import backward_ops
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -132,26 +132,6 @@ def saved_sizes(ns: dict, req: dict) -> dict:
             y = call(f"{name}.forward", cls.apply, *args)
         return {"saved": saved, "node": _custom_node(y) is not None}
     return attempt(one)
-
-
-# --------------------------------------------------------------------------- solve
-def backward_ops(ns: dict, req: dict) -> dict:
-    """The ATen ops forward and backward run, for each case in ``req["op_cases"]``."""
-    cls, name = function_class(ns, req), req["cls"]
-    out = []
-    for case in req["op_cases"]:
-        def one(case=case) -> dict:
-            args = [f.materialize(a) for a in case]
-            y, forward_ops = recorded(f"{name}.forward", cls.apply, *args)
-            node = _custom_node(y)
-            if node is None:
-                return {"node": False}
-            g = f.grad_output(y.shape, y.dtype, 11, y.device)
-            with torch.no_grad():
-                _, ops = recorded(f"{name}.backward", node.apply, g)
-            return {"node": True, "forward": forward_ops, "backward": ops}
-        out.append(attempt(one))
-    return {"cases": out}
 
 
 PROBES = {

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .guard import call
+from . import functions as f
+from .guard import attempt, call
 
 OPS_LIMIT = 20000  # ops recorded per call; a backward that runs more is reported as cut
 
@@ -43,3 +44,22 @@ def recorded(what: str, fn: Callable, *args: object) -> tuple[object, list[list]
     with recorder:
         result = call(what, fn, *args)
     return result, recorder.ops
+
+
+def backward_ops(ns, req: dict) -> dict:
+    """The ATen ops forward and backward run, for each argument list in ``req["op_cases"]``."""
+    cls, name = f.function_class(ns, req), req["cls"]
+    out = []
+    for case in req["op_cases"]:
+        def one(case=case) -> dict:
+            args = [f.materialize(a) for a in case]
+            y, forward_ops = recorded(f"{name}.forward", cls.apply, *args)
+            node = y.grad_fn if isinstance(y, torch.Tensor) else None
+            if not isinstance(node, torch.autograd.function.BackwardCFunction):
+                return {"node": False}
+            g = f.grad_output(y.shape, y.dtype, 11, y.device)
+            with torch.no_grad():
+                _, ops = recorded(f"{name}.backward", node.apply, g)
+            return {"node": True, "forward": forward_ops, "backward": ops}
+        out.append(attempt(one))
+    return {"cases": out}
