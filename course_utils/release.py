@@ -23,6 +23,7 @@ from .errors import CourseError
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+SHIPPED = "### SHIPPED"  # inside a solution region: what follows (commented out) is released instead of the stub
 STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet: replace this line with your code.")'
 
 
@@ -75,9 +76,14 @@ def exercise_id(cell: nbformat.NotebookNode) -> str:
 
 
 def strip_solutions(source: str, grade_id: str, where: str = "cell") -> str:
-    """Replace each solution region of ``source`` by an indented NotImplementedError stub."""
+    """Replace each solution region of ``source`` by an indented NotImplementedError stub.
+
+    A region may end with a ``### SHIPPED`` part: its lines, commented out in the solution, are
+    released uncommented instead of the stub (a "find the bug" exercise ships broken code).
+    """
     out: list[str] = []
-    inside = False
+    inside = shipping = False
+    indent = ""
     for number, line in enumerate(source.splitlines(), 1):
         stripped = line.strip()
         if stripped == BEGIN:
@@ -91,10 +97,18 @@ def strip_solutions(source: str, grade_id: str, where: str = "cell") -> str:
                 )
             out.append(indent + STUB.format(grade_id=grade_id))
             inside = True
+        elif stripped == SHIPPED and inside:
+            out.pop()  # the shipped code replaces the stub
+            shipping = True
         elif stripped == END:
             if not inside:
                 raise CourseError(f"{where} line {number}: '{END}' without a matching '{BEGIN}'.")
-            inside = False
+            inside = shipping = False
+        elif shipping:
+            if not line.startswith(indent + "# ") and stripped:
+                raise CourseError(f"{where} line {number}: shipped code must be commented out ('# ') at the "
+                                  "region's indentation.")
+            out.append(indent + line[len(indent) + 2:] if stripped else "")
         elif not inside:
             out.append(line)
     if inside:

@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 05 · KillHead
-# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient.
+# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient, and an embedding lookup whose backward adds rows.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
@@ -98,3 +98,39 @@ class ClipGrad(Function):
 
 # %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("clip_grad", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `embedding` (3 points)
+#
+# `EmbeddingFunction.apply(indices, weight)` looks rows up in a table: `indices` is an
+# int64 tensor of any shape with values in $[0, 	ext{num})$, `weight` a float tensor of
+# shape $(	ext{num}, 	ext{dim})$, and the result is `weight[indices]`, of shape
+# `indices.shape + (dim,)`. This is `torch.nn.functional.embedding`, the first layer of
+# every language model.
+#
+# * Backward returns `(None, grad_weight)`: integer indices have no gradient.
+#   `grad_weight` has `weight`'s shape; a row looked up $k$ times receives the **sum** of
+#   its $k$ `grad_output` rows (rows never looked up get 0). Empty `indices` must work.
+# * Never build a one-hot matrix: the check watches backward's allocations and fails any
+#   tensor with `numel(indices) * num` elements or more. Lesson 05's section on
+#   scatter-add gradients shows the tool.
+
+# %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class EmbeddingFunction(Function):
+    @staticmethod
+    def forward(ctx, indices, weight):
+        raise NotImplementedError("Exercise 'embedding' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'embedding' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "embedding", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("embedding", globals())

@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 06 · |uv|
-# > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere.
+# > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere, then write the test that a backward deserves.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 
@@ -93,3 +93,40 @@ class Maximum(Function):
 
 # %% nbgrader={"grade": true, "grade_id": "maximum", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("maximum", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `gradient_test` (4 points)
+#
+# Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns
+# `True` if and only if the backward of `function_class.apply` is correct, and `False`
+# otherwise. The `inputs` are float64 leaf tensors that require grad (0-d to 3-D, away
+# from kinks); the Function may return one tensor or a tuple of two.
+#
+# "Correct" means correct for **every** input the Function accepts, not only the ones you
+# are given. The check calls your test on hidden Functions:
+#
+# * correct ones, which must all get `True` (one `False` and the exercise earns 0 points).
+#   Some raise on inputs they do not accept (a matrix product given a 1-D tensor, a
+#   `.view` of non-contiguous memory): a probe **you** made up that raises is not
+#   applicable, never a reason to return `False`;
+# * buggy ones, one for each bug below; you earn points in proportion to how many get
+#   `False`: wrong gradient values; a gradient right for one input and wrong for another;
+#   a backward that modifies `grad_output` in place; a backward right only for contiguous
+#   inputs; a backward right on its first call and wrong on later ones; a missing sum over
+#   broadcast dimensions.
+#
+# `gradcheck` alone catches only some of these (lesson 06, "Testing beyond gradcheck").
+# Each call must finish within 10 s.
+
+# %% nbgrader={"grade": false, "grade_id": "gradient_test_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+
+def backward_is_correct(function_class, *inputs) -> bool:
+    raise NotImplementedError("Exercise 'gradient_test' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "gradient_test", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+from course_utils.checks import check
+
+check("gradient_test", globals())

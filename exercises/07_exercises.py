@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 07 · the ctx toolbox
-# > Put `mark_dirty`, `mark_non_differentiable` and double backward to work on three Functions the lesson did not show.
+# > Put `mark_dirty`, `mark_non_differentiable` and double backward to work on three Functions the lesson did not show, then find three bugs in a fourth.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 # Each check compares your Function with PyTorch's own op on fresh inputs and names the
@@ -142,3 +142,43 @@ class Tanh(Function):
 from course_utils.checks import check
 
 check("tanh_twice", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `normalize_fix` (3 points)
+#
+# Find the bugs. The cell below ships `Normalize`, which scales each row to unit length,
+# $y = x / \lVert x \rVert$ over the last dimension (cosine similarity and many attention
+# variants start with it). It runs, and it is wrong in three ways. Fix it so that:
+#
+# * values and gradients are right for any shape (the VJP is
+#   $\frac{1}{\lVert x \rVert}\big(g - y\,(g \cdot y)\big)$ per row: $y$ changes with $x$ also
+#   through the norm);
+# * `x` is left exactly as it was after forward;
+# * no tensor is stored as a ctx attribute (only `save_for_backward`);
+# * `torch.autograd.gradgradcheck` passes in float64.
+#
+# Each bug breaks a rule from lessons 02 to 07; the check names the first one it meets.
+
+# %% nbgrader={"grade": false, "grade_id": "normalize_fix_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Normalize(Function):
+    @staticmethod
+    def forward(ctx, x):
+        norm = x.norm(dim=-1, keepdim=True)
+        ctx.x = x
+        ctx.save_for_backward(norm)
+        return x.div_(norm)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (norm,) = ctx.saved_tensors
+        return grad_output / norm
+
+
+# %% nbgrader={"grade": true, "grade_id": "normalize_fix", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
+check("normalize_fix", globals())

@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 08 · torch.func, forward mode and custom_op
-# > Write a Function that works under every `torch.func` transform and in forward mode, then a NumPy operator that compiles without a graph break.
+# > Write a softmax Function whose backward and jvp never form a Jacobian and that works under every `torch.func` transform, then a NumPy row norm as an operator that compiles without a graph break.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
 
@@ -40,99 +40,100 @@ from torch import Tensor
 from torch.autograd import Function
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `func_sigmoid` (3 points)
+# ## Exercise `func_softmax` (4 points)
 #
-# `FuncSigmoid.apply(x)` computes the logistic sigmoid $y = \sigma(x) = 1 / (1 + e^{-x})$
-# elementwise, and must work wherever `torch.sigmoid` works: `.backward()`,
-# `torch.func.grad`, `jacrev`, `vmap` and `vmap(grad(...))`, and forward mode
-# (`torch.func.jvp`, `jacfwd`, dual tensors).
+# `FuncSoftmax.apply(x)` computes the softmax over the **last** dimension of an `x` of any
+# rank, $y_i = e^{x_i} / \sum_j e^{x_j}$ along each row, and must work wherever
+# `torch.softmax` does.
 #
-# * Use the lesson's style: `forward(x)` only computes, `setup_context(ctx, inputs, output)`
-#   saves. The derivative $\sigma'(x) = y\,(1 - y)$ needs only the **output**: save it for
-#   both directions.
-# * `backward` is the vector-Jacobian product, `jvp` the Jacobian-vector product; for an
-#   elementwise function both multiply by the same local derivative.
-# * `generate_vmap_rule = True` is already in the class: `forward` is made of PyTorch ops.
-#
-# The check compares every transform with `torch.sigmoid`, on inputs and tangents it draws
-# at random, and runs `gradcheck(..., check_forward_ad=True, check_batched_grad=True)` in
-# float64.
+# * Lesson 08's style: `forward(x)` only computes, `setup_context(ctx, inputs, output)`
+#   saves (what do backward and jvp need?).
+# * Forward must be **stable**: rows with entries near $10^4$ give no `nan`/`inf`.
+# * `backward` is a vector-Jacobian product and `jvp` a Jacobian-vector product. The
+#   Jacobian of one row of length $n$ has $n^2$ entries: never form it. The check runs
+#   backward on a $(64, 512)$ input and fails it if any operator makes a tensor with more
+#   than twice as many elements as `x`.
+# * It must work under `torch.func.vmap`, `jacrev`, `jacfwd` and `hessian` of
+#   `FuncSoftmax.apply(x)[..., 0].sum()`, so backward must itself be differentiable, and
+#   under `gradcheck(check_forward_ad=True)` in float64.
 
-# %% nbgrader={"grade": false, "grade_id": "func_sigmoid_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "func_softmax_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
 
-class FuncSigmoid(Function):
+class FuncSoftmax(Function):
     generate_vmap_rule = True
 
     @staticmethod
     def forward(x):
-        raise NotImplementedError("Exercise 'func_sigmoid' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'func_softmax' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        raise NotImplementedError("Exercise 'func_sigmoid' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'func_softmax' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def backward(ctx, grad_output):
-        raise NotImplementedError("Exercise 'func_sigmoid' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'func_softmax' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def jvp(ctx, x_tangent):
-        raise NotImplementedError("Exercise 'func_sigmoid' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'func_softmax' is not attempted yet: replace this line with your code.")
 
 
-# %% nbgrader={"grade": true, "grade_id": "func_sigmoid", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+# %% nbgrader={"grade": true, "grade_id": "func_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
-check("func_sigmoid", globals())
+check("func_softmax", globals())
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `custom_op` (4 points)
+# ## Exercise `row_norm_op` (4 points)
 #
-# Make NumPy's `np.sin` a PyTorch operator named `course::numpy_sin`, like the lesson's
-# `numpy_polyval`:
+# Make a NumPy row norm a PyTorch operator named `exercises::row_norm`:
 #
-# * `numpy_sin(x)` computes `np.sin` on the data of `x` and returns a tensor with the dtype
-#   and device of `x`;
-# * its fake implementation says what the output looks like, without computing it;
-# * `register_autograd` gives it a gradient: $\frac{d}{dx}\sin x = \cos x$ (`torch.cos` is
-#   fine in backward).
+# * `row_norm(x)` computes the L2 norm over the last dimension **with NumPy**
+#   (`np.linalg.norm(..., axis=-1)`) and returns a tensor of shape `x.shape[:-1]` with the
+#   dtype and device of `x`;
+# * its fake implementation says what the output looks like without computing it (no
+#   NumPy there: it receives tensors without data);
+# * `register_autograd` gives it a gradient: $\partial \lVert x \rVert / \partial x = x / \lVert x \rVert$
+#   per row, times `grad_output` broadcast over the row, and **0 for a row whose norm is 0**
+#   (as `torch.linalg.vector_norm` gives).
 #
-# The check runs `torch.library.opcheck` (with and without `requires_grad`), `gradcheck`,
-# and compiles `lambda t: numpy_sin(t * 2).pow(2).sum()` with
-# `torch.compile(fullgraph=True, backend="aot_eager")`, expecting one graph that holds your
-# operator. Keep the operator and all its registrations in this one cell: re-running the
-# cell then rebuilds the operator completely.
+# The check runs `torch.library.opcheck` on 1-D to 3-D float32 and float64 inputs (with and
+# without `requires_grad`), compares gradient **values** with `torch.linalg.vector_norm`
+# (opcheck does not), runs `gradcheck`, and compiles `lambda t: row_norm(t * 2).pow(2).sum()`
+# with `torch.compile(fullgraph=True, backend="aot_eager")`, forward and backward.
+# Keep the operator and all its registrations in this one cell.
 
-# %% nbgrader={"grade": false, "grade_id": "custom_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "row_norm_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import numpy as np
 import torch
 from torch import Tensor
 
 
-@torch.library.custom_op("course::numpy_sin", mutates_args=())
-def numpy_sin(x: Tensor) -> Tensor:
-    raise NotImplementedError("Exercise 'custom_op' is not attempted yet: replace this line with your code.")
+@torch.library.custom_op("exercises::row_norm", mutates_args=())
+def row_norm(x: Tensor) -> Tensor:
+    raise NotImplementedError("Exercise 'row_norm_op' is not attempted yet: replace this line with your code.")
 
 
-@numpy_sin.register_fake
+@row_norm.register_fake
 def _(x):
-    raise NotImplementedError("Exercise 'custom_op' is not attempted yet: replace this line with your code.")
+    raise NotImplementedError("Exercise 'row_norm_op' is not attempted yet: replace this line with your code.")
 
 
 def _setup_context(ctx, inputs, output):
-    raise NotImplementedError("Exercise 'custom_op' is not attempted yet: replace this line with your code.")
+    raise NotImplementedError("Exercise 'row_norm_op' is not attempted yet: replace this line with your code.")
 
 
 def _backward(ctx, grad_output):
-    raise NotImplementedError("Exercise 'custom_op' is not attempted yet: replace this line with your code.")
+    raise NotImplementedError("Exercise 'row_norm_op' is not attempted yet: replace this line with your code.")
 
 
-numpy_sin.register_autograd(_backward, setup_context=_setup_context)
+row_norm.register_autograd(_backward, setup_context=_setup_context)
 
-# %% nbgrader={"grade": true, "grade_id": "custom_op", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+# %% nbgrader={"grade": true, "grade_id": "row_norm_op", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
-check("custom_op", globals())
+check("row_norm_op", globals())

@@ -19,22 +19,11 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 09 · Numerics and memory
-# > Write a softplus that is stable forward and backward, a Newton square root with an implicit backward, and a SiLU that keeps only its input.
+# > Write a log1mexp accurate at both ends, Lambert's W by iteration with an implicit backward, an RMSNorm that saves one number per row, and a linear solve that factorises once.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `log1pexp` (3 points)
-#
-# `Log1pExp.apply(x)` returns $\text{softplus}(x) = \log(1 + e^x)$ elementwise, and its
-# backward returns `grad_output` times the derivative $\sigma(x)$. Values must match
-# `F.softplus` and gradients `torch.sigmoid`, **finite and accurate everywhere** on
-# $[-10^4, 10^4]$, in float32 and in float64. The check also runs float64 `gradcheck`.
-#
-# Careful: `torch.log(1 + torch.exp(x))` passes `gradcheck` and is wrong at both ends
-# (lesson 09, section 1).
-
-# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
 import os, subprocess, sys
@@ -44,85 +33,147 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "log1pexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `log1mexp` (3 points)
+#
+# `Log1mExp.apply(x)`, for $x > 0$, returns $\log(1 - e^{-x})$ elementwise (it appears in
+# survival models and in the log-probabilities of Bernoulli variables); backward returns
+# `grad_output` times the derivative $\frac{e^{-x}}{1 - e^{-x}} = \frac{1}{e^x - 1}$.
+#
+# * Values **and** gradients must be accurate to a small multiple of machine epsilon
+#   (relative error at most $10^{-13}$ in float64, $10^{-5}$ in float32) on
+#   $x \in [10^{-30}, 10^4]$ in float64 and $[10^{-30}, 80]$ in float32, and never NaN.
+#   Where $e^{-x}$ underflows the value may be $-0.0$ or a tiny negative number.
+# * The check also runs float64 `gradcheck` on $x \in [0.01, 20]$.
+#
+# Lesson 09, section 1, shows how softplus went wrong at both ends. Here too, each of
+# `torch.log(1 - torch.exp(-x))` and `torch.log(-torch.expm1(-x))` fails at one end:
+# find which, and combine.
+
+# %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
 import torch
 from torch.autograd import Function
 
 
-class Log1pExp(Function):
+class Log1mExp(Function):
     @staticmethod
     def forward(ctx, x):
-        raise NotImplementedError("Exercise 'log1pexp' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'log1mexp' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def backward(ctx, grad_output):
-        raise NotImplementedError("Exercise 'log1pexp' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'log1mexp' is not attempted yet: replace this line with your code.")
 
 
-# %% nbgrader={"grade": true, "grade_id": "log1pexp", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+# %% nbgrader={"grade": true, "grade_id": "log1mexp", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 from course_utils.checks import check
 
-check("log1pexp", globals())
+check("log1mexp", globals())
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `newton_sqrt` (3 points)
+# ## Exercise `lambert_w` (4 points)
 #
-# `NewtonSqrt.apply(x)`, for a tensor of positive `x`, computes $\sqrt{x}$ elementwise by
-# Newton's method for $F(y, x) = y^2 - x = 0$: $y \leftarrow \tfrac12 (y + x / y)$, started
-# from $y_0 = \max(x, 1)$, **until $y$ stops changing** (how many steps that takes depends
-# on $x$). Backward uses the implicit function theorem,
-# $\frac{dy}{dx} = -\frac{\partial F / \partial x}{\partial F / \partial y}$.
+# Lambert's $W$ function: for $x \ge 0$, $W(x)$ is the $w \ge 0$ with $w\,e^{w} = x$. It
+# has no closed form, so `LambertW.apply(x)` must **iterate** (Newton or Halley, from any
+# start you like) until the relative change is below the dtype's `eps`; how many steps
+# that takes depends on $x$.
 #
-# * Values and gradients must match `torch.sqrt`, for small and for large `x`.
-# * What forward keeps for backward must not depend on the number of iterations, and the
-#   iterations must not be recorded by autograd. The check compares inputs near 1 (few
-#   iterations) with inputs near $10^{11}$ (many).
+# * Values to a relative $10^{-12}$ in float64 on $[0, 10^{300}]$ and $10^{-5}$ in float32 on
+#   $[0, 10^{30}]$. Careful: $e^{w}$ overflows for $w > 709$.
+# * Backward by the implicit function theorem on $F(w, x) = w e^{w} - x = 0$ (lesson 09,
+#   section 3), written with the $W$ that forward saved. Do not iterate again in backward:
+#   the check changes the saved $W$ behind autograd's back and expects the gradient to follow.
+# * What forward keeps must not depend on the number of iterations (the check compares $x$
+#   near $0.1$ with $x$ near $10^{300}$), and the iterations must not be recorded by autograd.
+# * float64 `gradcheck` on $[0.01, 100]$.
 
-# %% nbgrader={"grade": false, "grade_id": "newton_sqrt_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "lambert_w_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
 
-class NewtonSqrt(Function):
+class LambertW(Function):
     @staticmethod
     def forward(ctx, x):
-        raise NotImplementedError("Exercise 'newton_sqrt' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'lambert_w' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def backward(ctx, grad_output):
-        raise NotImplementedError("Exercise 'newton_sqrt' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'lambert_w' is not attempted yet: replace this line with your code.")
 
 
-# %% nbgrader={"grade": true, "grade_id": "newton_sqrt", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+# %% nbgrader={"grade": true, "grade_id": "lambert_w", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
-check("newton_sqrt", globals())
+check("lambert_w", globals())
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `silu_low_memory` (3 points)
+# ## Exercise `rmsnorm` (4 points)
 #
-# `SiLULowMemory.apply(x)` returns $\text{silu}(x) = x\,\sigma(x)$ elementwise; values and
-# gradients must match `F.silu`. It must **keep only its input `x`** for backward (the
-# caller holds `x` anyway, so that costs no extra memory) and recompute $\sigma(x)$ in
-# backward. The check inspects what forward saves with
-# `torch.autograd.graph.saved_tensors_hooks`.
+# `RMSNorm.apply(x, weight, eps)`, with `x` of shape $(\dots, d)$ (1-D to 4-D), `weight` of
+# shape $(d,)$ and `eps` a Python float, returns
+# $y = x \cdot r \cdot w$ with $r = \big(\operatorname{mean}(x^2, \text{last dim}) + \varepsilon\big)^{-1/2}$,
+# one $r$ per row. It is the normalisation of most current language models.
+#
+# * Backward returns `(grad_x, grad_weight, None)`; `grad_weight` sums over all leading
+#   dimensions. Derive `grad_x` row by row (lesson 09's section on row-wise VJPs): $r$
+#   depends on $x$ too.
+# * Respect `ctx.needs_input_grad`: no `grad_weight` work when `weight` does not require a
+#   gradient (and no `grad_x` work when `x` does not).
+# * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$): recompute
+#   the normalised $x$ in backward instead of keeping another tensor of $x$'s size.
 
-# %% nbgrader={"grade": false, "grade_id": "silu_low_memory_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "rmsnorm_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
 
-class SiLULowMemory(Function):
+class RMSNorm(Function):
     @staticmethod
-    def forward(ctx, x):
-        raise NotImplementedError("Exercise 'silu_low_memory' is not attempted yet: replace this line with your code.")
+    def forward(ctx, x, weight, eps):
+        raise NotImplementedError("Exercise 'rmsnorm' is not attempted yet: replace this line with your code.")
 
     @staticmethod
     def backward(ctx, grad_output):
-        raise NotImplementedError("Exercise 'silu_low_memory' is not attempted yet: replace this line with your code.")
+        raise NotImplementedError("Exercise 'rmsnorm' is not attempted yet: replace this line with your code.")
 
 
-# %% nbgrader={"grade": true, "grade_id": "silu_low_memory", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+# %% nbgrader={"grade": true, "grade_id": "rmsnorm", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
-check("silu_low_memory", globals())
+check("rmsnorm", globals())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `solve` (4 points)
+#
+# `Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or
+# $(n, k)$, returns $x = A^{-1} b$, computed with `torch.linalg.lu_factor` and
+# `torch.linalg.lu_solve` (values must match `torch.linalg.solve`).
+#
+# * Backward: $g_b = A^{-\top} g$ and $g_A = -g_b\, x^\top$ (for a 1-D `b`, the outer
+#   product). Get $g_b$ from the LU factors **saved in forward**: `lu_solve` can solve with
+#   $A^\top$ (look up its `adjoint` argument). No second factorisation, no inverse, no
+#   `torch.linalg.solve` in backward: the check watches which operators run.
+# * Respect `ctx.needs_input_grad`; float64 `gradcheck`.
+
+# %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+from torch.autograd import Function
+
+
+class Solve(Function):
+    @staticmethod
+    def forward(ctx, A, b):
+        raise NotImplementedError("Exercise 'solve' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'solve' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "solve", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+from course_utils.checks import check
+
+check("solve", globals())

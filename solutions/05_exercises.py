@@ -114,7 +114,7 @@ class ClipGrad(Function):
 # %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("clip_grad", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `embedding` (3 points)
 #
 # `EmbeddingFunction.apply(indices, weight)` looks rows up in a table: `indices` is an
@@ -130,7 +130,7 @@ check("clip_grad", globals())
 #   tensor with `numel(indices) * num` elements or more. Lesson 05's section on
 #   scatter-add gradients shows the tool.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
@@ -155,7 +155,7 @@ class EmbeddingFunction(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "embedding", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 from course_utils.checks import check
 
 check("embedding", globals())

@@ -107,7 +107,7 @@ class Maximum(Function):
 # %% nbgrader={"grade": true, "grade_id": "maximum", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("maximum", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `gradient_test` (4 points)
 #
 # Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns
@@ -131,7 +131,7 @@ check("maximum", globals())
 # `gradcheck` alone catches only some of these (lesson 06, "Testing beyond gradcheck").
 # Each call must finish within 10 s.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "gradient_test_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 
 
@@ -176,7 +176,7 @@ def backward_is_correct(function_class, *inputs) -> bool:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "gradient_test", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("gradient_test", globals())

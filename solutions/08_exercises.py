@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `func_softmax` (4 points)
 #
 # `FuncSoftmax.apply(x)` computes the softmax over the **last** dimension of an `x` of any
@@ -57,7 +57,7 @@ from torch.autograd import Function
 #   `FuncSoftmax.apply(x)[..., 0].sum()`, so backward must itself be differentiable, and
 #   under `gradcheck(check_forward_ad=True)` in float64.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "func_softmax_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
@@ -96,12 +96,12 @@ class FuncSoftmax(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "func_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("func_softmax", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `row_norm_op` (4 points)
 #
 # Make a NumPy row norm a PyTorch operator named `exercises::row_norm`:
@@ -121,7 +121,7 @@ check("func_softmax", globals())
 # with `torch.compile(fullgraph=True, backend="aot_eager")`, forward and backward.
 # Keep the operator and all its registrations in this one cell.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "row_norm_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import numpy as np
 import torch
 from torch import Tensor
@@ -158,7 +158,7 @@ def _backward(ctx, grad_output):
 
 row_norm.register_autograd(_backward, setup_context=_setup_context)
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "row_norm_op", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("row_norm_op", globals())

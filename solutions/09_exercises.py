@@ -23,7 +23,7 @@
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
 
-# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
 import os, subprocess, sys
@@ -33,7 +33,7 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `log1mexp` (3 points)
 #
 # `Log1mExp.apply(x)`, for $x > 0$, returns $\log(1 - e^{-x})$ elementwise (it appears in
@@ -50,7 +50,7 @@ if "google.colab" in sys.modules:
 # `torch.log(1 - torch.exp(-x))` and `torch.log(-torch.expm1(-x))` fails at one end:
 # find which, and combine.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 import torch
@@ -74,12 +74,12 @@ class Log1mExp(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "log1mexp", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 from course_utils.checks import check
 
 check("log1mexp", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `lambert_w` (4 points)
 #
 # Lambert's $W$ function: for $x \ge 0$, $W(x)$ is the $w \ge 0$ with $w\,e^{w} = x$. It
@@ -96,7 +96,7 @@ check("log1mexp", globals())
 #   near $0.1$ with $x$ near $10^{300}$), and the iterations must not be recorded by autograd.
 # * float64 `gradcheck` on $[0.01, 100]$.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "lambert_w_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
@@ -126,12 +126,12 @@ class LambertW(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "lambert_w", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("lambert_w", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `rmsnorm` (4 points)
 #
 # `RMSNorm.apply(x, weight, eps)`, with `x` of shape $(\dots, d)$ (1-D to 4-D), `weight` of
@@ -147,7 +147,7 @@ check("lambert_w", globals())
 # * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$): recompute
 #   the normalised $x$ in backward instead of keeping another tensor of $x$'s size.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "rmsnorm_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
@@ -176,12 +176,12 @@ class RMSNorm(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "rmsnorm", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("rmsnorm", globals())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `solve` (4 points)
 #
 # `Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or
@@ -194,7 +194,7 @@ check("rmsnorm", globals())
 #   `torch.linalg.solve` in backward: the check watches which operators run.
 # * Respect `ctx.needs_input_grad`; float64 `gradcheck`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
 from torch.autograd import Function
 
@@ -224,7 +224,7 @@ class Solve(Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "solve", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("solve", globals())

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from dataclasses import replace
+
 from .engine import Exercise, Mistake, Stage, catalogue
 from .functions import (FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err,
                         request as function_request, tensor_arg, unwrap)
@@ -93,3 +95,60 @@ TANH_TWICE = Exercise("tanh_twice", "Tanh, twice differentiable", ("Tanh",), _TA
 ), _tanh_request)
 
 EXERCISES = [TANH_TWICE]
+
+
+# --------------------------------------------------------------------------- normalize_fix ("find the bug")
+catalogue({
+    "normalize_projection": "Normalize's backward drops the projection term: g / norm instead of (g - y (g.y)) / norm",
+    "normalize_gradgrad": "Normalize's backward cannot be differentiated again (it uses a saved intermediate)",
+})
+
+
+def _normalize(x: torch.Tensor) -> torch.Tensor:
+    return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+
+
+def _normalize_cases(base: int):
+    return [
+        ([tensor_arg((6,), base + 301)], "x of shape (6,)"),
+        ([tensor_arg((3, 4), base + 302)], "x of shape (3, 4)"),
+        ([tensor_arg((2, 3, 5), base + 303, torch.float32)], "float32 x of shape (2, 3, 5)"),
+        ([tensor_arg((4, 3), base + 304, layout="t")], "a non-contiguous x (4, 3)"),
+    ]
+
+
+def _normalize_diagnose(i, got, want, args, g):
+    x = args[0].detach()
+    if got.shape == want.shape and close(got, g / torch.linalg.vector_norm(x, dim=-1, keepdim=True), want.dtype):
+        return Mistake("normalize_projection", "normalize_fix: backward returns grad_output / norm, the third bug: "
+                       "y = x / ||x|| also changes through the norm, which moves with x. The VJP subtracts the "
+                       "part of g along y: (g - y * (g * y).sum(-1, keepdim=True)) / norm.")
+    return None
+
+
+NORMALIZE = FunctionSpec("normalize_fix", "Normalize", ("x",), _normalize, _normalize_cases,
+                         "x / ||x|| over the last dimension", _normalize_diagnose,
+                         lambda base: [tensor_arg((3, 4), base + 305)])
+
+
+def _judge_gradgrad(req: dict, facts: dict) -> None:
+    if not unwrap(facts)["ok"]:
+        raise Mistake("normalize_gradgrad", "normalize_fix: gradgradcheck fails, although the gradients are right: "
+                      "backward uses a tensor forward computed and saved (the norm?), which double backward treats "
+                      "as a constant. Save the input x and recompute the norm in backward (lesson 07, \"The trap: "
+                      "saving an intermediate\").")
+
+
+def _normalize_exercise() -> Exercise:
+    forward, backward = function_exercise(NORMALIZE, "Normalize", 1, 1).stages
+    gradgrad = Stage("gradgradcheck passes: backward is differentiable", 1, probes.gradgrad, _judge_gradgrad)
+
+    def req(seed: int) -> dict:
+        return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))
+    return Exercise("normalize_fix", "Normalize", ("Normalize",),
+                    (replace(forward, name="forward: values right and x left as it was"),
+                     replace(backward, name="backward: right gradients, tensors saved only with save_for_backward"),
+                     gradgrad), req)
+
+
+EXERCISES.insert(0, _normalize_exercise())

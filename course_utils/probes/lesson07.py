@@ -154,7 +154,16 @@ def tanh_twice(ns, req: dict) -> dict:
     return facts
 
 
+def gradgrad(ns, req: dict) -> dict:
+    """float64 gradgradcheck of the Function on ``req["gradgrad"]``."""
+    cls = f.function_class(ns, req)
+    x = materialize(req["gradgrad"])
+    return attempt(lambda: {"ok": bool(call(f"gradgradcheck({req['cls']}.apply)", torch.autograd.gradgradcheck,
+                                            cls.apply, (x,), raise_exception=False))})
+
+
 PROBES = {
+    "normalize_fix": f.STAGES + (gradgrad,),
     "relu_inplace": (relu_forward, relu_backward, relu_guards),
     "clamp_with_mask": (clamp_forward, clamp_backward, clamp_forward),
     "tanh_twice": f.STAGES + (tanh_twice,),
