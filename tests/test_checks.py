@@ -55,6 +55,9 @@ def test_solutions_get_full_points(grade_id):
 def test_released_stubs_are_not_attempted(grade_id):
     nb = release.release_notebook(jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py"))
     result = checks.run_check(grade_id, run_code_cells(nb))
+    if grade_id in SHIPS_BROKEN_CODE:
+        assert result.status == "failed" and result.points == 0, result.report()
+        return
     assert result.status == "not attempted" and result.points == 0 and result.mistakes == ["not_attempted"]
     assert "Not attempted yet" in result.report()
 
@@ -64,13 +67,20 @@ CONTRACT = {  # grade_id -> what the answer must define (the issues' tables)
     "sigmoid": ("Sigmoid",), "linear_function": ("LinearFunction",), "linear_module": ("Linear", "LinearFunction"),
     "linear_nd": ("LinearND",), "killhead": ("KillHead",), "clip_grad": ("ClipGrad",), "abs_prod": ("AbsProd",),
     "maximum": ("Maximum",), "relu_inplace": ("ReluInplace",), "clamp_with_mask": ("ClampWithMask",),
-    "tanh_twice": ("Tanh",), "func_sigmoid": ("FuncSigmoid",), "custom_op": ("numpy_sin",),
-    "log1pexp": ("Log1pExp",), "newton_sqrt": ("NewtonSqrt",), "silu_low_memory": ("SiLULowMemory",),
+    "tanh_twice": ("Tanh",), "func_softmax": ("FuncSoftmax",), "row_norm_op": ("row_norm",),
+    "log1mexp": ("Log1mExp",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
+    "gradient_test": ("backward_is_correct",), "normalize_fix": ("Normalize",), "solve": ("Solve",),
 }
+ROUND3_POINTS = {  # ../shared/contracts/round3-exercises.md
+    "func_softmax": 4, "row_norm_op": 4, "log1mexp": 3, "lambert_w": 4, "rmsnorm": 4, "embedding": 3,
+    "gradient_test": 4, "normalize_fix": 3, "solve": 4,
+}
+SHIPS_BROKEN_CODE = {"normalize_fix"}  # "find the bug": the released cell runs, and fails
 
 
 def test_contract_names_and_points():
     assert {g: e.names for g, e in checks.EXERCISES.items()} == CONTRACT
+    assert {g: checks.EXERCISES[g].points for g in ROUND3_POINTS} == ROUND3_POINTS
 
 
 # --------------------------------------------------------------------------- the catalogue

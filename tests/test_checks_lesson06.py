@@ -154,3 +154,16 @@ def backward_is_correct(function_class, *inputs):
 """
     result = checks.run_check("gradient_test", ns_from(src))
     assert result.status == "passed", result.report()
+
+
+TEST_BUGS = {
+    "test_misses_bugs": ("gradient_test", GRADCHECK_ONLY, ["caught 3 of 6", "call backward twice"]),
+    "test_rejects_correct": ("gradient_test", "def backward_is_correct(function_class, *inputs):\n    return False\n",
+                             ["returned False for a correct Function", "0 points"]),
+}
+BUGS.update(TEST_BUGS)
+
+
+@pytest.mark.parametrize("code", sorted(TEST_BUGS))
+def test_each_gradient_test_mistake_gets_its_hint(code):
+    assert_diagnosed(code, *TEST_BUGS[code])

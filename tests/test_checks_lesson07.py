@@ -142,3 +142,49 @@ def test_solutions_pass_for_several_seeds():
         for seed in (0, 5, 17):
             result = checks.run_check(grade_id, ns, seed=seed)
             assert result.status == "passed", result.report()
+
+
+# --------------------------------------------------------------------------- normalize_fix: each shipped bug alone
+NORMALIZE = """
+class Normalize(Function):
+    @staticmethod
+    def forward(ctx, x):
+        FORWARD
+    @staticmethod
+    def backward(ctx, g):
+        BACKWARD
+"""
+GOOD_FORWARD = "ctx.save_for_backward(x)\n        return x / x.norm(dim=-1, keepdim=True)"
+GOOD_BACKWARD = ("(x,) = ctx.saved_tensors\n        n = x.norm(dim=-1, keepdim=True)\n        y = x / n\n"
+                 "        return (g - y * (g * y).sum(-1, keepdim=True)) / n")
+
+
+def normalize(forward=GOOD_FORWARD, backward=GOOD_BACKWARD) -> str:
+    return NORMALIZE.replace("FORWARD", forward).replace("BACKWARD", backward)
+
+
+NORMALIZE_BUGS = {
+    "normalize_projection": ("normalize_fix", normalize(backward="(x,) = ctx.saved_tensors\n"
+                                                                 "        return g / x.norm(dim=-1, keepdim=True)"),
+                             ["the third bug", "(g - y * (g * y).sum(-1, keepdim=True)) / norm"]),
+    "normalize_gradgrad": ("normalize_fix", normalize(
+        forward="n = x.norm(dim=-1, keepdim=True)\n        y = x / n\n        ctx.save_for_backward(y, n)\n        return y",
+        backward="y, n = ctx.saved_tensors\n        return (g - y * (g * y).sum(-1, keepdim=True)) / n"),
+        ["gradgradcheck fails", "recompute the norm"]),
+}
+BUGS.update(NORMALIZE_BUGS)
+
+
+@pytest.mark.parametrize("code", sorted(NORMALIZE_BUGS))
+def test_each_normalize_mistake_gets_its_hint(code):
+    assert_diagnosed(code, *NORMALIZE_BUGS[code])
+
+
+def test_normalize_with_the_tensor_kept_on_ctx_fails():
+    src = normalize(forward="ctx.keep = {'x': x}\n        ctx.save_for_backward(x)\n        return x / x.norm(dim=-1, keepdim=True)")
+    assert checks.run_check("normalize_fix", ns_from(src)).mistakes == ["tensor_on_ctx"]
+
+
+def test_normalize_dividing_a_fresh_copy_in_place_passes():
+    src = normalize(forward="ctx.save_for_backward(x)\n        return x.clone().div_(x.norm(dim=-1, keepdim=True))")
+    assert checks.run_check("normalize_fix", ns_from(src)).status == "passed"

@@ -145,14 +145,24 @@ def _judge_memory(req: dict, facts: dict) -> None:
     _compare(got["grad"], want, "backward for x of shape (64, 512)")
 
 
+def _h(t: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(t, -1)[..., 0].sum()
+
+
+def _grad_h(x: torch.Tensor) -> torch.Tensor:
+    """The gradient of _h by plain autograd: torch.func keeps global state and is not safe in the judge's threads."""
+    x = x.detach().clone().requires_grad_()
+    return torch.autograd.grad(_h(x), x)[0]
+
+
+def _hessian_h(x: torch.Tensor) -> torch.Tensor:
+    return torch.autograd.functional.hessian(_h, x.detach().clone())
+
+
 def _judge_func(req: dict, facts: dict) -> None:
     x, small, batch = req["x"], req["small"], req["batch"]
-
-    def h(t):
-        return torch.softmax(t, -1)[..., 0].sum()
-    wants = {"vmap": torch.softmax(batch, -1), "grad": torch.func.grad(h)(x), "jacrev": torch.func.jacrev(h)(small),
-             "vmap_grad": torch.func.vmap(torch.func.grad(h))(batch),
-             "jacrev2": torch.func.jacrev(torch.func.jacrev(h))(small)}
+    wants = {"vmap": torch.softmax(batch, -1), "grad": _grad_h(x), "jacrev": _grad_h(small),
+             "vmap_grad": _grad_h(batch), "jacrev2": _hessian_h(small)}
     names = {"vmap": "torch.func.vmap(FuncSoftmax.apply)", "grad": "torch.func.grad of f(x)[..., 0].sum()",
              "jacrev": "torch.func.jacrev of f(x)[..., 0].sum()", "vmap_grad": "vmap(grad(...))",
              "jacrev2": "jacrev(jacrev(...)) of f(x)[..., 0].sum() (reverse mode through your backward)"}
@@ -178,12 +188,11 @@ def _judge_forward_mode(req: dict, facts: dict) -> None:
         _compare(got[0], y, f"the primal output of {name}", "forward_wrong")
         if not close(got[1], want, torch.float64):
             raise _wrong_tangent(name, got[1], y, tangent)
-    h = lambda t: torch.softmax(t, -1)[..., 0].sum()  # noqa: E731
     if any("skipped" in facts[k] for k in ("jacfwd", "hessian", "gradcheck")):
         raise Malformed("forward-mode checks skipped although the tangents are right")
-    _compare(_value_of(facts["jacfwd"], "torch.func.jacfwd"), torch.func.jacfwd(h)(req["small"]), "torch.func.jacfwd")
+    _compare(_value_of(facts["jacfwd"], "torch.func.jacfwd"), _grad_h(req["small"]), "torch.func.jacfwd")
     what = "torch.func.hessian of f(x)[..., 0].sum() (jacfwd of jacrev: forward mode through your backward)"
-    _compare(_value_of(facts["hessian"], what), torch.func.hessian(h)(req["small"]), what)
+    _compare(_value_of(facts["hessian"], what), _hessian_h(req["small"]), what)
     if _value_of(facts["gradcheck"], "gradcheck(check_forward_ad=True)") is not True:
         raise Mistake("gradcheck_failed", f"{GID}: gradcheck(check_forward_ad=True) did not return True.")
 
