@@ -292,6 +292,40 @@ print("first two columns of x unchanged:", torch.equal(x[:, :2].detach(), x_star
 # The loss falls towards the floor set by the two killed columns, which the optimiser
 # cannot affect; only the other six columns move.
 #
+# ## An integer argument, and a gradient that adds up
+#
+# `KillHead`'s `n` was a Python number. An argument can also be an integer *tensor*: a
+# list of positions to pick, $y_k = x_{i_k}$. Integer tensors never get a gradient (backward
+# returns `None` for them), but the picked tensor does, and one rule decides it: a position
+# picked twice receives **both** incoming gradients, because $x_j$ influences every $y_k$
+# with $i_k = j$: $\frac{\partial L}{\partial x_j} = \sum_{k : i_k = j} g_k$.
+
+# %%
+x = torch.tensor([10.0, 20.0, 30.0], requires_grad=True)
+positions = torch.tensor([2, 0, 2, 2])
+picked = x[positions]
+picked.backward(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+print("gradient autograd computes:", x.grad.tolist())
+
+# %% [markdown]
+# Position 2 was picked three times, so its gradient is $1 + 3 + 4 = 8$. The tempting
+# backward, "write each incoming gradient at its position", keeps only one of them: an
+# indexed assignment (and `t[idx] += v`, which is one assignment too) does not accumulate
+# over repeated indices. `index_add_` (or `scatter_add_`) does:
+
+# %%
+incoming = torch.tensor([1.0, 2.0, 3.0, 4.0])
+assigned = torch.zeros(3)
+assigned[positions] += incoming
+added = torch.zeros(3).index_add_(0, positions, incoming)
+print("t[idx] += v   :", assigned.tolist())
+print("index_add_    :", added.tolist())
+
+# %% [markdown]
+# The other temptation is a one-hot matrix $M$ with $M_{kj} = 1$ when $i_k = j$, so that
+# the gradient is $M^\top g$. It is right, and it allocates (number of picks) x (size of x)
+# numbers to move a handful: for a 50,000-row table and 8,000 picks that is 400 million.
+#
 # ## What to take away
 #
 # * Non-tensor arguments go on `ctx` as plain attributes (`ctx.n = n`); backward returns
@@ -302,3 +336,5 @@ print("first two columns of x unchanged:", torch.equal(x[:, :2].detach(), x_star
 #   invisible to autograd and silently gets no gradient.
 # * Never modify `grad_output` (or the inputs) in place: clone first. The failure may be
 #   an error, or silently wrong gradients elsewhere in the graph.
+# * An integer tensor argument gets `None`; a tensor gathered at repeated positions gets
+#   the **sum** of their gradients: `index_add_`, never an indexed assignment or a one-hot matrix.

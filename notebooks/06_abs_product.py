@@ -217,6 +217,72 @@ print("2. kink convention matches (u*v).abs():  AbsProd", matches_native_at_zero
 # differs at zero, which a plain gradcheck on random inputs never would.
 
 # %% [markdown]
+# ## Testing beyond gradcheck
+#
+# `gradcheck` answers one question: on **these** inputs, in **this** memory layout, does
+# one backward call agree with finite differences? A backward can pass that and still be
+# wrong. Two examples, each passing gradcheck:
+
+# %%
+class ExpWritesGrad(Function):
+    """Right values, but backward writes its result into grad_output."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return grad_output.mul_(y)
+
+
+class CubeRowMajor(Function):
+    """Reads x's memory as if it were laid out row by row."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        flat = x.as_strided(x.shape, torch.empty(x.shape, device="meta").stride())
+        return 3 * grad_output * flat ** 2
+
+
+gen = torch.Generator().manual_seed(6)
+x = torch.randn(3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+print("gradcheck ExpWritesGrad:", gradcheck(ExpWritesGrad.apply, (x,)))
+print("gradcheck CubeRowMajor: ", gradcheck(CubeRowMajor.apply, (x,)))
+
+# %% [markdown]
+# Each bug shows only under a probe gradcheck does not make. The first corrupts a tensor
+# autograd may share with other nodes: keep a copy of `grad_output` and compare after
+# backward. The second is right for contiguous memory only: give it **the same values** in
+# another layout.
+
+# %%
+g = torch.randn(3, 4, dtype=torch.float64, generator=gen)
+kept = g.clone()
+torch.autograd.grad(ExpWritesGrad.apply(x), x, g)
+print("grad_output unchanged after backward:", torch.equal(g, kept))
+
+x_t = x.detach().t().contiguous().t().requires_grad_()  # equal values, transposed memory
+print("same values, other layout:", torch.equal(x_t, x), "| contiguous:", x_t.is_contiguous())
+print("gradcheck CubeRowMajor on it:", gradcheck(CubeRowMajor.apply, (x_t,), raise_exception=False))
+
+# %% [markdown]
+# A test of a backward should therefore also ask: does `grad_output` survive? Does a
+# second call agree with the first (a backward with hidden state fails this)? Does the
+# result hold for another layout, and for smaller inputs that **broadcast**? When a probe
+# you invent is one the Function does not accept (it raises), that says nothing about its
+# backward: skip it.
+
+# %% [markdown]
 # ## `saved_variables` vs `saved_tensors`
 #
 # Older code (and older course notes) read saved tensors with `ctx.saved_variables`, a

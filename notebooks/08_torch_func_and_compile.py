@@ -207,6 +207,37 @@ class ExpForwardOnly(Function):
 print(error_summary(lambda: ExpForwardOnly.apply(torch.ones(1, requires_grad=True)).backward()))
 
 # %% [markdown]
+# ### A VJP when every output depends on every input
+#
+# For `Exp` the Jacobian is diagonal, so both products are one multiplication. Most
+# row-wise operations (softmax, normalisations, a norm) are not elementwise: each output of
+# a row depends on every input of the row. The Jacobian of a row of length $n$ then has
+# $n^2$ entries, and the point of a hand-written VJP is to never build it.
+#
+# Take the share of the row total, $y = x / s$ with $s = \sum_j x_j$ (for positive $x$).
+# Its Jacobian is $J_{ij} = \delta_{ij}/s - x_i/s^2 = (\delta_{ij} - y_i)/s$, so
+# $$\big(J^\top g\big)_j = \frac{1}{s}\Big(g_j - \sum_i g_i\,y_i\Big):$$
+# the incoming gradient minus one number per row (its dot product with $y$), scaled.
+# One pass over the row, $O(n)$ memory:
+
+# %%
+def share_vjp(x, g):
+    """J^T g for y = x / x.sum(-1) without forming J."""
+    s = x.sum(dim=-1, keepdim=True)
+    y = x / s
+    return (g - (g * y).sum(dim=-1, keepdim=True)) / s
+
+
+xs = torch.rand(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(8)) + 0.5
+gs = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+jac = torch.func.vmap(torch.func.jacrev(lambda r: r / r.sum()))(xs)  # (4, 6, 6): what we avoid
+print("Jacobian entries per row:", jac[0].numel(), "| VJP entries per row:", xs.shape[1])
+print("VJP equals J^T g for every row:", torch.allclose(share_vjp(xs, gs), torch.einsum("bij,bi->bj", jac, gs)))
+
+# %% [markdown]
+# The same "subtract a row-dot" shape appears in the VJP of softmax and of normalising
+# by the norm; the JVP of such a map has its own closed form, derived the same way.
+#
 # ## `torch.func` on the new `Exp`
 #
 # With `setup_context`, reverse-mode transforms work: `grad` (above) and `jacrev`, which

@@ -487,6 +487,25 @@ print("gradcheck:", gradcheck(TanhFixedPoint.apply, (u, W)))
 # solver library) because autograd never sees it.
 
 # %% [markdown]
+# ### Reuse the factorisation: a linear solve
+#
+# The same idea without any iteration: $x = A^{-1} b$. Differentiating $A x = b$ gives
+# $\bar b = A^{-\top} \bar x$ and $\bar A = -\bar b\, x^\top$: backward needs another solve,
+# with $A^\top$. Forward already paid $O(n^3)$ to factorise $A = P L U$; the factors also
+# solve with $A^\top$, for $O(n^2)$. `torch.linalg.lu_solve` does that with `adjoint=True`:
+
+# %%
+gen = torch.Generator().manual_seed(10)
+M = torch.randn(5, 5, dtype=torch.float64, generator=gen) + 5 * torch.eye(5, dtype=torch.float64)
+rhs = torch.randn(5, 2, dtype=torch.float64, generator=gen)
+LU, pivots = torch.linalg.lu_factor(M)
+print("lu_solve(adjoint=True) solves with M^T:",
+      torch.allclose(torch.linalg.lu_solve(LU, pivots, rhs, adjoint=True), torch.linalg.solve(M.mT, rhs)))
+
+# %% [markdown]
+# So a Function for a solve keeps the factors (`LU`, `pivots`) for backward, not $A$:
+# factorising again, or forming $A^{-1}$, repeats the expensive part.
+#
 # ## 4. Memory: what is saved, what is held, and the peak
 #
 # ### Look at what autograd saves

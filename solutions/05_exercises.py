@@ -127,8 +127,8 @@ check("clip_grad", globals())
 #   `grad_weight` has `weight`'s shape; a row looked up $k$ times receives the **sum** of
 #   its $k$ `grad_output` rows (rows never looked up get 0). Empty `indices` must work.
 # * Never build a one-hot matrix: the check watches backward's allocations and fails any
-#   tensor with `numel(indices) * num` elements or more. Lesson 05's section on
-#   scatter-add gradients shows the tool.
+#   tensor with `numel(indices) * num` elements or more. Lesson 05's section "An integer
+#   argument, and a gradient that adds up" shows the tool.
 
 # %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch

@@ -140,7 +140,8 @@ check("lambert_w", globals())
 # one $r$ per row. It is the normalisation of most current language models.
 #
 # * Backward returns `(grad_x, grad_weight, None)`; `grad_weight` sums over all leading
-#   dimensions. Derive `grad_x` row by row (lesson 09's section on row-wise VJPs): $r$
+#   dimensions. Derive `grad_x` row by row (lesson 08, "A VJP when every output depends on every
+#   input"): $r$
 #   depends on $x$ too.
 # * Respect `ctx.needs_input_grad`: no `grad_weight` work when `weight` does not require a
 #   gradient (and no `grad_x` work when `x` does not).
