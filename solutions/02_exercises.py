@@ -93,15 +93,17 @@ class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
         ### BEGIN SOLUTION
-        ctx.save_for_backward(a, b)
-        return a / b
+        quotient = a / b
+        ctx.save_for_backward(b, quotient)  # the quotient serves d/db = -a / b^2 = -quotient / b
+        return quotient
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        a, b = ctx.saved_tensors
-        return grad_output / b, -grad_output * a / (b * b)
+        b, quotient = ctx.saved_tensors
+        grad_a = grad_output / b
+        return grad_a, -grad_a * quotient
         ### END SOLUTION
 
 

@@ -89,16 +89,16 @@ class Sigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         ### BEGIN SOLUTION
-        result = torch.sigmoid(x)
-        ctx.save_for_backward(result)
-        return result
+        s = torch.special.expit(x)  # the logistic sigmoid
+        ctx.save_for_backward(s)
+        return s
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (result,) = ctx.saved_tensors
-        return grad_output * result * (1 - result)
+        s, = ctx.saved_tensors
+        return grad_output * s * (1 - s)
         ### END SOLUTION
 
 

@@ -167,27 +167,22 @@ class LinearND(Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):
         ### BEGIN SOLUTION
-        ctx.save_for_backward(input, weight, bias)
-        output = input @ weight.t()  # (*, in) @ (in, out) -> (*, out); also for a 1-D input
-        if bias is not None:
-            output = output + bias
-        return output
+        ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
+        out = torch.matmul(input, weight.mT)  # (*, in) @ (in, out) -> (*, out); also for a 1-D input
+        return out if bias is None else out + bias
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        input, weight, bias = ctx.saved_tensors
-        out_features, in_features = weight.shape
-        rows = grad_output.reshape(-1, out_features)  # every leading index is one row
-        grad_input = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_input = grad_output @ weight  # (*, out) @ (out, in) -> (*, in)
-        if ctx.needs_input_grad[1]:
-            grad_weight = rows.t() @ input.reshape(-1, in_features)  # sums over every row
-        if bias is not None and ctx.needs_input_grad[2]:
-            grad_bias = rows.sum(0)
-        return grad_input, grad_weight, grad_bias
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        flat_g = grad_output.reshape(-1, w.shape[0])  # every leading index is one row
+        gx = grad_output @ w if need_x else None  # (*, out) @ (out, in) -> (*, in)
+        gw = flat_g.mT @ x.reshape(-1, w.shape[1]) if need_w else None  # sums over every row
+        gb = flat_g.sum(0) if ctx.has_bias and need_b else None
+        return gx, gw, gb
         ### END SOLUTION
 
 

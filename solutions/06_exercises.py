@@ -91,15 +91,16 @@ class Maximum(Function):
     @staticmethod
     def forward(ctx, u, v):
         ### BEGIN SOLUTION
-        ctx.save_for_backward(u, v)
-        return torch.where(u >= v, u, v)
+        u_wins, tie = u > v, u == v
+        ctx.save_for_backward(u_wins, tie)  # two masks are all backward needs
+        return torch.where(u_wins | tie, u, v)
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        u, v = ctx.saved_tensors
-        share_u = (u > v).to(grad_output.dtype) + 0.5 * (u == v).to(grad_output.dtype)
+        u_wins, tie = ctx.saved_tensors
+        share_u = u_wins.to(grad_output.dtype) + 0.5 * tie.to(grad_output.dtype)
         return grad_output * share_u, grad_output * (1 - share_u)
         ### END SOLUTION
 

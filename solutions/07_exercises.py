@@ -73,8 +73,8 @@ class ReluInplace(Function):
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (y,) = ctx.saved_tensors
-        return grad_output * (y > 0)
+        out, = ctx.saved_tensors
+        return grad_output * (out > 0)
         ### END SOLUTION
 
 
@@ -148,16 +148,16 @@ class Tanh(Function):
     @staticmethod
     def forward(ctx, x):
         ### BEGIN SOLUTION
-        y = torch.tanh(x)
-        ctx.save_for_backward(y)  # an output: in double backward autograd knows y depends on x
-        return y
+        t = torch.tanh(x)
+        ctx.save_for_backward(t)  # an output: in double backward autograd knows t depends on x
+        return t
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (y,) = ctx.saved_tensors
-        return grad_output * (1 - y * y)  # PyTorch ops only, so this is differentiable too
+        t, = ctx.saved_tensors
+        return grad_output * (1 - t * t)  # PyTorch ops only, so this is differentiable too
         ### END SOLUTION
 
 
@@ -203,7 +203,7 @@ class Normalize(Function):
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (x,) = ctx.saved_tensors
+        x, = ctx.saved_tensors
         norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # recomputed: differentiable again
         y = x / norm
         return (grad_output - y * (grad_output * y).sum(dim=-1, keepdim=True)) / norm

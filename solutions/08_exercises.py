@@ -76,14 +76,15 @@ class FuncSoftmax(Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ### BEGIN SOLUTION
-        ctx.save_for_backward(output)
-        ctx.save_for_forward(output)
+        probs = output  # both directions need only the probabilities
+        ctx.save_for_backward(probs)
+        ctx.save_for_forward(probs)
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (y,) = ctx.saved_tensors
+        y, = ctx.saved_tensors
         inner = (grad_output * y).sum(dim=-1, keepdim=True)
         return y * (grad_output - inner)
         ### END SOLUTION
@@ -91,7 +92,7 @@ class FuncSoftmax(Function):
     @staticmethod
     def jvp(ctx, x_tangent):
         ### BEGIN SOLUTION
-        (y,) = ctx.saved_tensors
+        y, = ctx.saved_tensors
         return y * x_tangent - y * (y * x_tangent).sum(dim=-1, keepdim=True)
         ### END SOLUTION
 

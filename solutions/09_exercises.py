@@ -69,7 +69,7 @@ class Log1mExp(Function):
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        (x,) = ctx.saved_tensors
+        x, = ctx.saved_tensors
         return grad_output / x.expm1()
         ### END SOLUTION
 
@@ -168,10 +168,11 @@ class RMSNorm(Function):
         x, weight, rstd = ctx.saved_tensors
         x_hat = x * rstd
         grad_x = grad_weight = None
-        if ctx.needs_input_grad[0]:
+        need_x, need_weight = ctx.needs_input_grad[:2]
+        if need_x:
             u = grad_output * weight
             grad_x = rstd * (u - x_hat * (u * x_hat).mean(dim=-1, keepdim=True))
-        if ctx.needs_input_grad[1]:
+        if need_weight:
             grad_weight = (grad_output * x_hat).reshape(-1, x.shape[-1]).sum(0)
         return grad_x, grad_weight, None
         ### END SOLUTION
@@ -206,10 +207,10 @@ class Solve(Function):
         ### BEGIN SOLUTION
         LU, pivots = torch.linalg.lu_factor(A)
         column = b.dim() == 1
-        x = torch.linalg.lu_solve(LU, pivots, b[:, None] if column else b)
-        x = x[:, 0] if column else x
-        ctx.save_for_backward(LU, pivots, x)
-        return x
+        sol = torch.linalg.lu_solve(LU, pivots, b[:, None] if column else b)
+        sol = sol[:, 0] if column else sol
+        ctx.save_for_backward(LU, pivots, sol)
+        return sol
         ### END SOLUTION
 
     @staticmethod
