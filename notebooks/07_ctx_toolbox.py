@@ -37,9 +37,10 @@ except RuntimeError as err:
 
 # %% [markdown]
 # A Function wraps the foreign code: forward converts to NumPy and back, and backward
-# supplies the derivative. For a cumulative sum $y_i = \sum_{j \le i} x_j$, each $x_j$
-# feeds every $y_i$ with $i \ge j$, so $\bar x_j = \sum_{i \ge j} \bar y_i$: a cumulative
-# sum **from the end**.
+# supplies the derivative. For a cumulative sum along the last dimension,
+# $y_i = \sum_{j \le i} x_j$, each $x_j$ feeds every $y_i$ with $i \ge j$, so
+# $\bar x_j = \sum_{i \ge j} \bar y_i$: a cumulative sum **from the end**. (Give NumPy the
+# axis: `np.cumsum` without one flattens its input first, which is right only for 1-D.)
 #
 # The backward is NumPy code too, so autograd cannot differentiate it a second time.
 # The decorator `@once_differentiable` says so; the section on double backward below
@@ -52,21 +53,24 @@ from torch.autograd.function import once_differentiable
 class NumpyCumsum(Function):
     @staticmethod
     def forward(ctx, x):
-        result = np.cumsum(x.detach().cpu().numpy())
+        result = np.cumsum(x.detach().cpu().numpy(), axis=-1)
         return torch.from_numpy(result).to(x.device)
 
     @staticmethod
     @once_differentiable  # backward is NumPy: it cannot itself be differentiated
     def backward(ctx, grad_output):
-        g = grad_output.detach().cpu().numpy()
-        return torch.from_numpy(np.cumsum(g[::-1])[::-1].copy()).to(grad_output.device)
+        g = np.flip(grad_output.detach().cpu().numpy(), axis=-1)
+        return torch.from_numpy(np.flip(np.cumsum(g, axis=-1), axis=-1).copy()).to(grad_output.device)
 
 
 from torch.autograd import gradcheck
 
-x64 = torch.randn(6, dtype=torch.float64, requires_grad=True)
-print("forward equals torch.cumsum:", torch.allclose(NumpyCumsum.apply(x64), torch.cumsum(x64, 0)))
-print("gradcheck:", gradcheck(NumpyCumsum.apply, (x64,)))
+gen = torch.Generator().manual_seed(7)
+x64 = torch.randn(6, dtype=torch.float64, generator=gen, requires_grad=True)
+rows = torch.randn(3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+for t in (x64, rows):
+    print(f"shape {tuple(t.shape)}: equals torch.cumsum(t, -1):",
+          torch.allclose(NumpyCumsum.apply(t), torch.cumsum(t, -1)), "| gradcheck:", gradcheck(NumpyCumsum.apply, (t,)))
 
 # %% [markdown]
 # ## Reason 2: a gradient you choose
@@ -493,8 +497,8 @@ print("gradgradcheck(CubeOnce):", gradgradcheck(CubeOnce.apply, (x64,), raise_ex
 class NumpyCumsumUnmarked(NumpyCumsum):
     @staticmethod
     def backward(ctx, grad_output):  # the same NumPy code, without @once_differentiable
-        g = grad_output.detach().cpu().numpy()
-        return torch.from_numpy(np.cumsum(g[::-1])[::-1].copy()).to(grad_output.device)
+        g = np.flip(grad_output.detach().cpu().numpy(), axis=-1)
+        return torch.from_numpy(np.flip(np.cumsum(g, axis=-1), axis=-1).copy()).to(grad_output.device)
 
 
 def second_derivative_sums(cumsum):

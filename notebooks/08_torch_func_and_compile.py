@@ -534,9 +534,9 @@ print(torch.ops.course.numpy_polyval(x, CUBIC), "(the same operator, through tor
 
 # %% [markdown]
 # It runs. But an operator must also answer questions a plain function never had to.
-# `torch.library.opcheck` asks them all: is the schema right, does autograd work, can it
-# run on **fake tensors**, and under AOTAutograd (the part of `torch.compile` that builds
-# backward graphs)?
+# `torch.library.opcheck` asks them: is the schema right, is an autograd formula
+# **registered** (not: are its gradients right, see below), can it run on **fake tensors**,
+# and under AOTAutograd (the part of `torch.compile` that builds backward graphs)?
 
 # %%
 print(error_summary(lambda: torch.library.opcheck(numpy_polyval, (x, CUBIC))))
@@ -628,6 +628,65 @@ with fwAD.dual_level():
     print("for comparison, NumpyCubic:", fwAD.unpack_dual(NumpyCubic.apply(dual)).tangent)
 
 # %% [markdown]
+# ### What `opcheck` does not check: gradient values
+#
+# `opcheck`'s autograd test asks whether an autograd formula is *registered* and
+# consistent with the schema. It never compares gradients with anything. An operator
+# whose backward forgets the factor 2 of $\frac{d}{dx}x^2$ passes it; `gradcheck` does not:
+
+# %%
+@torch.library.custom_op("course::numpy_square", mutates_args=())
+def numpy_square(x: Tensor) -> Tensor:
+    numpy_square.calls += 1
+    return torch.from_numpy(np.square(x.numpy(force=True))).to(x.device, x.dtype)
+
+
+numpy_square.calls = 0
+numpy_square.register_fake(lambda x: torch.empty_like(x))
+
+
+def _square_backward(ctx, grad_output):
+    (x,) = ctx.saved_tensors
+    return grad_output * x  # wrong: the derivative of x**2 is 2x
+
+
+numpy_square.register_autograd(_square_backward,
+                               setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+print("opcheck  :", torch.library.opcheck(numpy_square, (x,)))
+print("gradcheck:", gradcheck(numpy_square, (x,), raise_exception=False))
+
+# %% [markdown]
+# So an operator needs both: `opcheck` for the registrations, `gradcheck` (or a
+# comparison with a reference) for the values.
+#
+# ### `vmap` over a custom op
+#
+# `torch.func.vmap` accepts a custom op without any extra work, but only through a
+# fallback that calls the kernel **once per sample**, and PyTorch prints a performance
+# warning about it ("we have not yet implemented the batching rule"), which this cell
+# turns off because it carries a timestamp. The counter in the kernel shows the loop:
+
+# %%
+torch._C._functorch._set_vmap_fallback_warning_enabled(False)
+batch = torch.arange(6.0, dtype=torch.float64).reshape(3, 2)
+numpy_square.calls = 0
+print(torch.func.vmap(numpy_square)(batch).tolist(), "| kernel calls:", numpy_square.calls)
+
+# %% [markdown]
+# `torch.library.register_vmap` gives the operator a batching rule instead. NumPy's
+# square works on any shape, so the rule calls the kernel once on the whole batch and
+# says where the batch dimension is in the result:
+
+# %%
+def _square_vmap(info, in_dims, x):
+    return numpy_square(x), in_dims[0]
+
+
+torch.library.register_vmap("course::numpy_square", _square_vmap)
+numpy_square.calls = 0
+print(torch.func.vmap(numpy_square)(batch).tolist(), "| kernel calls:", numpy_square.calls)
+
+# %% [markdown]
 # ## Re-running a cell that defines an operator
 #
 # Operator names live in one table per process (the kernel). Running the `custom_op`
@@ -694,8 +753,9 @@ print(torch.library.opcheck(numpy_polyval, (x, CUBIC)))
 #
 # A tiny model: a linear layer followed by our polynomial, and a loss.
 #
-# **Which backend?** `torch.compile`'s default backend, Inductor, generates and compiles
-# C++ code: seconds to minutes, and a C++ compiler is needed. Here we want to *see* what
+# **Which backend?** `torch.compile`'s default backend, Inductor, generates code and
+# compiles it: C++ (with OpenMP) for CPU tensors, Triton kernels for GPU tensors. That
+# takes seconds to minutes, and on CPU a C++ compiler is needed. Here we want to *see* what
 # the compiler does, not speed it up, so we use a backend that runs the captured graphs
 # eagerly, like the built-in `"aot_eager"`: Dynamo captures the Python, AOTAutograd
 # derives the backward graph, and nothing is code-generated. `course_utils.tracing.
@@ -818,8 +878,8 @@ for fn, requires_grad in [(NumpyCubicAuto, True), (ExpAllModes, False), (ExpAllM
 # | code autograd cannot see (NumPy, C) | no | yes | yes |
 # | `.backward()` | yes | yes | with `register_autograd` |
 # | `torch.func.grad`, `jacrev` | yes | yes | **no** (error) |
-# | `vmap` | yes | `generate_vmap_rule = True`, or a `vmap` staticmethod | not covered here |
-# | forward mode: `jvp`, `jacfwd`, dual tensors | yes | if you write `jvp` | **no** (tangent silently dropped) |
+# | `vmap` | yes | `generate_vmap_rule = True`, or a `vmap` staticmethod | yes: a per-sample fallback, or `register_vmap` |
+# | forward mode: `jvp`, `jacfwd`, dual tensors | yes | if you write `jvp` | **no** (a dual tensor's tangent is silently dropped) |
 # | `torch.compile(fullgraph=True)` | yes | if Dynamo can trace forward and backward, and (when training) no `jvp` | yes, with `register_fake`: one opaque node |
 #
 # So:
@@ -842,5 +902,5 @@ for fn, requires_grad in [(NumpyCubicAuto, True), (ExpAllModes, False), (ExpAllM
 #   `vmap` staticmethod. Check everything with
 #   `gradcheck(..., check_forward_ad=True, check_batched_grad=True)`.
 # * For opaque kernels under `torch.compile`, write a `custom_op` with `register_fake`
-#   and `register_autograd`, check it with `opcheck`, and keep its definition and
-#   registrations in one cell.
+#   and `register_autograd`, check it with `opcheck` **and** `gradcheck` (opcheck does not
+#   compare gradient values), and keep its definition and registrations in one cell.

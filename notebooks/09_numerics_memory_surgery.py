@@ -32,6 +32,7 @@ if "google.colab" in sys.modules:
 import torch
 import torch.nn.functional as F
 from torch.autograd import Function, gradcheck
+from course_utils.tracing import error_summary
 
 torch.set_printoptions(precision=4)
 
@@ -164,8 +165,9 @@ for name, case in softplus_cases.items():
 # ### Per-element gradient clipping
 #
 # Forward is the identity; backward clips each element of the incoming gradient to
-# $[-c, c]$. `x.view_as(x)` returns a new tensor object that shares `x`'s memory, so the
-# identity costs no copy.
+# $[-c, c]$. `x.view_as(x)` returns a new tensor object that is a **view** of `x` (same
+# memory), so the identity costs no copy. Being a view has one consequence, shown below
+# the example: the output cannot be modified in place.
 
 # %%
 class ClipGradient(Function):
@@ -182,6 +184,10 @@ class ClipGradient(Function):
 x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 (ClipGradient.apply(x, 1.0) * torch.tensor([0.5, -4.0, 10.0])).sum().backward()
 print("clipped gradient:", x.grad)
+
+y = ClipGradient.apply(x, 1.0)
+print("output is a view of x:", y._base is x)
+print(error_summary(lambda: y.mul_(2)))
 
 # %% [markdown]
 # The alternative without a Function is a tensor hook, `t.register_hook(fn)`, which
@@ -223,7 +229,7 @@ class GradientReversal(Function):
 
 
 def reversal_by_detach(x, lam):
-    # value: x.detach() + 0 = x exactly; gradient: 0 + (-lam) * 1 = -lam
+    # value: x.detach() + (-lam) * 0 = x exactly for finite x; gradient: 0 + (-lam) * 1 = -lam
     return x.detach() + (-lam) * (x - x.detach())
 
 
@@ -232,9 +238,9 @@ def reversal_by_detach_rounded(x, lam):
     return (1 + lam) * x.detach() - lam * x
 
 
-torch.manual_seed(0)
-x = torch.randn(1000, requires_grad=True)
-w = torch.randn(1000)
+gen = torch.Generator().manual_seed(0)
+x = torch.randn(1000, generator=gen, requires_grad=True)
+w = torch.randn(1000, generator=gen)
 reversals = {"GradientReversal": GradientReversal.apply, "reversal_by_detach": reversal_by_detach,
              "reversal_by_detach_rounded": reversal_by_detach_rounded}
 for name, fn in reversals.items():
@@ -246,8 +252,18 @@ for name, fn in reversals.items():
 
 # %% [markdown]
 # The `.detach()` idiom gets the gradient right, and written carefully (the first one)
-# the value too. Written carelessly (the second) the value drifts by rounding, which is
-# easy to miss. The memory differs as well: `measure.pass_memory` reports the bytes
+# the value too, for finite `x`: $x - x$ is exactly 0 there. Written carelessly (the
+# second) the value differs from `x` in the last bits, which is easy to miss. And where
+# `x` is infinite, even the careful one returns NaN ($\infty - \infty$), while the Function
+# passes the value through untouched:
+
+# %%
+edge = torch.tensor([float("inf"), 1.0], requires_grad=True)
+for name, fn in reversals.items():
+    print(f"{name:26s} value at [inf, 1]: {fn(edge, 0.3).tolist()}")
+
+# %% [markdown]
+# The memory differs as well: `measure.pass_memory` reports the bytes
 # **held between forward and backward** (created by forward and still alive when it
 # returns) and the **peak** over both passes, for 1000 floats (4000 bytes per tensor):
 
@@ -388,25 +404,30 @@ for k in (1, 2, 4, 8, 16, 32):
 #
 # ### The fine print: the theorem is about the exact root
 #
-# $1/(2y)$ is the derivative of $\sqrt{x}$ **at the solution**. Stop the iteration early
-# and the value is not $\sqrt{x}$; the implicit gradient is then neither the derivative
-# of $\sqrt{x}$ nor of what forward computed, whereas differentiating through the loop
-# gives the exact derivative of the truncated computation:
+# $1/(2y)$ is the derivative of $\sqrt{x}$ **at the solution**. Stop the iteration early,
+# after $k$ steps, and forward returns $y_k(x) \ne \sqrt{x}$. Differentiating through the
+# loop gives the exact derivative of that truncated computation, $y_k'(x)$; the implicit
+# formula gives $1/(2 y_k)$, which is the derivative of neither $y_k$ nor (exactly) $\sqrt{x}$.
+# The table measures both against $\frac{1}{2\sqrt{x}}$ and against each other:
 
 # %%
 x = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
-print("iterations | value error | implicit grad error | loop grad error   (errors against sqrt and 1/(2 sqrt x))")
+print("iterations | value error | implicit - 1/(2 sqrt x) | loop - 1/(2 sqrt x) | implicit - loop")
 exact_value, exact_grad = 2**0.5, 0.5 / 2**0.5
 for k in (1, 2, 3, 5):
     y = NewtonSqrt.apply(x, k)
     (implicit_grad,) = torch.autograd.grad(y, x)
     (loop_grad,) = torch.autograd.grad(newton_sqrt_loop(x, k), x)
-    print(f"{k:10d} | {abs(y.item() - exact_value):11.1e} | {abs(implicit_grad.item() - exact_grad):18.1e} | "
-          f"{abs(loop_grad.item() - exact_grad):.1e}")
+    implicit, loop = implicit_grad.item(), loop_grad.item()
+    print(f"{k:10d} | {abs(y.item() - exact_value):11.1e} | {abs(implicit - exact_grad):23.1e} | "
+          f"{abs(loop - exact_grad):19.1e} | {abs(implicit - loop):.1e}")
 
 # %% [markdown]
-# Run forward to convergence (or to a tolerance) before trusting an implicit gradient.
-# Once converged, both gradients agree to rounding.
+# Read the columns: stopped early, the implicit gradient is *not* the derivative of what
+# forward returned (last column), yet here it is closer to the true derivative than the
+# loop's (Newton's iterates converge faster than their derivatives). Neither is exact
+# until the value is. So run forward to convergence (or to a tolerance) before using an
+# implicit gradient; once converged, the two gradients agree to rounding.
 #
 # ### A general fixed point: $z = f(z, \theta)$
 #
@@ -591,9 +612,12 @@ for label, fn in (("float32 saves", tanh_chain), ("float16 saves", in_half(tanh_
 # the caller, so its half copy is extra again): 16000 bytes become 12000, for the price
 # of gradients with about three correct digits.
 #
-# `torch.autograd.graph.save_on_cpu()` is the same mechanism with "move to CPU" as the
-# pack function. On a GPU that frees device memory; on this CPU-only machine there is
-# nothing to move, and nothing changes:
+# `torch.autograd.graph.save_on_cpu()` is the same mechanism with "copy to host memory"
+# as the pack function (and "copy back to the tensor's device" as unpack). For a GPU tensor
+# that moves the saved bytes from device memory to host memory (pinned with
+# `pin_memory=True`), paid for with two transfers per saved tensor. For a CPU tensor the
+# pack is `tensor.cpu()`, which returns the tensor itself: no copy, and the numbers do not
+# change:
 
 # %%
 from torch.autograd.graph import save_on_cpu
@@ -606,6 +630,8 @@ def on_cpu(fn):
     return run
 
 
+cpu_tensor = torch.ones(3)
+print("tensor.cpu() of a CPU tensor is the same object:", cpu_tensor.cpu() is cpu_tensor)
 for label, fn in (("composite", composite_silu), ("composite under save_on_cpu", on_cpu(composite_silu))):
     report(label, fn, x)
 
