@@ -65,6 +65,8 @@ def dumps(obj: object) -> bytes:
 
     def enc_tensor(t: torch.Tensor) -> object:
         name = str(t.dtype).removeprefix("torch.")
+        if t.device.type not in ("cpu", "meta") and t.layout == torch.strided:
+            t = t.detach().to("cpu")  # a result computed on a GPU travels as its values
         if name not in DTYPES or t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
             return {"$obj": f"Tensor({name}, {t.layout}, {t.device})"}
         with torch._C.DisableTorchFunction():
@@ -128,10 +130,10 @@ def loads(data: bytes) -> object:
             raise WireError("tensor bytes overlap, skip or run past the payload")
         offset[0] += size
         numel = math.prod(shape)
-        if numel * torch.empty((), dtype=dtype).element_size() != size:
+        if numel * dtype.itemsize != size:
             raise WireError("tensor bytes do not match its shape")
         raw = torch.frombuffer(bytearray(body[start:start + size]), dtype=torch.uint8) if size else \
-            torch.empty(0, dtype=torch.uint8)
+            torch.empty(0, dtype=torch.uint8, device="cpu")  # CPU whatever the default device
         return raw.view(dtype).reshape(shape).clone()
 
     decoded = dec(header, 0)

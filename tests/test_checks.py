@@ -638,3 +638,19 @@ def test_judge_does_not_accept_points_from_facts():
     facts["status"] = "passed"
     result = checks.judge(ex, request, facts)
     assert result.points == 1 and result.mistakes == ["swapped_gradients"]
+
+
+# --------------------------------------------------------------------------- devices
+@pytest.mark.parametrize("grade_id", sorted(set(checks.EXERCISES) - {"linear_module"}))  # a module's parameters
+def test_checks_and_solutions_never_create_tensors_off_their_inputs_device(grade_id):  # follow the default device
+    """With another default device (meta here, as cuda on a GPU machine), a tensor created without the
+    input's device lands there: the check's generators, references and every solution must not care."""
+    import torch
+
+    ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
+    torch.set_default_device("meta")
+    try:
+        result = checks.run_check(grade_id, ns)
+    finally:
+        torch.set_default_device(None)
+    assert result.status == "passed", result.report()

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import torch
+
 from .. import probes, wire
 from ..errors import CourseError
 from ..probes import guard
@@ -136,8 +138,19 @@ def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_lim
     return probes.run(ex.grade_id, namespace, request, time_limit)
 
 
+def make_request(ex: Exercise, seed: int) -> dict:
+    """The exercise's inputs for ``seed``: built on the CPU from CPU generators, whatever the default device."""
+    with torch.device("cpu"):
+        return ex.request(seed)
+
+
 def judge(ex: Exercise, request: dict, facts: object) -> Result:
     """Decide points and feedback from a probe's facts; student code never runs here."""
+    with torch.device("cpu"):  # references and comparisons on the CPU, whatever the default device
+        return _judge(ex, request, facts)
+
+
+def _judge(ex: Exercise, request: dict, facts: object) -> Result:
     passed: list[str] = []
     points = 0.0
     flags: list[str] = []
@@ -205,7 +218,7 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     if not isinstance(namespace, Mapping):
         raise CourseError("check() expects the notebook's namespace as second argument: check('mul', globals()).")
     ex = EXERCISES[grade_id]
-    request = ex.request(seed)
+    request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
     return judge(ex, request, wire.loads(wire.dumps(facts)))
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import checks
+from ..checks.engine import make_request
 from . import sandbox
 from .collect import Assignment, Graded, NotebookError, clean, display_name, plan, read_submission
 from .limits import MAX_PROCESSES, Limits
@@ -246,7 +247,7 @@ def _grade(row: Graded, path: Path, assignments: dict[str, Assignment], options:
 
 def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> None:
     order = list(row.exercises)
-    requests = {gid: checks.EXERCISES[gid].request(secrets.randbelow(1 << 30) + 1) for gid in order}
+    requests = {gid: make_request(checks.EXERCISES[gid], secrets.randbelow(1 << 30) + 1) for gid in order}
     results: dict[str, checks.Result] = {}
     notes: dict[str, list[str]] = {}
     broken: set[str] = set()

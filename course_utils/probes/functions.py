@@ -25,8 +25,8 @@ def materialize(spec: dict) -> object:
 
 def grad_output(shape, dtype, seed: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """A grad_output drawn from its own generator (never the global RNG), on ``device``."""
-    gen = torch.Generator().manual_seed(1000 + seed)
-    return torch.randn(tuple(shape), generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+    gen = torch.Generator(device="cpu").manual_seed(1000 + seed)  # drawn on the CPU: the same numbers everywhere
+    return torch.randn(tuple(shape), generator=gen, dtype=torch.float64, device="cpu").to(dtype=dtype, device=device)
 
 
 def fn_class(ns, grade_id: str, name: str) -> type:
