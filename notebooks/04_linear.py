@@ -111,7 +111,8 @@ Y.sum().backward()
 # back, which is why backward can test `bias is not None`:
 
 # %%
-print("saved for backward:", [None if t is None else tuple(t.shape) for t in linear(X, W).grad_fn.saved_tensors])
+fresh = linear(X, W)  # keep the output alive while we look at its node
+print("saved for backward:", [None if t is None else tuple(t.shape) for t in fresh.grad_fn.saved_tensors])
 
 # %% [markdown]
 # With $G = \mathbf{1}_{2\times 3}$:

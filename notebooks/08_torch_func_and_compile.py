@@ -408,7 +408,7 @@ CUBIC = [1.0, 0.0, -2.0, 1.0]  # coefficients of x^3 - 2x + 1, highest power fir
 
 def cubic_numpy(x):
     """The opaque kernel: NumPy evaluates the polynomial."""
-    return torch.from_numpy(np.polyval(CUBIC, x.numpy(force=True))).to(x.dtype)
+    return torch.from_numpy(np.polyval(CUBIC, x.numpy(force=True))).to(x.device, x.dtype)
 
 
 class NumpyCubicAuto(Function):
@@ -817,7 +817,7 @@ print("graphs:", report.graph_count, "| graph breaks:", report.graph_break_count
 # %%
 @torch.library.custom_op("course::no_fake_demo", mutates_args=())
 def no_fake_demo(x: Tensor) -> Tensor:
-    return torch.from_numpy(np.polyval(CUBIC, x.numpy(force=True))).to(x.dtype)
+    return torch.from_numpy(np.polyval(CUBIC, x.numpy(force=True))).to(x.device, x.dtype)
 
 
 torch._dynamo.reset()

@@ -155,7 +155,8 @@ def test_02_save_for_backward_twice_replaces_and_accepts_none():
 
     a = torch.ones(2, requires_grad=True)
     b = torch.full((2,), 5.0)
-    saved = Twice.apply(a, b).grad_fn.saved_tensors
+    out = Twice.apply(a, b)  # kept alive: the node's saved tensors are read while its output exists
+    saved = out.grad_fn.saved_tensors
     assert len(saved) == 2 and torch.equal(saved[0], b) and saved[1] is None
 
 
