@@ -139,3 +139,17 @@ def test_embedding_that_loops_over_rows_is_slow_but_correct():
                     "        for k, i in enumerate(indices.reshape(-1).tolist()):\n            gw[i] += flat[k]\n"
                     "        return None, gw")
     assert checks.run_check("embedding", ns_from(src)).status == "passed"
+
+
+EMBEDDING_NATIVE = embedding("return None, torch.ops.aten.embedding_dense_backward(g, indices, weight.shape[0], -1, False)")
+BUGS["native_op_in_backward"] = ("embedding", EMBEDDING_NATIVE, ["embedding_dense_backward", "PyTorch's own"])
+
+
+def test_embedding_calling_the_native_backward_fails():
+    assert_diagnosed("native_op_in_backward", "embedding", EMBEDDING_NATIVE, ["embedding_dense_backward"])
+
+
+def test_embedding_differentiating_f_embedding_in_backward_fails():
+    src = embedding("with torch.enable_grad():\n            w = weight.detach().requires_grad_()\n"
+                    "            return None, torch.autograd.grad(torch.nn.functional.embedding(indices, w), w, g)[0]")
+    assert_diagnosed("autograd_in_backward", "embedding", src, ["grad mode on"])

@@ -252,3 +252,8 @@ def test_an_endless_jvp_is_interrupted():
                                                           "        while True:\n            pass")), time_limit=2)
     assert result.mistakes == ["timeout"] and result.points == 3, result.report()
     assert "did not finish within 2 s" in result.report()
+
+
+def test_softmax_backward_through_the_native_kernel_fails():
+    src = sig(VJP, "return torch._softmax_backward_data(grad_output, y, -1, y.dtype)")
+    assert_diagnosed("native_op_in_backward", "func_softmax", src, ["_softmax_backward_data"])

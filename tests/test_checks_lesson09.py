@@ -235,3 +235,26 @@ def test_solve_with_triangular_solves_on_the_saved_factors_passes():
     gb = f"{P} @ torch.linalg.solve_triangular({L}.mT, {inner}, upper=True, unitriangular=True)"
     result = checks.run_check("solve", ns_from(solve(gb=gb)))
     assert result.status == "passed", result.report()
+
+
+RMSNORM_BY_AUTOGRAD = """
+class RMSNorm(Function):
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        with torch.enable_grad():
+            xx, ww = x.detach().requires_grad_(), weight.detach().requires_grad_()
+            y = xx * torch.rsqrt(xx.pow(2).mean(-1, keepdim=True) + ctx.eps) * ww
+            gx, gw = torch.autograd.grad(y, (xx, ww), g)
+        return (gx if ctx.needs_input_grad[0] else None), (gw if ctx.needs_input_grad[1] else None), None
+"""
+BUGS["autograd_in_backward"] = ("rmsnorm", RMSNORM_BY_AUTOGRAD, ["grad mode on", "vector-Jacobian product"])
+
+
+def test_rmsnorm_letting_autograd_do_the_backward_fails():
+    assert_diagnosed("autograd_in_backward", "rmsnorm", RMSNORM_BY_AUTOGRAD, ["torch.enable_grad()"])

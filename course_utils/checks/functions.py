@@ -36,6 +36,8 @@ catalogue({
     "forgot_grad_output": "backward did not multiply by grad_output",
     "gradcheck_failed": "torch.autograd.gradcheck fails in float64",
     "ignores_needs_input_grad": "backward computes gradients that ctx.needs_input_grad says are not needed",
+    "autograd_in_backward": "backward turns autograd on and differentiates a recomputation instead of computing the VJP",
+    "native_op_in_backward": "backward calls PyTorch's own op (or its backward) for what the exercise asks to write",
 })
 
 
@@ -260,6 +262,20 @@ def _matches_another(spec: FunctionSpec, case: dict, i: int, got_g: torch.Tensor
         if alt is not None and close(got_g, alt, alt.dtype):
             return True
     return False
+
+
+def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str]) -> None:
+    """Backward's recorded ATen ops: no op run with grad mode on, none of ``native`` (the op being written)."""
+    if not isinstance(ops, list) or not isinstance(with_grad, int):
+        raise Malformed("no op record")
+    if with_grad > 0:
+        raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations with grad mode on: it "
+                      "recomputes forward under torch.enable_grad() and lets autograd differentiate it. That is "
+                      "the composite op again, with its memory; write the vector-Jacobian product directly.")
+    used = sorted({str(entry[0]) for entry in ops if isinstance(entry, list) and entry} & native)
+    if used:
+        raise Mistake("native_op_in_backward", f"{gid}: backward calls {', '.join(used)}, PyTorch's own version "
+                      "of what this exercise asks you to write; compute the gradient from its formula.")
 
 
 def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:

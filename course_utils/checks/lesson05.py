@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
+from .functions import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
 from ..probes.ops import backward_ops
 
 catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
@@ -164,11 +164,15 @@ EMBEDDING = FunctionSpec("embedding", "EmbeddingFunction", ("indices", "weight")
                          lambda base: [_indices((5,), 3, base + 100), tensor_arg((3, 2), base + 101)])
 
 
+EMBEDDING_NATIVE = {"embedding", "embedding_backward", "embedding_dense_backward", "embedding_sparse_backward"}
+
+
 def _judge_no_one_hot(req: dict, facts: dict) -> None:
     for args, case in zip(req["op_cases"], facts["cases"]):
         got = unwrap(case)
         if got["node"] is not True:
             raise Mistake("no_graph", "embedding: the output of EmbeddingFunction.apply has no backward node.")
+        judge_own_backward("embedding", got["backward"], got.get("backward_with_grad"), EMBEDDING_NATIVE)
         n, num = args[0]["t"].numel(), args[1]["t"].shape[0]
         biggest = max((int(size) for _, size in got["backward"]), default=0)
         if biggest >= n * num:

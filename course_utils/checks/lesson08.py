@@ -15,7 +15,7 @@ import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .engine import unwrap
-from .functions import close, fmt, grad_output, max_err, tensor_arg
+from .functions import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
 from ..probes import lesson08 as probes
 
 catalogue({
@@ -129,10 +129,14 @@ def _judge_eager(req: dict, facts: dict) -> None:
         raise Malformed("missing cases")
 
 
+SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
+
+
 def _judge_memory(req: dict, facts: dict) -> None:
     got = unwrap(facts)
     if got["node"] is not True:
         raise Mistake("no_graph", f"{GID}: the output of FuncSoftmax.apply has no FuncSoftmaxBackward node.")
+    judge_own_backward(GID, got["ops"], got.get("with_grad"), SOFTMAX_NATIVE)
     x = req["big"]
     limit = 2 * x.numel()
     biggest = max((int(n) for _, n in got["ops"]), default=0)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import FunctionSpec, close, function_exercise, request, tensor_arg, unwrap, value_arg
+from .functions import (FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, unwrap,
+                        value_arg)
 from ..probes import lesson09 as probes
 from ..probes.ops import backward_ops
 
@@ -52,6 +53,9 @@ RMSNORM = FunctionSpec("rmsnorm", "RMSNorm", ("x", "weight", "eps"), rmsnorm_ref
                        patterns=((True, False), (False, True)))
 
 
+RMSNORM_NATIVE = {"rms_norm", "_fused_rms_norm", "_fused_rms_norm_backward"}
+
+
 def _judge_saved(req: dict, facts: dict) -> None:
     got = unwrap(facts)
     if got["node"] is not True:
@@ -60,6 +64,7 @@ def _judge_saved(req: dict, facts: dict) -> None:
     rows = x.numel() // x.shape[-1]
     if not isinstance(got["saved"], list):
         raise Malformed("saved is not a list")
+    judge_own_backward("rmsnorm", got["backward"], got.get("backward_with_grad"), RMSNORM_NATIVE)
     for s in got["saved"]:
         if s["input"] in (0, 1):
             continue
@@ -73,7 +78,8 @@ def _judge_saved(req: dict, facts: dict) -> None:
 
 def _rmsnorm_exercise() -> Exercise:
     base = function_exercise(RMSNORM, "RMSNorm", 1, 1, 1)
-    saved = Stage("saves only x, weight and one value per row (rstd)", 1, probes.saved_sizes, _judge_saved)
+    saved = Stage("saves only x, weight and one value per row (rstd); backward is its own VJP", 1,
+                  probes.saved_sizes, _judge_saved)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
@@ -126,6 +132,7 @@ def _judge_ops(req: dict, facts: dict) -> None:
         got = unwrap(case)
         if got["node"] is not True:
             raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
+        judge_own_backward("solve", got["backward"], got.get("backward_with_grad"), set())
         forward = {str(op) for op, _ in got["forward"]}
         backward = {str(op) for op, _ in got["backward"]}
         if forward & INVERT or not forward & {"linalg_lu_factor_ex", "linalg_lu_factor"}:

@@ -89,8 +89,8 @@ def softmax_memory(ns, req: dict) -> dict:
     if not isinstance(y, torch.Tensor) or y.grad_fn is None:
         return {"node": False}
     with torch.no_grad():
-        raw, ops = recorded("FuncSoftmax.backward", y.grad_fn.apply, req["big_g"])
-    return {"node": True, "ops": ops, "grad": raw[0] if isinstance(raw, tuple) else raw}
+        raw, ops, with_grad = recorded("FuncSoftmax.backward", y.grad_fn.apply, req["big_g"])
+    return {"node": True, "ops": ops, "with_grad": with_grad, "grad": raw[0] if isinstance(raw, tuple) else raw}
 
 
 def _first_column(f: Callable) -> Callable:

@@ -8,7 +8,7 @@ import torch
 from . import functions as f
 from .functions import function_class
 from .guard import attempt, call
-from .ops import backward_ops
+from .ops import backward_ops, recorded
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -116,7 +116,8 @@ def uses_saved(ns: dict, req: dict) -> dict:
 
 # --------------------------------------------------------------------------- rmsnorm
 def saved_sizes(ns: dict, req: dict) -> dict:
-    """Every tensor forward saves (pack hook): its element count, and whether it is x's or weight's storage."""
+    """Every tensor forward saves (pack hook): its element count, and whether it is x's or weight's storage;
+    then the ATen ops backward runs."""
     cls, name = function_class(ns, req), req["cls"]
 
     def one() -> dict:
@@ -130,7 +131,12 @@ def saved_sizes(ns: dict, req: dict) -> dict:
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             y = call(f"{name}.forward", cls.apply, *args)
-        return {"saved": saved, "node": _custom_node(y) is not None}
+        node = _custom_node(y)
+        if node is None:
+            return {"saved": saved, "node": False}
+        with torch.no_grad():
+            _, ops, with_grad = recorded(f"{name}.backward", node.apply, f.grad_output(y.shape, y.dtype, 12, y.device))
+        return {"saved": saved, "node": True, "backward": ops, "backward_with_grad": with_grad}
     return attempt(one)
 
 

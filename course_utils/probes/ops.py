@@ -30,20 +30,23 @@ class _Recorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[list] = []
+        self.with_grad = 0  # ops that ran with grad mode on: code that records a graph for autograd
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if len(self.ops) < OPS_LIMIT:
             self.ops.append([str(func.overloadpacket.__name__), _numel(out)])
+        self.with_grad += torch.is_grad_enabled()
         return out
 
 
-def recorded(what: str, fn: Callable, *args: object) -> tuple[object, list[list]]:
-    """``fn(*args)`` (student code, guarded) and the ``[op, numel]`` of every ATen op it ran."""
+def recorded(what: str, fn: Callable, *args: object) -> tuple[object, list[list], int]:
+    """``fn(*args)`` (student code, guarded), the ``[op, numel]`` of every ATen op it ran, and how many
+    of them ran with grad mode on (called under ``torch.no_grad()``, that is code that turned it on)."""
     recorder = _Recorder()
     with recorder:
         result = call(what, fn, *args)
-    return result, recorder.ops
+    return result, recorder.ops, recorder.with_grad
 
 
 def backward_ops(ns, req: dict) -> dict:
@@ -53,13 +56,13 @@ def backward_ops(ns, req: dict) -> dict:
     for case in req["op_cases"]:
         def one(case=case) -> dict:
             args = [f.materialize(a) for a in case]
-            y, forward_ops = recorded(f"{name}.forward", cls.apply, *args)
+            y, forward_ops, _ = recorded(f"{name}.forward", cls.apply, *args)
             node = y.grad_fn if isinstance(y, torch.Tensor) else None
             if not isinstance(node, torch.autograd.function.BackwardCFunction):
                 return {"node": False}
             g = f.grad_output(y.shape, y.dtype, 11, y.device)
             with torch.no_grad():
-                _, ops = recorded(f"{name}.backward", node.apply, g)
-            return {"node": True, "forward": forward_ops, "backward": ops}
+                _, ops, with_grad = recorded(f"{name}.backward", node.apply, g)
+            return {"node": True, "forward": forward_ops, "backward": ops, "backward_with_grad": with_grad}
         out.append(attempt(one))
     return {"cases": out}
