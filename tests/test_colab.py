@@ -151,7 +151,7 @@ def colab(tmp_path_factory) -> dict:
                                  startup="import google.colab")
     source = base / "checkout"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".cache", "artifacts", "build", "_build", "node_modules", "*.egg-info", "__pycache__",
+        ".git", ".venv", ".venv-*", ".cache", "artifacts", "build", "_build", "node_modules", "*.egg-info", "__pycache__",
         ".pytest_cache", "*.ipynb"))
     env = {build.SOURCE_VARIABLE: str(source), "PIP_NO_BUILD_ISOLATION": "0",  # build with the env's setuptools
            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
