@@ -177,11 +177,12 @@ class LinearND(Function):
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
         x, w = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad
+        need_x, need_w = ctx.needs_input_grad[:2]  # a third entry only when bias was passed
+        need_b = ctx.has_bias and ctx.needs_input_grad[2]
         flat_g = grad_output.reshape(-1, w.shape[0])  # every leading index is one row
         gx = grad_output @ w if need_x else None  # (*, out) @ (out, in) -> (*, in)
         gw = flat_g.mT @ x.reshape(-1, w.shape[1]) if need_w else None  # sums over every row
-        gb = flat_g.sum(0) if ctx.has_bias and need_b else None
+        gb = flat_g.sum(0) if need_b else None
         return gx, gw, gb
         ### END SOLUTION
 

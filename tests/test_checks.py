@@ -647,6 +647,8 @@ def test_checks_and_solutions_never_create_tensors_off_their_inputs_device(grade
     input's device lands there: the check's generators, references and every solution must not care."""
     import torch
 
+    if grade_id == "func_softmax" and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13):
+        pytest.skip("before torch 2.13, jacrev(jacrev(...)) itself fails under a meta default device (aten::detach_)")
     ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
     torch.set_default_device("meta")
     try:

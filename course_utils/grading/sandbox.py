@@ -52,7 +52,10 @@ class Sandbox:
 
 def runner_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+           # the runner's uid has no passwd entry: getpass.getuser() (torch computes cache paths with it on
+           # some releases, e.g. 2.11 on first use of torch.compile's config) reads these instead
+           "USER": "student", "LOGNAME": "student"}
     env.update({k: os.environ[k] for k in PASS_ENV if k in os.environ})
     env.update(extra or {})
     return env
