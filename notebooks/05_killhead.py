@@ -137,8 +137,13 @@ for label, make_grads in variants.items():
 # Why clone `grad_output` instead of zeroing its columns directly? Two reasons, one loud
 # and one silent.
 #
-# **Loud.** After `.sum()`, the incoming gradient is a single $1$ *expanded* to the full
-# shape: every entry is the same memory location. Writing into it is refused:
+# **Loud, or silent, depending on the release.** After `.sum()`, the incoming gradient is
+# a single $1$ *expanded* to the full shape: every entry is the same memory location.
+# Up to torch 2.14 (checked on 2.11, 2.13 and 2.14) writing into it is refused:
+# `RuntimeError: unsupported operation: more than one element of the written-to tensor
+# refers to a single memory location.` Torch 2.15 lets the write through, and since every
+# entry is that one location, zeroing two columns zeroes them all: `x.grad` comes back all
+# zeros, with no error. The cell checks whichever of the two happens on your torch:
 
 # %%
 class KillHeadInPlace(Function):
@@ -155,10 +160,17 @@ class KillHeadInPlace(Function):
         return grad_output, None
 
 
+right = torch.ones_like(x)
+right[:, :2] = 0  # what the gradient should be
+x.grad = None
 try:
     KillHeadInPlace.apply(x, 2).sum().backward()
+    refused = False
 except RuntimeError as err:
-    print("RuntimeError:", str(err).split(". ")[0] + ".")
+    refused = "refers to a single memory location" in str(err)
+silently_wrong = x.grad is not None and not torch.equal(x.grad, right)
+print("the in-place write broke backward (an error, or a wrong x.grad):", refused or silently_wrong)
+x.grad = None
 
 # %% [markdown]
 # **Silent.** When the gradient is a real tensor, the write succeeds, and that is worse.

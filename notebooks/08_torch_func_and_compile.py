@@ -24,10 +24,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %%
+import warnings
+
 import numpy as np
 import torch
 from torch.autograd import Function
 from torch.autograd import gradcheck
+
+# torch 2.14 and later warn about their own use of torch.jit.script inside torch.func: not ours to fix
+warnings.filterwarnings("ignore", message=".*torch.jit.script.* is deprecated", category=FutureWarning)
 
 from course_utils.tracing import error_summary
 

@@ -82,7 +82,7 @@ def softplus_where(x):
 
 
 def softplus_max(x):
-    return x.clamp(min=0) + torch.log1p(torch.exp(-x.abs()))
+    return torch.relu(x) + torch.log1p(torch.exp(-x.abs()))  # relu(x) = max(x, 0)
 
 
 for name, fn in [("where(x > 20, ...)", softplus_where), ("max(x,0) + log1p(...)", softplus_max)]:
@@ -94,9 +94,11 @@ print("true gradient sigmoid(x):", torch.sigmoid(torch.tensor(POINTS)))
 # * `where` computes **both** branches. The unused `log1p(exp(100))` is `inf`; its
 #   gradient is multiplied by 0, and $0 \cdot \infty$ is `nan` again. The forward is
 #   fine, the gradient is not.
-# * The `max` version is finite, but at $x = 0$ it reports 1.0 where the truth is 0.5:
-#   `clamp` passes a gradient of 1 at its kink and `abs` gives 0 there, so the two halves
-#   no longer add up to $\sigma(0)$. A silent, wrong number.
+# * The `max` version is finite, but at $x = 0$ it reports 0.0 where the truth is 0.5:
+#   `relu` and `abs` each pass a gradient of 0 at their kink, so the two halves no longer
+#   add up to $\sigma(0)$. A silent, wrong number. (Written with `x.clamp(min=0)` it
+#   reports 1.0 up to torch 2.13 and 0.0 from 2.14 on: `clamp`'s convention at the kink
+#   changed, lesson 06.)
 #
 # ### The fix: a Function with a stable forward and a stable backward
 #
