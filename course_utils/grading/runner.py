@@ -64,7 +64,10 @@ def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_FSIZE, 256 << 20),
               (resource.RLIMIT_CPU, cpu_seconds)]
     if memory:
-        limits.append((resource.RLIMIT_AS, memory))
+        # RLIMIT_DATA (private writable memory), not RLIMIT_AS: a CUDA build of torch maps ~3 GB of
+        # libraries at import (0.8 GB of it data), so an address-space cap of a few GiB would fail
+        # every backward there; the data limit counts what code allocates (tensors, arrays, heaps)
+        limits.append((resource.RLIMIT_DATA, memory))
     if processes:
         limits.append((resource.RLIMIT_NPROC, processes))
     for what, value in limits:
