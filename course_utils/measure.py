@@ -47,8 +47,9 @@ class _StorageTracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         # a view or an in-place result shares an input's storage: no new allocation
-        inputs = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0]
-                  if isinstance(t, torch.Tensor) and not t.is_meta}
+        flat = tree_flatten((args, kwargs))[0]
+        inputs = {id(t.untyped_storage()) for t in flat if isinstance(t, torch.Tensor) and not t.is_meta}
+        inputs |= {id(s) for s in flat if isinstance(s, torch.UntypedStorage)}  # set_(storage, ...) reuses it
         out = func(*args, **kwargs)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and not t.is_meta:
@@ -248,3 +249,43 @@ def pass_memory(forward: Callable[[], object], backward: Callable[[object], obje
         (backward or _default_backward)(out)
         del out
     return PassMemory(held=held, output=sum(output.values()), peak=tracker.peak)
+
+
+@dataclass(frozen=True)
+class OpTraffic:
+    """One ATen op and the bytes it moves: its tensor inputs read, its new outputs written."""
+
+    op: str
+    read: int
+    written: int
+
+
+class _TrafficRecorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[OpTraffic] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        out = func(*args, **kwargs)
+        held = {t.untyped_storage().data_ptr() for t in inputs}
+        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        if all(t.untyped_storage().data_ptr() in held for t in outputs):
+            return out  # a view (or an in-place op on its input): no new memory written
+        size = lambda ts: sum(t.numel() * t.element_size() for t in ts)  # noqa: E731
+        self.ops.append(OpTraffic(func.overloadpacket.__name__, size(inputs), size(outputs)))
+        return out
+
+
+def memory_traffic(fn: Callable[[], object]) -> list[OpTraffic]:
+    """The ATen ops ``fn()`` runs, each with the bytes it reads and writes (views excluded).
+
+    Run one op at a time, as eager PyTorch does, every op reads its inputs from memory and
+    writes its output back: the sum is the memory traffic a fused kernel would avoid.
+    """
+    _require_callable(fn, "memory_traffic")
+    recorder = _TrafficRecorder()
+    with recorder:
+        fn()
+    return recorder.ops

@@ -18,8 +18,9 @@ TRANSFER_LIMIT, OVERALL_LIMIT = 0.15, 0.30
 
 
 def lesson_lines() -> set[str]:
+    """Code lines of the lessons, and of the kernels lesson 10 prints from ``course_utils/kernels``."""
     lines = set()
-    for py in (ROOT / "notebooks").glob("*.py"):
+    for py in [*(ROOT / "notebooks").glob("*.py"), *(ROOT / "course_utils" / "kernels").glob("*.py")]:
         lines |= {t for t in (ln.strip() for ln in py.read_text().splitlines()) if t and not t.startswith("#")}
     return lines
 

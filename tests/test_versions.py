@@ -60,3 +60,17 @@ def test_students_set_up_does_not_install_the_instructor_tools():
     assert "requirements-instructor.txt" in setup_test
     assert course.count("requirements-instructor.txt") == setup_test.count("requirements-instructor.txt")
     assert "nbgrader" not in (ROOT / "environment.yml").read_text()
+
+
+def test_triton_is_pinned_and_other_torch_releases_bring_their_own():
+    """triton==3.7.1 is what torch 2.13.0's own wheels require; ./course test --torch drops our pin for that torch's."""
+    assert pins((ROOT / "requirements.txt").read_text())["triton"] == "3.7.1"
+    course = (ROOT / "course").read_text()
+    use_torch = re.search(r"^use_torch\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
+    assert '"/^triton==/d"' in use_torch
+
+
+def test_the_set_up_installs_what_lesson_10s_extension_needs():
+    course = (ROOT / "course").read_text()
+    setup_common = re.search(r"^setup_common\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
+    assert "ensure_system_tool g++ g++" in setup_common and "ensure_system_tool ninja ninja-build" in setup_common

@@ -239,7 +239,8 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
             continue
         if not close(got_g, want_g, want_g.dtype):
             mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
-            if mistake is None and close(got_g * g, want_g, want_g.dtype) and not close(g, torch.ones_like(g), g.dtype):
+            if mistake is None and g.shape == got_g.shape and close(got_g * g, want_g, want_g.dtype) and \
+                    not close(g, torch.ones_like(g), g.dtype):
                 mistake = Mistake("forgot_grad_output", f"{gid}: the gradient for {what} is missing the factor "
                                   "grad_output; backward must return grad_output times the local derivative.")
             if mistake is not None:

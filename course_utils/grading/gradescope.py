@@ -83,7 +83,9 @@ def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH.format(index=TORCH_CPU_INDEX), executable=True)
         _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-        _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text()))
+        # an assignment whose notebook launches Triton kernels needs triton too (run by its interpreter there)
+        names = PACKAGES + (("triton",) if re.search(r"(?m)^\s*import triton\b", notebook.read_text()) else ())
+        _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text(), names))
         _add(archive, f"course/exercises/{notebook.name}", notebook.read_bytes())
         for path in sorted(COURSE_UTILS.rglob("*.py")):
             _add(archive, f"course/{path.relative_to(COURSE_UTILS.parent).as_posix()}", path.read_bytes())

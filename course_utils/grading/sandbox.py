@@ -55,7 +55,9 @@ def runner_env(extra: dict[str, str] | None = None) -> dict[str, str]:
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": "Agg",
            # the runner's uid has no passwd entry: getpass.getuser() (torch computes cache paths with it on
            # some releases, e.g. 2.11 on first use of torch.compile's config) reads these instead
-           "USER": "student", "LOGNAME": "student"}
+           "USER": "student", "LOGNAME": "student",
+           # no GPU reaches the sandbox: Triton kernels (lesson 10) run in Triton's interpreter
+           "TRITON_INTERPRET": "1"}
     env.update({k: os.environ[k] for k in PASS_ENV if k in os.environ})
     env.update(extra or {})
     return env

@@ -84,7 +84,7 @@ _GUARD: Guard | None = None
 def where(exc: BaseException) -> str:
     """'in forward, line 7' for the innermost frame of student code (not torch, not this package)."""
     for fr in reversed(traceback.extract_tb(exc.__traceback__)):
-        if "/torch/" in fr.filename or "course_utils" in fr.filename or fr.filename.startswith("<frozen"):
+        if any(part in fr.filename for part in ("/torch/", "/triton/", "course_utils")) or fr.filename.startswith("<frozen"):
             continue
         return f" (in {fr.name}, line {fr.lineno} of your cell)"
     return ""
@@ -105,6 +105,10 @@ def call(what: str, fn: Callable, *args, **kwargs):
     except RecursionError:
         raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
     except Exception as exc:
+        if type(exc).__name__ == "InterpreterError" and isinstance(exc.__cause__, Exception):
+            exc = exc.__cause__  # Triton's interpreter wraps what the kernel raised: show that, where it was raised
+            if isinstance(exc, NotImplementedError):
+                raise NotAttempted(f"{what} (a kernel it launches)") from None
         first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
         raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{where(exc)}") from None
 
