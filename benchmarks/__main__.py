@@ -8,10 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-from . import grading, implicit, linear, silu, widgets
+from . import grading, implicit, kernels, linear, silu, widgets
 
 BENCHMARKS = {"linear": linear.run, "grading": grading.run, "silu": silu.run, "implicit": implicit.run,
-              "widgets": widgets.run}
+              "widgets": widgets.run, "kernels": kernels.run}
 HEADER = "# Benchmark results\n\nWritten by `./course bench` (`./course bench NAME...` reruns only those sections).\n"
 OUT = Path(__file__).with_name("results.md")
 

@@ -56,8 +56,10 @@ def _input(n: int) -> torch.Tensor:
     return torch.randn(n, generator=g).requires_grad_(True)
 
 
-def measure_size(n: int, timing: bool = True, repeat: int = 7) -> list[dict[str, object]]:
-    """One row per variant: held and peak bytes, seconds per forward+backward, ratios to F.silu."""
+def measure_size(n: int, timing: bool = True, repeat: int = 7, variants: dict | None = None,
+                 reference: str = REFERENCE) -> list[dict[str, object]]:
+    """One row per variant: held and peak bytes, seconds per forward+backward, ratios to ``reference``."""
+    variants = VARIANTS if variants is None else variants
     x = _input(n)
 
     def forward(fn):
@@ -73,14 +75,14 @@ def measure_size(n: int, timing: bool = True, repeat: int = 7) -> list[dict[str,
         return run
 
     rows = []
-    for name, fn in VARIANTS.items():
+    for name, fn in variants.items():
         mem = measure.pass_memory(forward(fn))
         rows.append({"variant": name, "held": mem.held, "graph": mem.graph, "peak": mem.peak})
     if timing:
-        seconds = measure.time_interleaved({name: step(fn) for name, fn in VARIANTS.items()}, repeat=repeat)
+        seconds = measure.time_interleaved({name: step(fn) for name, fn in variants.items()}, repeat=repeat)
         for row in rows:
             row["seconds"] = seconds[row["variant"]]
-    ref = next(r for r in rows if r["variant"] == REFERENCE)
+    ref = next(r for r in rows if r["variant"] == reference)
     for r in rows:
         r["held_ratio"] = r["held"] / ref["held"]
         r["peak_ratio"] = r["peak"] / ref["peak"]

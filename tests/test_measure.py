@@ -158,6 +158,23 @@ def test_silu_benchmark_variants_agree_and_the_low_memory_one_holds_half():
     assert rows["F.silu"]["held_ratio"] == 1.0 and "| F.silu |" in silu.format_rows(list(rows.values()), timing=False)
 
 
+def test_kernels_benchmark_measures_the_extension_and_never_invents_a_gpu_figure():
+    from benchmarks import kernels
+
+    text = "\n".join(kernels.cpu_section([1000]))
+    row = next(line for line in text.splitlines() if line.startswith("| C++ extension"))
+    assert row.split("|")[3].strip() == "1.00x"  # holds between the passes what F.silu holds: x, nothing new
+    assert "| composite x * sigmoid(x) | 0.01 MiB | 2.00x |" in text
+    if not torch.cuda.is_available():
+        assert kernels.gpu_section()[-3:] == ["SwiGLU: not measured (no GPU).", "", "RMSNorm: not measured (no GPU)."]
+
+
+def test_memory_traffic_counts_each_op_and_skips_views():
+    a = torch.randn(100, generator=torch.Generator().manual_seed(5))
+    ops = measure.memory_traffic(lambda: (a.view(10, 10).t() * 2).sum())
+    assert [(o.op, o.read, o.written) for o in ops] == [("mul", 400, 400), ("sum", 400, 4)]
+
+
 def test_implicit_benchmark_is_flat_and_the_loop_grows():
     from benchmarks import implicit
 
