@@ -388,7 +388,7 @@ else:
         torch.compile(add_one, fullgraph=True)(a5, b5)
         print("compiled")
     except Exception as err:
-        reason = re.search(r"Cannot access data pointer of Tensor \([^)]*\)", str(err))
+        reason = re.search(r"Cannot access data pointer of Tensor [(][^)]*[)]", str(err))
         print(f"{type(err).__name__}: ...", reason.group(0) if reason else str(err).splitlines()[0])
 
 # %% [markdown]

@@ -90,10 +90,12 @@ CONTRACT = {  # grade_id -> what the answer must define (the issues' tables)
     "tanh_twice": ("Tanh",), "func_softmax": ("FuncSoftmax",), "row_norm_op": ("row_norm",),
     "log1mexp": ("Log1mExp",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
     "gradient_test": ("backward_is_correct",), "normalize_fix": ("Normalize",), "solve": ("Solve",),
+    "triton_swiglu": ("TritonSwiGLU",),
 }
 ROUND3_POINTS = {  # ../shared/contracts/round3-exercises.md
     "func_softmax": 4, "row_norm_op": 4, "log1mexp": 3, "lambert_w": 4, "rmsnorm": 4, "embedding": 3,
     "gradient_test": 4, "normalize_fix": 3, "solve": 4,
+    "triton_swiglu": 4,  # issue 21
 }
 SHIPS_BROKEN_CODE = {"normalize_fix"}  # "find the bug": the released cell runs, and fails
 

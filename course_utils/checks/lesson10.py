@@ -30,7 +30,7 @@ MEMORY_OPS = {
     "reshape", "_reshape_alias", "as_strided", "alias", "detach", "t", "transpose", "permute", "expand", "squeeze",
     "unsqueeze", "slice", "select", "split", "split_with_sizes", "unbind", "narrow", "chunk", "clone", "copy_",
     "_to_copy", "contiguous", "set_", "lift_fresh", "lift_fresh_copy", "resize_", "flatten", "unflatten",
-    "view_as", "reshape_as", "_local_scalar_dense", "_unsafe_split", "cat",
+    "view_as", "reshape_as", "_local_scalar_dense", "_unsafe_split", "cat", "stack",
 }
 
 

@@ -84,7 +84,7 @@ def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
         _add(archive, "setup.sh", SETUP_SH.format(index=TORCH_CPU_INDEX), executable=True)
         _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
         # an assignment whose notebook launches Triton kernels needs triton too (run by its interpreter there)
-        names = PACKAGES + (("triton",) if re.search(r"(?m)^\s*import triton\b", notebook.read_text()) else ())
+        names = PACKAGES + (("triton",) if re.search(r"\bimport triton\b", notebook.read_text()) else ())
         _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text(), names))
         _add(archive, f"course/exercises/{notebook.name}", notebook.read_bytes())
         for path in sorted(COURSE_UTILS.rglob("*.py")):

@@ -9,6 +9,8 @@ implementation of each, and ``register_autograd`` so that ``course_cpp::silu`` s
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import torch
 
@@ -90,6 +92,8 @@ def load(verbose: bool = False) -> object:
     """Build (or reuse) the extension and register it; returns ``torch.ops.course_cpp.silu``."""
     global _loaded
     if not _loaded:
+        if shutil.which("ninja") is None and "google.colab" in sys.modules:  # Colab has g++ but may lack ninja
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ninja"], check=True)
         missing = [tool for tool in ("g++", "ninja") if shutil.which(tool) is None]
         if missing:
             raise RuntimeError(f"building the C++ extension needs {' and '.join(missing)}: run ./course lab "

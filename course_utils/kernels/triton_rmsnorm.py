@@ -44,12 +44,12 @@ def rmsnorm_backward_kernel(x_ptr, w_ptr, rstd_ptr, grad_y_ptr, grad_x_ptr, part
         x = tl.load(x_ptr + row * d + cols, mask=inside, other=0.0)
         grad_y = tl.load(grad_y_ptr + row * d + cols, mask=inside, other=0.0)
         rstd = tl.load(rstd_ptr + row)
-        x_hat = x * rstd
+        normed = x * rstd
         u = grad_y * w
-        # d/dx of x * rstd(x): rstd * (u - x_hat * mean(u * x_hat))
-        grad_x = rstd * (u - x_hat * (tl.sum(u * x_hat, axis=0) / d))
+        # d/dx of x * rstd(x): rstd * (u - normed * mean(u * normed))
+        grad_x = rstd * (u - normed * (tl.sum(u * normed, axis=0) / d))
         tl.store(grad_x_ptr + row * d + cols, grad_x, mask=inside)
-        grad_w += grad_y * x_hat
+        grad_w += grad_y * normed
     tl.store(partial_w_ptr + band * d + cols, grad_w, mask=inside)
 
 
