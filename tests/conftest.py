@@ -30,21 +30,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# modules of minutes each (nbgrader and grader batches): handed to the workers first, so the many short
-# tests fill in around them instead of one worker finishing a long module alone at the end
-LONG_MODULES = ("test_grading_jobs.py", "test_nbgrader.py", "test_nbgrader_second_half.py", "test_grade.py",
-                "test_site.py", "test_grading_batch.py", "10_kernels_in_functions.ipynb", "04_linear.ipynb")
-
-
-def _long_first(item) -> int:
-    name = item.path.name
-    return LONG_MODULES.index(name) if name in LONG_MODULES else len(LONG_MODULES)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Long modules first (same order on every worker); tests marked slow run in CI (CI is set) or with
-    COURSE_SLOW=1, a developer's ./course test skips them."""
-    items.sort(key=_long_first)  # stable: within a module and among the rest, collection order stays
+    """Tests marked slow run in CI (CI is set) or with COURSE_SLOW=1; a developer's ./course test skips them."""
     if os.environ.get("CI") or os.environ.get("COURSE_SLOW"):
         return
     skip = pytest.mark.skip(reason="slow: CI runs it; COURSE_SLOW=1 ./course test runs it here")

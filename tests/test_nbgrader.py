@@ -4,9 +4,8 @@ One nbgrader course directory holds every assignment generated from ``solutions/
 students submit every assignment: correct, partly correct (the first exercise's last
 solution region left as a stub), wrong (answers that run but return nothing, the
 first answer cell an IndentationError) and unattempted (nbgrader's own stubs). One
-``nbgrader autograde`` per half of the students (two course copies, run side by side) grades
-them all while one grader batch (``--jobs 2``) grades the same files; per exercise, the
-points must be equal.
+``nbgrader autograde`` call grades them all while one grader batch (``--jobs 2``) grades
+the same files; per exercise, the points must be equal.
 """
 from __future__ import annotations
 
@@ -35,7 +34,6 @@ ALL_ASSIGNMENTS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_e
 # halves run on separate test workers (each is minutes of notebook execution)
 ASSIGNMENTS = ALL_ASSIGNMENTS[0::2]
 STUDENTS = ("correct", "partly", "wrong", "unattempted")
-NBGRADER_GROUPS = (("correct", "unattempted"), ("partly", "wrong"))  # one nbgrader process each
 CONFIG = """c = get_config()
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
@@ -106,35 +104,22 @@ def grade_with_both(tmp_path_factory, assignments: list[str]):
             folder = course / "submitted" / student / name
             folder.mkdir(parents=True)
             nbformat.write(student_notebook(released, solution, student), folder / f"{name}.ipynb")
-    # nbgrader autogrades one notebook at a time: two course copies (one gradebook each, no shared sqlite
-    # file) with half of the students each run side by side, beside our grader's batch
-    groups = [course.parent / f"{course.name}-{k}" for k in range(len(NBGRADER_GROUPS))]
-    for root, students in zip(groups, NBGRADER_GROUPS):
-        shutil.copytree(course, root, ignore=lambda d, names, s=students: [
-            n for n in names if Path(d) == course / "submitted" and n not in s])
-        (root / "nbgrader_config.py").write_text(CONFIG.format(root=str(root)))
-    procs = [subprocess.Popen([str(BIN / "nbgrader"), "autograde", "*", "--create"], cwd=root, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for root in groups]
+    nbgrader = subprocess.Popen([str(BIN / "nbgrader"), "autograde", "*", "--create"], cwd=course, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         ours = run([sys.executable, "-m", "course_utils.grade", str(course / "submitted"), "--json", "--jobs", "2"],
                    course, env)
     finally:
-        errors = [proc.communicate(timeout=900)[1] for proc in procs]
-    for proc, err in zip(procs, errors):
-        assert proc.returncode == 0, f"nbgrader autograde failed:\n{err[-3000:]}"
+        _, err = nbgrader.communicate(timeout=900)
+    assert nbgrader.returncode == 0, f"nbgrader autograde failed:\n{err[-3000:]}"
+    run([str(BIN / "nbgrader"), "export", "--to", str(course / "grades.csv")], course, env)
 
     theirs: dict = {}
-    exported: dict = {}
-    for root, students in zip(groups, NBGRADER_GROUPS):
-        run([str(BIN / "nbgrader"), "export", "--to", str(root / "grades.csv")], root, env)
-        with nbgrader_api.Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
-            for name in assignments:
-                for student in students:
-                    notebook = gb.find_submission_notebook(name, name, student)
-                    theirs[student, name] = {g.name: g.score for g in notebook.grades}
-        with open(root / "grades.csv") as f:
-            exported.update({(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)
-                             if r["student_id"] in students})
+    with nbgrader_api.Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        for name in assignments:
+            for student in STUDENTS:
+                notebook = gb.find_submission_notebook(name, name, student)
+                theirs[student, name] = {g.name: g.score for g in notebook.grades}
     mine, feedback = {}, {}
     for line in ours.stdout.splitlines():
         row = json.loads(line)
@@ -142,6 +127,8 @@ def grade_with_both(tmp_path_factory, assignments: list[str]):
         assert row["status"] == "graded", row
         mine[student, row["assignment"]] = {gid: e["points"] for gid, e in row["exercises"].items()}
         feedback[student, row["assignment"]] = "\n".join(e["feedback"] for e in row["exercises"].values())
+    with open(course / "grades.csv") as f:
+        exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
     return theirs, mine, exported, feedback, assignments
 
 
