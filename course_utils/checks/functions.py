@@ -265,6 +265,13 @@ def _matches_another(spec: FunctionSpec, case: dict, i: int, got_g: torch.Tensor
     return False
 
 
+def op_names(ops: object) -> set[str]:
+    """The ATen op names of a probe's ``[[name, numel], ...]`` record (``probes.ops.recorded``)."""
+    if not isinstance(ops, list):
+        raise Malformed("no op record")
+    return {str(entry[0]) for entry in ops if isinstance(entry, list) and entry}
+
+
 def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str]) -> None:
     """Backward's recorded ATen ops: no op run with grad mode on, none of ``native`` (the op being written)."""
     if not isinstance(ops, list) or not isinstance(with_grad, int):
@@ -273,7 +280,7 @@ def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str
         raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations with grad mode on: it "
                       "recomputes forward under torch.enable_grad() and lets autograd differentiate it. That is "
                       "the composite op again, with its memory; write the vector-Jacobian product directly.")
-    used = sorted({str(entry[0]) for entry in ops if isinstance(entry, list) and entry} & native)
+    used = sorted(op_names(ops) & native)
     if used:
         raise Mistake("native_op_in_backward", f"{gid}: backward calls {', '.join(used)}, PyTorch's own version "
                       "of what this exercise asks you to write; compute the gradient from its formula.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import (FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, unwrap,
+from .functions import (FunctionSpec, close, function_exercise, judge_own_backward, op_names, request, tensor_arg, unwrap,
                         value_arg)
 from ..probes import lesson09 as probes
 from ..probes.ops import backward_ops
@@ -133,8 +133,7 @@ def _judge_ops(req: dict, facts: dict) -> None:
         if got["node"] is not True:
             raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
         judge_own_backward("solve", got["backward"], got.get("backward_with_grad"), set())
-        forward = {str(op) for op, _ in got["forward"]}
-        backward = {str(op) for op, _ in got["backward"]}
+        forward, backward = op_names(got["forward"]), op_names(got["backward"])
         if forward & INVERT or not forward & {"linalg_lu_factor_ex", "linalg_lu_factor"}:
             used = ", ".join(sorted(forward & (INVERT | FACTORISE))) or "no factorisation"
             raise Mistake("solve_no_lu", f"solve: forward runs {used}; factorise A once with torch.linalg.lu_factor "

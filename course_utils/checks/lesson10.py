@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .functions import (FunctionSpec, close, function_exercise, judge_backward, request, tensor_arg)
+from .functions import FunctionSpec, close, function_exercise, judge_backward, op_names, request, tensor_arg
 from ..probes import lesson10 as probes
 
 catalogue({
@@ -82,9 +82,7 @@ def _names(launched: object) -> list[str]:
 
 
 def _math(ops: object) -> list[str]:
-    if not isinstance(ops, list):
-        raise Malformed("no op record")
-    return sorted({str(entry[0]) for entry in ops if isinstance(entry, list) and entry} - MEMORY_OPS)
+    return sorted(op_names(ops) - MEMORY_OPS)
 
 
 def _judge_kernels(req: dict, facts: dict) -> None:

@@ -29,6 +29,12 @@ def grad_output(shape, dtype, seed: int, device: torch.device | str = "cpu") -> 
     return torch.randn(tuple(shape), generator=gen, dtype=torch.float64, device="cpu").to(dtype=dtype, device=device)
 
 
+def custom_node(y: object) -> object:
+    """The backward node of a custom Function's output ``y``, or None (no graph, or a built-in op's node)."""
+    node = y.grad_fn if isinstance(y, torch.Tensor) else None
+    return node if isinstance(node, torch.autograd.function.BackwardCFunction) else None
+
+
 def fn_class(ns, grade_id: str, name: str) -> type:
     """The student's ``name``, which must be a torch.autograd.Function subclass."""
     obj = lookup(ns, name, grade_id)

@@ -13,11 +13,6 @@ from .ops import backward_ops, recorded
 DTYPES = (torch.float32, torch.float64)
 
 
-def _custom_node(y: object) -> object:
-    node = y.grad_fn if isinstance(y, torch.Tensor) else None
-    return node if isinstance(node, torch.autograd.function.BackwardCFunction) else None
-
-
 def wide(ns: dict, req: dict) -> dict:
     """Forward and backward (grad_output = 1) on ``req["wide"][dtype]``, in float32 and float64."""
     cls, name = function_class(ns, req), req["cls"]
@@ -26,7 +21,7 @@ def wide(ns: dict, req: dict) -> dict:
         def one(dtype=dtype) -> dict:
             x = req["wide"][str(dtype)].clone().requires_grad_(True)
             y = call(f"{name}.forward", cls.apply, x)
-            node = _custom_node(y)
+            node = f.custom_node(y)
             if node is None:
                 return {"out": y, "grad": None}
             with torch.no_grad():
@@ -67,7 +62,7 @@ def _kept_once(cls: type, name: str, x: torch.Tensor) -> dict:
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         holder.append(call(f"{name}.forward", cls.apply, x))
-    node = _custom_node(holder[0])
+    node = f.custom_node(holder[0])
     if node is None:
         return {"node": False}
     saved = call("ctx.saved_tensors", lambda: node.saved_tensors)
@@ -94,7 +89,7 @@ def uses_saved(ns: dict, req: dict) -> dict:
     def one() -> dict:
         x = req["perturb_x"].clone().requires_grad_(True)
         y = call(f"{name}.forward", cls.apply, x)
-        node = _custom_node(y)
+        node = f.custom_node(y)
         if node is None:
             return {"node": False}
         g = torch.ones_like(y)
@@ -131,7 +126,7 @@ def saved_sizes(ns: dict, req: dict) -> dict:
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             y = call(f"{name}.forward", cls.apply, *args)
-        node = _custom_node(y)
+        node = f.custom_node(y)
         if node is None:
             return {"saved": saved, "node": False}
         with torch.no_grad():

@@ -77,23 +77,18 @@ def launches(poison: bool = False) -> Iterator[list[str]]:
                 t.copy_(values)
 
 
-def _node(y: object) -> object:
-    node = y.grad_fn if isinstance(y, torch.Tensor) else None
-    return node if isinstance(node, torch.autograd.function.BackwardCFunction) else None
-
-
 def _one(cls: type, name: str, case: dict) -> dict:
     x = f.materialize(case["args"][0])
     with launches() as forward_launches:
         y, forward_ops, _ = recorded(f"{name}.forward", cls.apply, x)
-    node = _node(y)
+    node = f.custom_node(y)
     if node is None:
         return {"node": False}
     g = f.grad_output(y.shape, y.dtype, 17, y.device)
     with torch.no_grad(), launches() as backward_launches:
         _, backward_ops, with_grad = recorded(f"{name}.backward", node.apply, g)
     y2 = call(f"{name}.forward", cls.apply, f.materialize(case["poison_args"][0]))  # other values than above
-    node2 = _node(y2)
+    node2 = f.custom_node(y2)
     if node2 is None:
         return {"node": False}
     with torch.no_grad(), launches(poison=True):
@@ -124,7 +119,7 @@ def backward_and_expanded(ns, req: dict) -> dict:
     def expanded() -> dict:
         x = f.materialize(req["expanded"]["x"])
         y = call(f"{name}.forward", cls.apply, x)
-        node = _node(y)
+        node = f.custom_node(y)
         if node is None:
             return {"grad": None}
         g = req["expanded"]["g"].to(dtype=y.dtype, device=y.device).expand(y.shape)  # what y.sum() sends back

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .functions import function_class, materialize
+from .functions import custom_node, function_class, materialize
 from .guard import Mistake, attempt, call
 
 INPLACE_ERROR = "modified by an inplace operation"
@@ -58,8 +58,8 @@ def saved(ns, req: dict) -> dict:
         def one(case=case):
             args = [materialize(a) for a in case["args"]]
             y = call(f"{req['cls']}.forward", cls.apply, *args)
-            node = y.grad_fn if isinstance(y, torch.Tensor) else None
-            if not isinstance(node, torch.autograd.function.BackwardCFunction):
+            node = custom_node(y)
+            if node is None:
                 return {"tensors": None}
             return {"tensors": saved_facts(node, y, args),
                     "reads": _reads_saved(req["cls"], node, case["g"].to(dtype=y.dtype, device=y.device))}
