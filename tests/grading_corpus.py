@@ -18,6 +18,8 @@ SECRET = "instructor-secret-7f3a9c"  # in the grader's environment and in a file
 MARKER = "course-grader-leftover-5d1e"  # argv of a process a hostile answer leaves behind
 
 
+HTML_NAME = "<img src=x onerror=alert(1)>.ipynb"
+
 def submission(number: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
     """A student's copy of exercise notebook `number`: solutions everywhere unless `answers` overrides."""
     nb = nbformat.read(ROOT / "solutions" / f"{number}_exercises.ipynb", as_version=4)
@@ -393,6 +395,7 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
     nbformat.write(submission("02", {"mul_answer": SWAPPED_MUL}), folder / "a__b.ipynb")
     (folder / "notes.txt").write_text("not a notebook at all\n")
     (folder / "truncated.ipynb").write_text((folder / "correct.ipynb").read_text()[:700])
+    (folder / HTML_NAME).write_text((folder / "correct.ipynb").read_text()[:500])  # a name the dashboard must escape
     alien = submission("02")
     alien.metadata["autograd_course"]["assignment"] = "99_unknown"
     nbformat.write(alien, folder / "unknown_assignment.ipynb")
@@ -414,6 +417,7 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
     expect["a__b.ipynb"] = {"points": {"mul": 1}, "flags": []}
     expect["notes.txt"] = {"status": "not a notebook", "flags": ["not JSON"]}
     expect["truncated.ipynb"] = {"status": "not a notebook", "flags": ["truncated or invalid JSON"]}
+    expect[HTML_NAME] = {"status": "not a notebook", "flags": ["truncated or invalid JSON"]}
     expect["unknown_assignment.ipynb"] = {"status": "unknown assignment", "flags": ["no known assignment", "99_unknown"]}
     expect["no_answers.ipynb"] = {"status": "no answer cells", "flags": ["has no answer cells"]}
     expect["source_not_text.ipynb"] = {"status": "not a notebook", "flags": ["source that is not text"]}

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import ROOT, free_port
 from course_utils.grading import sandbox
-from grading_corpus import MARKER, SECRET, write_corpus
+from grading_corpus import HTML_NAME, MARKER, SECRET, write_corpus
 
 BOX = sandbox.detect()
 SANDBOXED = BOX.mode != "none"
@@ -84,7 +84,9 @@ def batch(tmp_path_factory):
     before = {"subs": tree_digest(subs), "course": tree_digest(ROOT / "course_utils"), "victim": victim.read_bytes()}
     env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(home), INSTRUCTOR_TOKEN=SECRET)
     proc = run_grader(str(subs), "--out", str(base / "out" / "grades.csv"), "--feedback-dir", str(base / "fb"),
-                      "--json", "--jobs", "2", "--timeout", TIMEOUT, "--memory", "2", cwd=base, env=env)
+                      "--json", "--jobs", "2", "--timeout", TIMEOUT, "--memory", "2",
+                      "--report", str(base / "out" / "report.html"), "--similarity", str(base / "out" / "similar"),
+                      cwd=base, env=env)
     listener.close()
     abstract.close()
     rows = {}
@@ -109,7 +111,7 @@ CASES = ["correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.
          "torch_overrides.ipynb", "keepalive.ipynb", "flood.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
          "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "alias_autograd.ipynb", "ansi.ipynb",
          "overlap.ipynb", "reference_hunt.ipynb", "=HYPERLINK(1).ipynb", "@sum.ipynb", "a/b.ipynb", "a__b.ipynb", "notes.txt",
-         "truncated.ipynb", "unknown_assignment.ipynb", "no_answers.ipynb", "source_not_text.ipynb",
+         "truncated.ipynb", HTML_NAME, "unknown_assignment.ipynb", "no_answers.ipynb", "source_not_text.ipynb",
          "list_grade_id.ipynb", "link_to_solution.ipynb", "linked_folder"]
 
 
@@ -174,14 +176,15 @@ def test_nothing_is_left_running(batch):
 
 
 def test_reports_hold_nothing_that_is_not_the_students_own(batch):
-    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout]
+    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout,
+             (batch["base"] / "out" / "report.html").read_text()]
     texts += [p.read_text() for p in (batch["base"] / "fb").iterdir()]
     solution_line = "ctx.save_for_backward(a, b)"  # in solutions/02, absent from every answer but the students'
     for text in texts:
         assert SECRET not in text
         assert "instructor's previous table" not in text
     if SANDBOXED:
-        assert all(solution_line not in t for t in texts[2:])
+        assert all(solution_line not in t for t in texts[2:])  # the dashboard and the feedback
 
 
 def test_forged_and_hostile_channels_are_reported(batch):
@@ -220,8 +223,9 @@ def test_failures_are_explained(batch):
 
 
 def test_no_control_sequences_reach_any_report(batch):
-    """ANSI escapes printed or raised by an answer never reach the CSV, the JSON or the feedback files."""
-    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout]
+    """ANSI escapes printed or raised by an answer never reach the CSV, the JSON, the dashboard or the feedback."""
+    texts = [(batch["base"] / "out" / "grades.csv").read_text(), batch["proc"].stdout,
+             (batch["base"] / "out" / "report.html").read_text()]
     texts += [p.read_text() for p in (batch["base"] / "fb").iterdir()]
     assert all("\x1b" not in t and "\x07" not in t for t in texts)
     assert "bold" in batch["rows"]["ansi.ipynb"]["exercises"]["mul"]["feedback"]
@@ -348,3 +352,62 @@ def test_as_a_normal_user_where_the_machine_allows(tmp_path):
     row = json.loads(proc.stdout)
     assert row["exercises"]["mul"]["points"] == 1
     assert "without sandbox" not in " ".join(row["flags"]), row["flags"]
+
+
+def test_dashboard_in_chromium(batch):
+    """The --report page opens from a file, offline: plots there, numbers as in the CSV, names shown as text."""
+    import csv
+    import statistics
+
+    if not os.path.exists("/usr/bin/chromium"):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing at /usr/bin/chromium: ./course test should have installed it.")
+        pytest.skip("needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    out = batch["base"] / "out"
+    with open(out / "grades.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    graded = [r for r in table if r["status"] == "graded"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        outside, dialogs = [], []
+        page.on("request", lambda r: not r.url.startswith("file://") and outside.append(r.url))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto((out / "report.html").as_uri())
+        page.wait_for_load_state("load")
+        sections = page.locator("section.assignment")
+        assert sections.count() == len({r["assignment"] for r in graded}) > 0
+        for i in range(sections.count()):
+            section = sections.nth(i)
+            name = section.get_attribute("data-assignment")
+            rows = [r for r in graded if r["assignment"] == name]
+            box = section.locator("figure svg").first.bounding_box()
+            assert box and box["width"] > 100 and box["height"] > 50, f"{name}: no histogram drawn"
+            for tr in section.locator("table.stats tr[data-exercise]").all():
+                gid = tr.get_attribute("data-exercise")
+                scores = [float(r[gid]) for r in rows if r[gid] != ""]
+                cells = [c.strip() for c in tr.locator("td").all_inner_texts()]
+                expected = [gid, None, str(len(scores)), f"{statistics.fmean(scores):.2f}",
+                            f"{statistics.median(scores):g}"]
+                assert [c for c, e in zip(cells, expected) if e is not None] == [e for e in expected if e], (gid, cells)
+                top = float(cells[1])
+                assert [int(c) for c in cells[5:8]] == [sum(s >= top for s in scores),
+                                                        sum(0 < s < top for s in scores), sum(s <= 0 for s in scores)]
+        attention = page.locator("#attention").inner_text()
+        assert HTML_NAME in attention and page.locator("#attention img").count() == 0
+        for r in table:
+            if r["status"] not in ("graded",):
+                assert os.path.basename(r["submission"]) in attention, r["submission"]
+        pairs = [[c.strip() for c in tr.locator("td").all_inner_texts()]
+                 for tr in page.locator("#similarity table.pairs tr").all()[1:]]
+        assert pairs, "the corpus has copies of one solution: some pair must be flagged"
+        assert len({frozenset(p[1:3]) for p in pairs}) == len(pairs), "a pair is listed twice"
+        shares = [int(p[0].rstrip("%")) for p in pairs]
+        assert shares == sorted(shares, reverse=True)
+        href = page.locator("#similarity table.pairs a").first.get_attribute("href")
+        page.goto((out / href.split("#")[0]).as_uri() + "#" + href.split("#")[1])
+        assert page.locator(f"#{href.split('#')[1]}").count() == 1, href
+        browser.close()
+    assert not outside and not dialogs, (outside, dialogs)

@@ -1,11 +1,13 @@
 """Real nbgrader grades the exercise notebooks exactly as ``python -m course_utils.grade`` does.
 
-One nbgrader course directory holds every assignment generated from ``solutions/``. Four
-students submit every assignment: correct, partly correct (the first exercise's last
-solution region left as a stub), wrong (answers that run but return nothing, the
-first answer cell an IndentationError) and unattempted (nbgrader's own stubs). One
-``nbgrader autograde`` call grades them all while one grader batch (``--jobs 2``) grades
-the same files; per exercise, the points must be equal.
+One nbgrader course directory holds every assignment generated from ``solutions/``. Three
+students submit every assignment: correct; mistaken (the first answer cell an
+IndentationError, the second exercise without its last solution region, the others
+answers that run but return nothing; an assignment with one exercise gets only the missing
+region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out,
+so the shipped stubs are executed here and nowhere else). One ``nbgrader autograde`` call
+grades them all while one grader batch (``--jobs 2``) grades the same files; per exercise,
+the points must be equal.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ ALL_ASSIGNMENTS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_e
 # this module grades every other assignment; test_nbgrader_second_half.py the rest, so that the two
 # halves run on separate test workers (each is minutes of notebook execution)
 ASSIGNMENTS = ALL_ASSIGNMENTS[0::2]
-STUDENTS = ("correct", "partly", "wrong", "unattempted")
+STUDENTS = ("correct", "mistaken", "unattempted")
 CONFIG = """c = get_config()
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
@@ -58,18 +60,21 @@ def answer(source: str, keep, stub: str = "return None") -> str:
 
 def student_notebook(released: nbformat.NotebookNode, solution: nbformat.NotebookNode, student: str):
     """The released notebook with the answer cells this student would write."""
+    if student == "unattempted":
+        return nbformat.read(ROOT / "exercises" / f"{solution.metadata['name']}.ipynb", as_version=4)
     solved = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
               if c.metadata.get("nbgrader", {}).get("solution")}
     nb = nbformat.from_dict(released)
     answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    partly = 1 if len(answers) > 1 else 0  # the exercise left without its last solution region
     for i, cell in enumerate(answers):
         full = solved[cell.metadata["nbgrader"]["grade_id"]]
         if student == "correct":
             cell.source = answer(full, lambda r: True)
-        elif student == "partly":  # the first exercise without its last solution region, the others solved
+        elif i == partly:
             last = full.count(BEGIN) - 1
-            cell.source = answer(full, lambda r: r < last or i > 0, "raise NotImplementedError()")
-        elif student == "wrong":
+            cell.source = answer(full, lambda r: r < last, "raise NotImplementedError()")
+        else:  # the first cell does not even parse (the issue case); the others return nothing
             cell.source = ("  " if i == 0 else "") + answer(full, lambda r: False)
     return nb
 
@@ -100,6 +105,7 @@ def grade_with_both(tmp_path_factory, assignments: list[str]):
     for name in assignments:
         released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
         solution = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
+        solution.metadata["name"] = name
         for student in STUDENTS:
             folder = course / "submitted" / student / name
             folder.mkdir(parents=True)
@@ -150,15 +156,18 @@ def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
 
 
 def test_scores_tell_the_students_apart(graded):
-    theirs, assignments = graded[0], graded[-1]
+    theirs, feedback, assignments = graded[0], graded[3], graded[-1]
     from course_utils.checks import EXERCISES
 
     for name in assignments:
         total = {s: sum(theirs[s, name].values()) for s in STUDENTS}
         full = sum(EXERCISES[g].points for g in theirs["correct", name])
         assert total["correct"] == full, name
-        assert 0 < total["partly"] < full, name
-        assert total["unattempted"] == 0 and total["wrong"] < full, name
+        assert total["mistaken"] < full, name
+        assert total["unattempted"] == 0, f"{name}: the notebook handed out earns points before any work"
+        said = feedback["unattempted", name]  # each stub reaches its check: not attempted, or the shipped bug found
+        assert said.count("Not attempted yet") >= len(theirs["unattempted", name]) - 1, f"{name}: {said}"
+        assert all(f"{gid}: 0/" in said for gid in theirs["unattempted", name]) and "Error:" not in said, said
     partial = [(s, n, g) for (s, n), cells in theirs.items() for g, p in cells.items() if 0 < p < EXERCISES[g].points]
     assert partial, "no exercise earned partial credit: the numeric cell value is not exercised"
 
@@ -167,8 +176,10 @@ def test_the_issue_case_no_longer_gets_full_marks(graded):
     """Unattempted and IndentationError submissions used to get full marks in nbgrader."""
     theirs, assignments = graded[0], graded[-1]
     for name in assignments:
-        first = next(iter(theirs["wrong", name]))
-        assert theirs["wrong", name][first] == 0, name
+        exercises = list(theirs["mistaken", name])
+        if len(exercises) > 1:  # the first answer cell is the IndentationError
+            assert theirs["mistaken", name][exercises[0]] == 0, name
+        assert not any(theirs["unattempted", name].values()), name
 
 
 def test_check_cells_end_with_the_check_call():

@@ -31,7 +31,21 @@ def test_pair_in_sync(py: Path):
     )
 
 
-@pytest.mark.parametrize("py", SOURCES, ids=IDS)
+EXECUTED = [p for p in SOURCES if p.parent.name not in build.SHIPPED_CLEAN]
+CLEAN = [p for p in SOURCES if p.parent.name in build.SHIPPED_CLEAN]
+
+
+def test_exercise_notebooks_are_shipped_clean():
+    """A student opening a fresh exercise notebook sees no verdict (no "0/N") before writing anything."""
+    assert CLEAN, "no exercise notebooks found"
+    for py in CLEAN:
+        nb = json.loads(py.with_suffix(".ipynb").read_text())
+        dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+                 and (c["outputs"] or c["execution_count"] is not None)]
+        assert not dirty, f"{py.with_suffix('.ipynb').name}: cells {dirty} carry outputs: run ./course build"
+
+
+@pytest.mark.parametrize("py", EXECUTED, ids=[str(p.relative_to(ROOT)) for p in EXECUTED])
 def test_every_code_cell_was_executed_without_unexpected_errors(py: Path):
     nb = json.loads(py.with_suffix(".ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]

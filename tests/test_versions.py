@@ -56,9 +56,14 @@ def test_instructor_requirements_are_pinned_once():
 
 def test_students_set_up_does_not_install_the_instructor_tools():
     course = (ROOT / "course").read_text()
-    setup_test = re.search(r"^setup_test\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
-    assert "requirements-instructor.txt" in setup_test
-    assert course.count("requirements-instructor.txt") == setup_test.count("requirements-instructor.txt")
+    body = {name: re.search(rf"^{name}\(\) \{{(.*?)^\}}", course, re.M | re.S).group(1)
+            for name in ("setup_common", "setup_instructor", "setup_test")}
+    assert "requirements-instructor.txt" in body["setup_instructor"]
+    assert course.count("requirements-instructor.txt") == body["setup_instructor"].count("requirements-instructor.txt")
+    assert "setup_instructor" in body["setup_test"] and "setup_instructor" not in body["setup_common"]
+    lab = re.search(r"^    lab\)(.*?);;", course, re.M | re.S).group(1)
+    grade = re.search(r"^    grade\)(.*?);;", course, re.M | re.S).group(1)
+    assert "setup_instructor" not in lab and "setup_instructor" in grade and "course_utils.grade" in grade
     assert "nbgrader" not in (ROOT / "environment.yml").read_text()
 
 

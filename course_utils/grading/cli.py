@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import sandbox
+from . import dashboard, sandbox, similarity
 from .collect import Graded, UsageError, collect, course_version, display_name, load_assignments
 from .reports import common_root, write_reports
 from .store import file_digest, load, load_results, result_key, save
@@ -57,9 +57,16 @@ class _Progress:
             sys.stderr.write("\n")
 
 
+EPILOG = """For Gradescope, build an autograder archive of one assignment instead (upload the zip; students
+submit their .ipynb; the archive's contents are listed in README):
+
+    python -m course_utils.grade gradescope 04_exercises --out autograder.zip
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m course_utils.grade", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="notebooks or folders of notebooks")
     p.add_argument("--out", help="write the grade table (CSV) here")
     p.add_argument("--feedback-dir", help="write one feedback file per submission here")
@@ -75,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
     p.add_argument("--similarity", metavar="REPORT", help="also write a similarity report of the answers, "
                    "REPORT.html and REPORT.csv (flags pairs; never changes a grade)")
+    p.add_argument("--report", metavar="REPORT.html", help="also write the instructor's dashboard: one self-contained "
+                   "page with score histograms, statistics and common diagnoses per exercise, the submissions "
+                   "that need you, and the similar pairs (with --similarity)")
     p.add_argument("--similarity-threshold", type=float, default=0.6, metavar="SHARE",
                    help="flag pairs of answers at least this similar (0-1, default 0.6)")
     p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
@@ -104,11 +114,15 @@ def _main(args) -> int:
         raise UsageError(f"--memory is in GiB and must be between 0.25 and 1024, got {args.memory:g}.")
     if not 0 < args.similarity_threshold <= 1:
         raise UsageError(f"--similarity-threshold is a share between 0 and 1, got {args.similarity_threshold:g}.")
+    if args.similarity:
+        similarity.require()  # a missing optional dependency fails now, not after the batch
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
         rows = load_results([Path(f) for f in args.merge])
         write_reports(rows, args.out, args.feedback_dir, common_root([r.submission for r in rows]))
+        if args.report:
+            dashboard.write(rows, args.report)
         for r in rows if args.json else []:
             print(json.dumps(r.to_json()))
         print(f"merged {len(rows)} results", file=sys.stderr)
@@ -186,12 +200,14 @@ def _main(args) -> int:
         return 130
     progress.close()
     write_reports(rows, args.out, args.feedback_dir, root)
+    flagged, written = None, None
     if args.similarity:
-        from . import similarity
-
         flagged, written = similarity.write([f for f, skipped in files if not skipped], assignments,
                                             args.similarity, args.similarity_threshold, root)
         print(f"similarity: {len(flagged)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
+              file=sys.stderr)
+    if args.report:
+        print(f"dashboard: {dashboard.write(rows, args.report, flagged, written[0] if written else None)}",
               file=sys.stderr)
     graded = [r for r in rows if r.status == "graded"]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")

@@ -1,8 +1,10 @@
-"""What the instructor reads: the grade table (CSV) and one feedback file per submission."""
+"""What the instructor reads: the grade table (CSV), one feedback file per submission, and the
+look shared by the HTML pages (the dashboard and the similarity report)."""
 from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import io
 import os
 import re
@@ -10,6 +12,21 @@ from pathlib import Path
 
 from .collect import Graded
 from .store import atomic_write
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.3em .6em;vertical-align:top}
+th{background:#f3f4f6;text-align:left}td{font-variant-numeric:tabular-nums}
+table.pair{width:100%;table-layout:fixed}pre{white-space:pre-wrap;font-size:12px;margin:0}
+mark{background:#ffd54f}figure{margin:1em 0;overflow-x:auto}figure svg{max-width:100%;height:auto}
+figcaption{font-size:.85em;color:#555}ul.diagnoses li{margin:.2em 0}"""
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained HTML page (no script, no network) in the reports' style."""
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 
 
 def common_root(paths: list[str]) -> str:

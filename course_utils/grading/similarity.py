@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .collect import Assignment, NotebookError, UsageError, checksum, display_name, parse_notebook, read_submission
-from .reports import neutral
+from .reports import neutral, page
 from .store import atomic_write
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
@@ -120,19 +120,13 @@ def _marked(source: str, slices) -> str:
     return text
 
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
-table.pair{width:100%;border-collapse:collapse;table-layout:fixed}td{vertical-align:top;border:1px solid #ccc;
-padding:.5em}pre{white-space:pre-wrap;font-size:12px;margin:0}mark{background:#ffd54f}h2{margin-top:2em}"""
-
-
 def html_report(pairs: list[Pair], threshold: float, root: str = "") -> str:
     """Flagged pairs, most similar first, the two answers side by side with the matching code marked."""
     def short(p: str) -> str:
         return html.escape(p[len(root):].lstrip("/") if root and p.startswith(root) else p)
 
     flagged = [p for p in pairs if p.similarity >= threshold]
-    parts = [f"<!doctype html><meta charset='utf-8'><title>Similarity report</title><style>{STYLE}</style>",
-             "<h1>Similarity report</h1>",
+    parts = ["<h1>Similarity report</h1>",
              f"<p>{len(flagged)} pair(s) of answers at or above {threshold:.0%} similar (share of an answer's own "
              "code, after removing the stub, comments, whitespace and names, that also appears in the other). "
              "A flag is a reason to read both answers, not a verdict; grades are unchanged.</p>"]
@@ -146,7 +140,7 @@ def html_report(pairs: list[Pair], threshold: float, root: str = "") -> str:
                      f"<th>{short(p.b.submission)} ({p.shares[1]:.0%} of it matches)</th></tr><tr>"
                      f"<td><pre>{_marked(p.a.source, p.slices[0])}</pre></td>"
                      f"<td><pre>{_marked(p.b.source, p.slices[1])}</pre></td></tr></table>")
-    return "\n".join(parts) + "\n"
+    return page("Similarity report", "\n".join(parts))
 
 
 def csv_report(pairs: list[Pair], threshold: float) -> str:
@@ -162,14 +156,19 @@ def csv_report(pairs: list[Pair], threshold: float) -> str:
     return buf.getvalue()
 
 
-def write(files: list[Path], assignments: dict[str, Assignment], out: str, threshold: float = THRESHOLD,
-          root: str = "") -> tuple[list[Pair], list[Path]]:
-    """Write OUT.html and OUT.csv (OUT without its suffix); returns the flagged pairs and the files written."""
+def require() -> None:
+    """Fail now, in one sentence, when copydetect is missing (the CLI calls this before grading starts)."""
     try:
         import copydetect  # noqa: F401
     except ImportError:
         raise UsageError("the similarity report needs copydetect: "
                          "pip install -r requirements-instructor.txt.") from None
+
+
+def write(files: list[Path], assignments: dict[str, Assignment], out: str, threshold: float = THRESHOLD,
+          root: str = "") -> tuple[list[Pair], list[Path]]:
+    """Write OUT.html and OUT.csv (OUT without its suffix); returns the flagged pairs and the files written."""
+    require()
     pairs = compare(answers(files, assignments), stubs_of(assignments))
     base = Path(out).with_suffix("") if Path(out).suffix in (".html", ".csv") else Path(out)
     written = [base.with_name(base.name + ".html"), base.with_name(base.name + ".csv")]

@@ -1,0 +1,89 @@
+"""The instructor's dashboard (grading/dashboard.py) from rows built by hand; the page of a real
+batch is opened in Chromium by tests/test_grade.py::test_dashboard_in_chromium."""
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+from course_utils.grading import dashboard
+from course_utils.grading.collect import Graded
+from course_utils.grading.similarity import Answer, Pair
+
+
+def row(name: str, mul: float, div: float, mul_fb: str = "", div_fb: str = "", status: str = "graded") -> Graded:
+    ex = {"mul": {"points": mul, "max": 2.0, "feedback": mul_fb or f"✓ mul: {mul:g}/2 points. All checks passed."},
+          "div": {"points": div, "max": 3.0, "feedback": div_fb or f"✓ div: {div:g}/3 points. All checks passed."}}
+    return Graded(submission=name, assignment="02_exercises", status=status, total=mul + div, max=5.0, exercises=ex)
+
+
+SWAP = "✗ mul: 1/2 points.\n  ✓ forward\n  ✗ backward: the gradients of `a` and `b` are swapped."
+NOT_YET = "· div: 0/3 points. Not attempted yet: Div.forward still raises NotImplementedError."
+ROWS = [row("s1.ipynb", 2, 3), row("s2.ipynb", 1, 0, SWAP, NOT_YET), row("s3.ipynb", 1, 3, SWAP),
+        row("s4.ipynb", 0, 0, "✗ mul: 0/2 points.\n  ✗ forward: <b>wrong</b>", NOT_YET)]
+
+
+def test_statistics_per_exercise():
+    s = dashboard.exercise_stats([2, 1, 1, 0], 2)
+    assert (s["n"], s["mean"], s["median"], s["full"], s["partial"], s["zero"]) == (4, 1.0, 1.0, 1, 2, 1)
+    assert dashboard.exercise_stats([], 3)["n"] == 0
+
+
+def test_diagnoses_are_the_hints_counted_most_common_first():
+    assert dashboard.common_diagnoses(ROWS, "mul") == [
+        (2, "backward: the gradients of `a` and `b` are swapped."), (1, "forward: <b>wrong</b>")]
+    assert dashboard.common_diagnoses(ROWS, "div") == [(2, "Not attempted yet")]
+    assert dashboard.common_diagnoses(ROWS[:1], "mul") == []
+
+
+def test_page_is_self_contained_and_escapes_what_students_control():
+    page = dashboard.report_html(ROWS + [Graded(submission="<script>alert(1)</script>.ipynb", status="not a notebook",
+                                                flags=["not a notebook: not JSON"])])
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;.ipynb" in page
+    assert "<b>wrong</b>" not in page and "&lt;b&gt;wrong&lt;/b&gt;" in page
+    assert not re.search(r"""(src|href)=['"]?(https?:)?//""", page), "the page must not fetch anything"
+    assert page.count("<svg") >= 1 and "not a notebook: not JSON" in page
+    stats = re.search(r"<tr data-exercise='mul'>(.*?)</tr>", page).group(1)
+    assert re.findall(r"<td>(.*?)</td>", stats) == ["mul", "2", "4", "1.00", "1", "1", "2", "1"]
+
+
+def test_one_histogram_per_series():
+    svg = dashboard.histograms_svg("t", [("total", [0, 5, 5], 5.0), ("mul", [0, 1, 2], 2.0)])
+    assert svg.startswith("<svg") and len(re.findall(r'<g id="axes_\d+">', svg)) == 2
+
+
+def test_each_similar_pair_once_with_links_to_the_side_by_side_view():
+    a, b, c = (Answer(n, "x") for n in ("a.ipynb", "b.ipynb", "c.ipynb"))
+    pairs = [Pair("02", "mul", a, b, 0.9, (0.9, 0.8), ()), Pair("02", "div", b, a, 0.7, (0.7, 0.7), ()),
+             Pair("02", "mul", a, c, 0.8, (0.8, 0.8), ())]
+    html = "\n".join(dashboard.similarity_section(pairs, "sim.html"))
+    rows = re.findall(r"<tr><td>(\d+)%</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>", html)
+    assert [r[:3] for r in rows] == [("90", "a.ipynb", "b.ipynb"), ("80", "a.ipynb", "c.ipynb")]
+    assert "sim.html#pair1" in rows[0][3] and "sim.html#pair2" in rows[0][3] and "sim.html#pair3" in rows[1][3]
+
+
+def test_link_to_the_similarity_report_is_relative(tmp_path):
+    (tmp_path / "out").mkdir()
+    written = dashboard.write(ROWS, str(tmp_path / "out" / "report.html"), [], tmp_path / "out" / "sim.html")
+    assert "href='sim.html'" in written.read_text()
+
+
+def test_similarity_without_copydetect_fails_before_grading(tmp_path):
+    """A missing optional dependency fails in the first second, not after the batch."""
+    fake = tmp_path / "fake" / "copydetect"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "a.ipynb").write_text((ROOT / "solutions" / "02_exercises.ipynb").read_text())
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", str(subs), "--out", str(tmp_path / "g.csv"),
+                           "--similarity", str(tmp_path / "sim")], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": f"{tmp_path / 'fake'}:{ROOT}", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and "needs copydetect" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "g.csv").exists() and not (tmp_path / "g.csv.results").exists()
+
+
+def test_help_names_the_gradescope_archive_and_the_report():
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "--help"], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert proc.returncode == 0
+    assert "course_utils.grade gradescope" in proc.stdout and "--report" in proc.stdout
