@@ -1,4 +1,5 @@
-"""The README lab command brings up JupyterLab serving the course (on loopback)."""
+"""The README lab command brings up JupyterLab serving the course (on loopback): on the start page,
+without the news prompt, with a file browser that shows a student the lessons and the exercises."""
 import json
 import os
 import signal
@@ -35,9 +36,26 @@ def test_course_lab_serves_the_course(tmp_path):
                 assert time.time() < deadline, "JupyterLab did not come up in 120 s"
                 time.sleep(1)
         assert status == 200 and "JupyterLab" in page
-        status, listing = get(f"http://127.0.0.1:{port}/api/contents/notebooks?token={token}")
-        names = {item["name"] for item in json.loads(listing)["content"]}
-        assert "00_start_here.ipynb" in names
+        log_text = (tmp_path / "lab.log").read_text()
+        assert f"127.0.0.1:{port}/lab/tree/notebooks/00_start_here.ipynb?token=" in log_text, log_text[-2000:]
+        status, _ = get(f"http://127.0.0.1:{port}/lab/tree/notebooks/00_start_here.ipynb?token={token}")
+        assert status == 200
+
+        def listing(folder: str) -> set[str]:
+            return {item["name"] for item in json.loads(get(f"http://127.0.0.1:{port}/api/contents/{folder}"
+                                                            f"?token={token}")[1])["content"]}
+
+        top, lessons, exercises = listing(""), listing("notebooks"), listing("exercises")
+        assert {"notebooks", "exercises", "README.md"} <= top
+        assert not top & {"solutions", "course_utils", "course_utils.egg-info", "tests", "benchmarks", "lab"}, top
+        assert "00_start_here.ipynb" in lessons and "01_exercises.ipynb" in exercises
+        assert not [n for n in lessons | exercises if not n.endswith(".ipynb")], "the .py twins are shown"
+        news = json.loads(get(f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification"
+                              f"?token={token}")[1])
+        defaults = {k: v.get("default") for k, v in news["schema"]["properties"].items()}  # overrides.json's
+        assert news["settings"].get("fetchNews", defaults["fetchNews"]) == "false", defaults
+        assert news["settings"].get("checkForUpdates", defaults["checkForUpdates"]) is False
+        assert not (ROOT / ".jupyter").exists(), "the project's settings must not be written as the user's"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
