@@ -8,4 +8,13 @@ probe beside the student's code, judge apart from it), ``wire`` (plain-bytes for
 ``build`` (notebooks from their text sources), ``site`` (the course website),
 ``errors`` (one-sentence errors).
 """
+import sys as _sys
+
 __version__ = "0.1.0"
+if "IPython" in _sys.modules:  # a Jupyter kernel: tracebacks through course code cut to the student's frames
+    try:
+        from .errors import install_notebook_tracebacks
+    except ImportError:  # the grader's sandbox holds only the runner's files (see grading/sandbox.py)
+        pass
+    else:
+        install_notebook_tracebacks()

@@ -14,6 +14,7 @@ NAME filters by substring (e.g. ``03`` or ``exp``); without it everything is bui
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import time
@@ -169,11 +170,17 @@ def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> nbfo
     return nb
 
 
+def cell_id(name: str, index: int, source: str) -> str:
+    """The same id on every build (nbformat's are random), so a rebuild changes only what changed."""
+    return hashlib.sha1(f"{name}:{index}:{source}".encode()).hexdigest()[:8]
+
+
 def build_one(py: Path) -> Path:
     """Source -> .ipynb next to it: executed, or clean for an exercise notebook (``SHIPPED_CLEAN``)."""
     nb = normalise(jupytext.read(py))
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
+        cell.id = cell_id(py.name, i, cell.source)
     if py.parent.name not in SHIPPED_CLEAN:
         execute(nb, py.parent)
     out = py.with_suffix(".ipynb")

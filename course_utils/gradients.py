@@ -93,19 +93,29 @@ class _NaiveSoftplus(torch.autograd.Function):
 
 @dataclass(frozen=True)
 class Case:
-    """A function to explore: the custom op, PyTorch's reference op, a default x range."""
+    """A function to explore: the custom op, PyTorch's reference op, a default x range, and the
+    limits of the sliders (where the function is worth looking at; ``None``: three times the range)."""
 
     custom: Op
     reference: Op
     x_range: tuple[float, float] = (-3.0, 3.0)
+    x_limits: tuple[float, float] | None = None
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        if self.x_limits is not None:
+            return self.x_limits
+        lo, hi = self.x_range
+        return lo - (hi - lo), hi + (hi - lo)
 
 
 BUILTIN: dict[str, Case] = {
-    "exp": Case(_Exp.apply, torch.exp, (-3.0, 3.0)),
-    "tanh": Case(_Tanh.apply, torch.tanh, (-4.0, 4.0)),
-    "abs (kink at 0)": Case(_Abs.apply, torch.abs, (-2.0, 2.0)),
-    "tanh with a bug in backward": Case(_BuggyTanh.apply, torch.tanh, (-4.0, 4.0)),
-    "naive softplus": Case(_NaiveSoftplus.apply, torch.nn.functional.softplus, (-5.0, 100.0)),
+    "exp": Case(_Exp.apply, torch.exp, (-3.0, 3.0), (-10.0, 10.0)),
+    "tanh": Case(_Tanh.apply, torch.tanh, (-4.0, 4.0), (-10.0, 10.0)),
+    "abs (kink at 0)": Case(_Abs.apply, torch.abs, (-2.0, 2.0), (-5.0, 5.0)),
+    "tanh with a bug in backward": Case(_BuggyTanh.apply, torch.tanh, (-4.0, 4.0), (-10.0, 10.0)),
+    # up to 100: exp(x) overflows float32 from x = 89, which is what this case is about
+    "naive softplus": Case(_NaiveSoftplus.apply, torch.nn.functional.softplus, (-5.0, 100.0), (-10.0, 120.0)),
 }
 
 

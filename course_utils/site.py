@@ -57,6 +57,11 @@ def site_title() -> str:
     return re.search(r"^# (.+)$", (ROOT / "README.md").read_text(), re.M).group(1).strip()
 
 
+def authors() -> str:
+    """Who holds the copyright: the GitHub organisation of the one repository URL."""
+    return f"the {repo_url().removeprefix('https://github.com/').split('/')[0]} authors"
+
+
 def lessons() -> list[str]:
     """Lesson notebooks (relative paths) in order, without the start page."""
     return [f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -101,10 +106,26 @@ def _rewrite_links(markdown: str, rel_path: str, site_pages: set[str]) -> str:
     return re.sub(r"(\]\s*)\(([^)\s]+)\)", fix, markdown)
 
 
+def companion(rel_path: str) -> str | None:
+    """A lesson's exercise page, or an exercise page's lesson (same number), when the site has it."""
+    number = posixpath.basename(rel_path)[:2]
+    if rel_path in lessons():
+        return next((e for e in exercises() if posixpath.basename(e)[:2] == number), None)
+    if rel_path in exercises():
+        return next((l for l in lessons() if posixpath.basename(l)[:2] == number), None)
+    return None
+
+
 def launch_line(rel_path: str) -> str:
-    """The line of links under a page's title: Colab, Binder, and the source on GitHub."""
-    return (f"[Open in Colab]({colab_url(rel_path)}) · [Launch on Binder]({binder_url(rel_path)}) · "
+    """The line of links under a page's title: the companion page, Colab, Binder, the source on GitHub."""
+    line = (f"[Open in Colab]({colab_url(rel_path)}) · [Launch on Binder]({binder_url(rel_path)}) · "
             f"[View on GitHub]({blob_url(rel_path)})")
+    other = companion(rel_path)
+    if other is None:
+        return line
+    label = "Exercises for this lesson" if rel_path in lessons() else "The lesson for these exercises"
+    target = posixpath.relpath(other, posixpath.dirname(rel_path))
+    return f"**[{label}]({target})** · {line}"
 
 
 def widget_note(rel_path: str) -> str:
@@ -146,7 +167,10 @@ def stage_notebook(rel_path: str, site_pages: set[str]) -> nbformat.NotebookNode
 
 
 MATHJAX_UNUSED = ("*-full*.js", "mml-*.js", "tex-mml-*.js", "tex-svg.js", "node-main.js", "svg")
-CSS = ".cell_output .output { overflow-x: auto; }\n.widget-note { margin-bottom: 0.5em; }\n"  # wide graphs scroll
+CSS = (".cell_output .output { overflow-x: auto; }\n"  # wide graphs scroll sideways
+       ".cell_output pre { max-height: 32em; overflow: auto; }\n"  # long printed output scrolls, not the page
+       ".widget-note { margin-bottom: 0.5em; }\n")
+LICENCE = "MIT License"  # LICENSE at the repository's root
 FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
            'fill="#ee4c2c"/><text x="8" y="13" font-size="13" text-anchor="middle" fill="#fff">&#8706;</text></svg>')
 
@@ -166,8 +190,8 @@ def sphinx_settings() -> dict:
     """Sphinx conf.py values: MyST-NB without execution, the book theme, local MathJax."""
     return {
         "project": site_title(),
-        "author": "the course team",
-        "copyright": "the course team",
+        "author": authors(),
+        "copyright": authors(),
         "extensions": ["myst_nb"],
         "root_doc": START.removesuffix(".ipynb"),
         "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
@@ -179,7 +203,9 @@ def sphinx_settings() -> dict:
         "html_title": site_title(),
         "html_static_path": ["_static"],
         "html_theme_options": {"repository_url": repo_url(), "use_repository_button": True,
-                               "home_page_in_toc": True, "show_toc_level": 2},
+                               "home_page_in_toc": True, "show_toc_level": 2,
+                               "extra_footer": f'<p class="licence">{site_title()}: <a href="{blob_url("LICENSE")}">'
+                                               f'{LICENCE}</a>.</p>'},
         "html_context": {"default_mode": "light"},
         "html_show_sourcelink": False,
         "html_favicon": "_static/favicon.svg",

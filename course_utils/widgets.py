@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import time
 from collections.abc import Callable, Iterator, Mapping
 
@@ -163,15 +164,35 @@ class _Explorer:
         self.flush()
         return self._plot
 
+    SUMMARY = ""
+
     def show(self) -> None:
-        """Display the controls and the figure (the figure then updates in place)."""
+        """Display a one-line summary, the controls and the figure (the figure then updates in place).
+
+        The summary is plain HTML and text, not a widget: screen readers read it, and the
+        static site (where widgets cannot run) keeps it above the stored figure.
+        """
         from IPython.display import display
 
+        display({"text/html": f'<p class="widget-summary" role="note">{html.escape(self.SUMMARY)}</p>',
+                 "text/plain": self.SUMMARY}, raw=True)
         display(self.controls)
         self._handle = display(self.plot, display_id=True)
 
+    def _set_limits(self, slider, limits: tuple[float, float], value) -> None:
+        """Slider bounds for the function shown, then its value (widened first, so nothing is clamped)."""
+        lo, hi = limits
+        slider.min, slider.max = min(slider.min, lo), max(slider.max, hi)
+        slider.value = value
+        slider.min, slider.max = lo, hi
+
     def _ipython_display_(self) -> None:
         self.show()
+
+
+def _span(known) -> tuple[float, float]:
+    """Slider bounds covering every function's default x range (from -10: negative x is always of interest)."""
+    return min(-10.0, *(c.x_range[0] for c in known)), max(10.0, *(c.x_range[1] for c in known))
 
 
 def _known_start(start: str, known: Mapping[str, Case]) -> None:
@@ -191,6 +212,9 @@ class GradientExplorer(_Explorer):
     ``Comparison`` the figure shows.
     """
 
+    SUMMARY = ("Gradient comparison: the gradient from a Function's backward, PyTorch's reference gradient and "
+               "a finite difference over an x range, with their errors on a log scale below.")
+
     def __init__(self, functions: Mapping[str, object] | None = None, start: str | None = None,
                  dtype: str = "float64", h: float = 1e-3) -> None:
         import ipywidgets as W
@@ -201,8 +225,11 @@ class GradientExplorer(_Explorer):
         _known_start(start, self.cases)
         lo, hi = self.cases[start].x_range
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
-        self.x_range = W.FloatRangeSlider(value=(lo, hi), min=-10.0, max=100.0, step=0.5, description="x range",
-                                          layout=W.Layout(width="480px"))
+        # one span for every function (the x range itself follows the function): a range slider whose bounds
+        # are narrowed to the function stopped JupyterLab's redraws after a dtype change (tests/test_browser.py)
+        limits = _span(self.cases.values())
+        self.x_range = W.FloatRangeSlider(value=(lo, hi), min=limits[0], max=limits[1], step=0.5,
+                                          description="x range", layout=W.Layout(width="480px"))
         self.dtype = W.ToggleButtons(options=list(DTYPES), value=dtype, description="dtype")
         self.h = W.FloatLogSlider(value=h, base=10, min=-12, max=0, step=1, description="FD step h",
                                   readout_format=".0e")
@@ -214,8 +241,9 @@ class GradientExplorer(_Explorer):
         self.update()
 
     def _on_function(self, change) -> None:
+        case = self.cases[change["new"]]
         with self.throttle.batch():  # a new range and a new function: one redraw
-            self.x_range.value = self.cases[change["new"]].x_range
+            self.x_range.value = case.x_range
             self.throttle.request()
 
     def _draw(self) -> Plot:
@@ -232,6 +260,9 @@ class StepSizeExplorer(_Explorer):
     ``.last`` is the sweep the figure shows (``step_size_errors``'s arrays).
     """
 
+    SUMMARY = ("Finite-difference error against the step size h (log-log), in float32 and float64, for one "
+               "function at one point x: too large an h is inexact, too small an h drowns in rounding.")
+
     def __init__(self, functions: Mapping[str, object] | None = None, start: str = "exp", x0: float = 1.0) -> None:
         import ipywidgets as W
 
@@ -239,12 +270,21 @@ class StepSizeExplorer(_Explorer):
         self.cases = cases(functions)
         _known_start(start, self.cases)
         self.function = W.Dropdown(options=list(self.cases), value=start, description="function")
-        self.x0 = W.FloatSlider(value=x0, min=-3.0, max=3.0, step=0.25, description="at x =")
+        limits = self.cases[start].limits
+        self.x0 = W.FloatSlider(value=min(max(x0, limits[0]), limits[1]), min=limits[0], max=limits[1], step=0.25,
+                                description="at x =")
         self.status = W.HTML()
         self.view = SweepView(np.logspace(-12, 0, 49))
-        self._watch(self.function, self.x0)
+        self.function.observe(self._on_function, names="value")
+        self._watch(self.x0)
         self.controls = W.VBox([W.HBox([self.function, self.x0]), self.status])
         self.update()
+
+    def _on_function(self, change) -> None:
+        limits = self.cases[change["new"]].limits
+        with self.throttle.batch():  # the point stays where it was when the new function allows it
+            self._set_limits(self.x0, limits, min(max(self.x0.value, limits[0]), limits[1]))
+            self.throttle.request()
 
     def _draw(self) -> Plot:
         self.status.value = ""

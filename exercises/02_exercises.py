@@ -31,8 +31,8 @@
 # `Mul.apply(a, b)` must return `a * b` (elementwise, same shapes) and its backward the
 # gradients of both inputs:
 #
-# $$\frac{\partial J}{\partial a} = \text{grad\_output} \cdot b, \qquad
-#   \frac{\partial J}{\partial b} = \text{grad\_output} \cdot a .$$
+# $$\frac{\partial J}{\partial a} = \mathtt{grad\_output} \cdot b, \qquad
+#   \frac{\partial J}{\partial b} = \mathtt{grad\_output} \cdot a .$$
 #
 # Save what backward needs with `ctx.save_for_backward`.
 

@@ -22,9 +22,9 @@
 #
 # $$
 # \frac{\partial J}{\partial a} = \frac{\partial J}{\partial f}\,\frac{\partial f}{\partial a}
-#   = \text{grad\_output} \cdot b,
+#   = \mathtt{grad\_output} \cdot b,
 # \qquad
-# \frac{\partial J}{\partial b} = \text{grad\_output} \cdot a .
+# \frac{\partial J}{\partial b} = \mathtt{grad\_output} \cdot a .
 # $$
 #
 # So backward needs `a` and `b`: forward must save them.

@@ -80,7 +80,7 @@ check("killhead", globals())
 # * in forward returns a tensor equal to `x` (the value passes through unchanged);
 # * in backward returns `grad_output` rescaled so that its norm is at most `max_norm`:
 #
-#   $$\bar x = G \cdot \min\Bigl(1, \frac{\text{max\_norm}}{\lVert G \rVert}\Bigr),$$
+#   $$\bar x = G \cdot \min\Bigl(1, \frac{\mathtt{max\_norm}}{\lVert G \rVert}\Bigr),$$
 #
 #   where $\lVert G \rVert$ is the norm of the **whole** `grad_output` (one number, not one per
 #   row), so a gradient that is already small passes unchanged and a large one keeps its

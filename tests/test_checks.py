@@ -526,7 +526,7 @@ def all_bug_codes() -> set[str]:
     import importlib
 
     codes = set(BUGS)
-    for path in sorted(Path(__file__).parent.glob("test_checks_*.py")):
+    for path in sorted(Path(__file__).parent.glob("test_checks_lesson*.py")):
         codes |= set(importlib.import_module(path.stem).BUGS)
     return codes
 
@@ -660,3 +660,17 @@ def test_judge_does_not_accept_points_from_facts():
     facts["status"] = "passed"
     result = checks.judge(ex, request, facts)
     assert result.points == 1 and result.mistakes == ["swapped_gradients"]
+
+
+def test_every_points_heading_matches_what_the_check_awards():
+    """`## Exercise `mul` (2 points)` in a notebook must be what check("mul") can give: no heading promises more."""
+    from course_utils import release
+
+    seen = {}
+    for py in release.solution_sources():
+        for gid, points in re.findall(r"^# #+ Exercise `(\w+)` \((\d+(?:\.\d+)?) points?\)", py.read_text(), re.M):
+            assert gid in checks.EXERCISES, f"{py.name}: heading for unknown exercise {gid!r}"
+            assert float(points) == checks.EXERCISES[gid].points, (
+                f"{py.name}: `{gid}` says {points} points, its check awards {checks.EXERCISES[gid].points:g}")
+            seen[gid] = py.name
+    assert set(seen) == set(checks.EXERCISES), f"no points heading: {sorted(set(checks.EXERCISES) - set(seen))}"

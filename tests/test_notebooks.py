@@ -92,3 +92,10 @@ def test_start_page_lesson_list_stays_inside_its_markdown_cell():
     assert first.cell_type == "markdown"
     assert build.LIST_BEGIN in first.source and build.LIST_END in first.source
     assert "| 01 |" in first.source
+
+
+@pytest.mark.parametrize("py", SOURCES, ids=IDS)
+def test_cell_ids_are_the_builders_so_a_rebuild_changes_only_what_changed(py: Path):
+    nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
+    expected = [build.cell_id(py.name, i, c.source) for i, c in enumerate(nb.cells)]
+    assert [c.id for c in nb.cells] == expected, f"{py.with_suffix('.ipynb').name}: run ./course build"

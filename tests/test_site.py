@@ -111,6 +111,13 @@ def lesson_heading(rel_notebook: str) -> str:
 # ---- fast unit tests (no build) -------------------------------------------------------
 
 
+def test_no_formula_writes_an_underscore_in_text_mode():
+    """MathJax (site and JupyterLab) prints \\_ inside \\text{...} literally; \\mathtt{a\\_b} renders a_b."""
+    bad = [(rel, m.group(0)) for rel in site.pages() for c in nbformat.read(ROOT / rel, as_version=4).cells
+           if c.cell_type == "markdown" for m in re.finditer(r"\\text(?:tt|rm|bf|it)?\{[^}]*\\_[^}]*\}", c.source)]
+    assert not bad, bad
+
+
 def test_instructors_page_is_the_readme_section():
     page = site.instructors_markdown()
     readme = (ROOT / "README.md").read_text()
@@ -240,9 +247,15 @@ def test_every_lesson_page_in_chromium(served):
                 and problems.append(f"request outside the site: {r.url}"))
         try:
             for other in [site.START, *site.exercises(), "instructors.md"]:  # loads cleanly, offline
-                page.goto(urljoin(base, page_html(other.removesuffix(".md"))))
+                url = urljoin(base, page_html(other.removesuffix(".md")))
+                page.goto(url)
                 page.wait_for_load_state("networkidle")
                 assert not problems, f"{other}: {problems}"
+                footer = page.locator("footer.bd-footer-content").inner_text()
+                assert site.site_title() in footer and site.LICENCE in footer, f"{other}: footer {footer!r}"
+                if other in site.exercises() and site.companion(other):
+                    back = page.get_by_role("link", name="The lesson for these exercises").get_attribute("href")
+                    assert urljoin(url, back) == urljoin(base, page_html(site.companion(other))), other
             for i, rel in enumerate(order):
                 if rel not in site.lessons():
                     continue
@@ -255,6 +268,13 @@ def test_every_lesson_page_in_chromium(served):
                 article = page.locator("article").first.inner_text()
                 assert "$$" not in article and "\\(" not in article and "\\[" not in article, \
                     f"{rel}: raw math left on the page"
+                assert "\\_" not in article, f"{rel}: a formula shows \\_ (write \\mathtt{{a\\_b}}, not \\text{{a\\_b}})"
+                if site.companion(rel):
+                    ex = page.get_by_role("link", name="Exercises for this lesson").get_attribute("href")
+                    assert urljoin(url, ex) == urljoin(base, page_html(site.companion(rel))), rel
+                for pre in page.locator(".cell_output pre").all()[:3]:  # long printed output scrolls in place
+                    style = pre.evaluate("e => [getComputedStyle(e).overflowY, getComputedStyle(e).maxHeight]")
+                    assert style[0] == "auto" and style[1].endswith("px"), (rel, style)
                 if "$" in "".join(c.source for c in nbformat.read(ROOT / rel, as_version=4).cells
                                   if c.cell_type == "markdown"):
                     assert page.locator("article mjx-container").count() > 0, f"{rel}: no rendered math"

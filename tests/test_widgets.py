@@ -320,3 +320,46 @@ def test_cached_text_is_pixel_identical_to_text_drawn_afresh():
     cached, canvas = draw(TextCachingCanvas)
     np.testing.assert_array_equal(cached, expected)
     assert canvas.renderer.hits >= 1 and canvas.renderer.misses >= 3
+
+
+@pytest.mark.parametrize("explorer", [widgets.GradientExplorer, widgets.StepSizeExplorer])
+def test_each_explorer_says_in_one_line_what_it_shows(explorer):
+    """Before its controls: plain HTML and text (read by screen readers, kept by the static site)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    published = []
+
+    class Recorder:
+        def publish(self, data, metadata=None, **kwargs):
+            published.append(data)
+
+        def clear_output(self, wait=False):
+            pass
+
+    shell = InteractiveShell.instance()
+    saved, shell.display_pub = shell.display_pub, Recorder()
+    try:
+        explorer().show()
+    finally:
+        shell.display_pub = saved
+    first = published[0]
+    assert first["text/plain"] == explorer.SUMMARY and "\n" not in explorer.SUMMARY and len(explorer.SUMMARY) > 60
+    assert 'role="note"' in first["text/html"] and "application/vnd.jupyter.widget-view+json" not in first
+
+
+def test_sliders_span_what_is_worth_seeing_for_the_function_shown():
+    grad, step = widgets.GradientExplorer(), widgets.StepSizeExplorer()
+    for name, case in widgets.BUILTIN.items():
+        grad.function.value = step.function.value = name
+        grad.flush(), step.flush()
+        lo, hi = case.limits
+        assert grad.x_range.value == case.x_range, name
+        assert grad.x_range.min <= case.x_range[0] and case.x_range[1] <= grad.x_range.max, name
+        assert lo <= case.x_range[0] < case.x_range[1] <= hi, name
+        assert (step.x0.min, step.x0.max) == (lo, hi) and lo <= step.x0.value <= hi, name
+        assert grad.last.name == name and grad.last.x[0] == case.x_range[0]
+    exp = widgets.BUILTIN["exp"].limits
+    assert exp[1] <= 20, "exp's slider should not run to x = 100, where float32 overflows long before"
+    own = widgets.StepSizeExplorer(functions={"mine": (torch.sin, torch.sin)}, start="mine")
+    assert (own.x0.min, own.x0.max) == (-9.0, 9.0)  # three times its default range
+    assert (grad.x_range.min, grad.x_range.max) == (-10.0, 100.0)  # one span for all: naive softplus goes to 100

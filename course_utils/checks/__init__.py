@@ -14,6 +14,7 @@ import pkgutil
 
 from ..errors import CourseError
 from .engine import MISTAKES, Exercise, Mistake, Result, check, judge, probe, run_check
+from .verdict import watch_cells
 
 LESSON_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("lesson"))
 EXERCISES: dict[str, Exercise] = {}
@@ -22,5 +23,7 @@ for _name in LESSON_MODULES:  # lessonNN.py, in lesson order; each lists its exe
         if _ex.grade_id in EXERCISES:
             raise ValueError(f"exercise {_ex.grade_id!r} is defined twice")
         EXERCISES[_ex.grade_id] = _ex
+
+watch_cells()  # in a Jupyter kernel: remember answer cells that failed, so a check can name them
 
 __all__ = ["CourseError", "EXERCISES", "MISTAKES", "Exercise", "Mistake", "Result", "check", "judge", "probe", "run_check"]

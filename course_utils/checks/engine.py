@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import probes, wire
-from ..errors import CourseError
+from ..errors import CourseError, notebook_shell
 from ..probes import guard
 from ..probes.guard import TIME_LIMIT, NotAttempted
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
@@ -224,11 +224,18 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
 
 
 def check(grade_id: str, namespace: Mapping[str, object]) -> float:
-    """Check an exercise, print the verdict, and return the points (what check cells call).
+    """Check an exercise and return the points as a ``Verdict`` (what check cells call).
 
     A check cell ends with this call, so the points are the cell's value: nbgrader reads
-    that number as the cell's (partial) grade, and the student reads the printed verdict.
+    that number as the cell's (partial) grade. Jupyter shows the value as the styled verdict
+    (see ``verdict``); in a terminal the plain verdict is printed.
     """
+    from . import EXERCISES
+    from .verdict import Verdict, did_not_run
+
     result = run_check(grade_id, namespace)
-    print(result.report())
-    return result.points
+    owners = {name: gid for gid, ex in EXERCISES.items() for name in ex.names}
+    result = did_not_run(EXERCISES[grade_id], result, owners)
+    if notebook_shell() is None:
+        print(result.report())
+    return Verdict(EXERCISES[grade_id], result)

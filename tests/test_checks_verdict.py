@@ -1,0 +1,111 @@
+"""What a student sees from a check cell and from an error (checks/verdict.py, errors.py), in a real kernel.
+
+In Jupyter a check shows a styled HTML verdict and no stray number (its text form is only the
+points, which nbgrader reads); a terminal gets the plain verdict printed. A check after an answer
+cell that did not run names that cell; a traceback through course code shows the student's own
+frames and one line of ours, never the venv's paths.
+"""
+import re
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from conftest import ROOT
+
+MUL = """
+import torch
+from torch.autograd import Function
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = ctx.saved_tensors
+        return grad_output * {grads}
+"""
+BROKEN_DIV = """
+class Div(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b)
+        return a / b
+"""
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path_factory.mktemp("kernel")),
+                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1"})
+    cell(kc, "from course_utils.checks import check")
+    yield kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def cell(kc, code: str, timeout: float = 300) -> dict:
+    """Run one cell; its stdout, its results (mime bundles) and its error, as a student's front end gets them."""
+    msg_id = kc.execute(code)
+    got = {"stdout": "", "results": [], "error": None}
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            got["stdout"] += content["text"]
+        elif kind in ("execute_result", "display_data"):
+            got["results"].append(content["data"])
+        elif kind == "error":
+            got["error"] = ANSI.sub("", "\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return got
+
+
+def test_a_check_shows_an_html_verdict_and_no_stray_number(kernel):
+    cell(kernel, MUL.format(grads="b, grad_output * a"))
+    right = cell(kernel, 'check("mul", globals())')
+    assert right["stdout"] == "" and right["error"] is None and len(right["results"]) == 1
+    shown = right["results"][0]
+    assert float(shown["text/plain"]) == 2.0, "nbgrader reads the cell's text value as its points"
+    assert "course-verdict" in shown["text/html"] and "2/2 points" in shown["text/html"]
+    assert shown["text/html"].count("✓") >= 3  # the verdict and each part
+    cell(kernel, MUL.format(grads="a, grad_output * b"))
+    wrong = cell(kernel, 'check("mul", globals())')["results"][0]
+    assert float(wrong["text/plain"]) < 2 and "✗" in wrong["text/html"]
+    assert "swapped" in wrong["text/html"], wrong["text/html"]
+
+
+def test_a_check_after_an_answer_cell_that_did_not_run_names_that_cell(kernel):
+    assert "SyntaxError" in cell(kernel, BROKEN_DIV)["error"]
+    shown = cell(kernel, 'check("div", globals())')["results"][0]["text/html"]
+    assert re.search(r"the answer cell for div did not run \(SyntaxError on line \d\): fix the error shown there "
+                     "first", shown), shown
+    assert "NameError" not in shown and "is not defined" not in shown
+
+
+def test_a_traceback_through_course_code_shows_the_students_frames(kernel):
+    error = cell(kernel, "from course_utils import measure\n"
+                         "def build():\n    return 1 / 0\nmeasure.saved_tensors(build)")["error"]
+    assert "ZeroDivisionError" in error and "return 1 / 0" in error, error
+    assert "inside course_utils: saved_tensors" in error
+    assert "site-packages" not in error and "course_utils/measure.py" not in error and ".venv" not in error, error
+
+
+def test_an_error_of_the_students_own_keeps_its_full_traceback(kernel):
+    error = cell(kernel, "import torch\ntorch.ones(2) @ torch.ones(3)")["error"]
+    assert "RuntimeError" in error and "hidden" not in error
+
+
+def test_in_a_terminal_the_check_prints_the_plain_verdict(capsys):
+    from course_utils.checks import check
+
+    namespace: dict = {}
+    exec(MUL.format(grads="b, grad_output * a"), namespace)
+    points = check("mul", namespace)
+    assert points == 2.0 and repr(points) == "2.0"
+    assert "✓ mul: 2/2 points. All checks passed." in capsys.readouterr().out
