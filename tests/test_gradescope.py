@@ -142,12 +142,12 @@ def test_without_bubblewrap_it_still_grades_and_tells_only_the_instructor(archiv
 
 
 def test_held_for_review_is_a_zero_that_says_why_and_shows_the_computed_points():
-    from course_utils.grading.collect import Graded
     from course_utils.grading.gradescope import results
+    from course_utils.grading.results import ExerciseResult, SubmissionResult
 
-    row = Graded(submission="s/02_exercises.ipynb", assignment="02_exercises", status="held for review", total=2.0,
-                 max=2.0, exercises={"mul": {"points": 2.0, "max": 2.0, "feedback": "✓ mul: 2/2 points."}},
-                 review=["answer cell mul_answer imports `gc`"])
+    row = SubmissionResult(submission="s/02_exercises.ipynb", assignment="02_exercises", status="held for review",
+                           exercises={"mul": ExerciseResult("mul", 2.0, 2.0, "passed", "✓ mul: 2/2 points.")},
+                           review=["answer cell mul_answer imports `gc`"])
     data = results(row, [row.submission], "02_exercises")
     assert data["score"] == 0 and all(t["score"] == 0 for t in data["tests"])
     assert "Held for review" in data["output"] and "imports `gc`" in data["output"] and "2/2" in data["output"]
@@ -155,11 +155,11 @@ def test_held_for_review_is_a_zero_that_says_why_and_shows_the_computed_points()
 
 
 def test_a_notebook_of_another_assignment_is_named_not_graded():
-    from course_utils.grading.collect import Graded
     from course_utils.grading.gradescope import results
+    from course_utils.grading.results import SubmissionResult
 
-    row = Graded(submission="s/03_exercises.ipynb", assignment="03_exercises", status="wrong assignment",
-                 flags=["wrong assignment: ..."])
+    row = SubmissionResult(submission="s/03_exercises.ipynb", assignment="03_exercises", status="wrong assignment",
+                           flags=["wrong assignment: ..."])
     data = results(row, [row.submission], "02_exercises")
     assert data["score"] == 0 and "notebook of 03_exercises, not of 02_exercises" in data["output"]
 

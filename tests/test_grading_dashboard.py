@@ -6,20 +6,21 @@ import sys
 
 from conftest import ROOT
 from course_utils.grading import dashboard
-from course_utils.grading.collect import Graded
+from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
 from course_utils.grading.similarity import Answer, Pair
 
 
-def row(name: str, mul: float, div: float, mul_fb: str = "", div_fb: str = "", status: str = "graded") -> Graded:
-    ex = {"mul": {"points": mul, "max": 2.0, "feedback": mul_fb or f"✓ mul: {mul:g}/2 points. All checks passed."},
-          "div": {"points": div, "max": 3.0, "feedback": div_fb or f"✓ div: {div:g}/3 points. All checks passed."}}
-    return Graded(submission=name, assignment="02_exercises", status=status, total=mul + div, max=5.0, exercises=ex)
+def row(name: str, mul: float, div: float, mul_hint: str = "", div_hint: str = "",
+        status: str = "graded") -> SubmissionResult:
+    ex = {"mul": ExerciseResult("mul", mul, 2.0, "failed" if mul_hint else "passed", f"mul: {mul:g}/2", mul_hint),
+          "div": ExerciseResult("div", div, 3.0, "failed" if div_hint else "passed", f"div: {div:g}/3", div_hint)}
+    return SubmissionResult(submission=name, assignment="02_exercises", status=status, exercises=ex)
 
 
-SWAP = "✗ mul: 1/2 points.\n  ✓ forward\n  ✗ backward: the gradients of `a` and `b` are swapped."
-NOT_YET = "· div: 0/3 points. Not attempted yet: Div.forward still raises NotImplementedError."
+SWAP = "backward: the gradients of `a` and `b` are swapped."
+NOT_YET = "Not attempted yet"
 ROWS = [row("s1.ipynb", 2, 3), row("s2.ipynb", 1, 0, SWAP, NOT_YET), row("s3.ipynb", 1, 3, SWAP),
-        row("s4.ipynb", 0, 0, "✗ mul: 0/2 points.\n  ✗ forward: <b>wrong</b>", NOT_YET)]
+        row("s4.ipynb", 0, 0, "forward: <b>wrong</b>", NOT_YET)]
 
 
 def test_statistics_per_exercise():
@@ -36,7 +37,7 @@ def test_diagnoses_are_the_hints_counted_most_common_first():
 
 
 def test_page_is_self_contained_and_escapes_what_students_control():
-    page = dashboard.report_html(ROWS + [Graded(submission="<script>alert(1)</script>.ipynb", status="not a notebook",
+    page = dashboard.report_html(ROWS + [SubmissionResult(submission="<script>alert(1)</script>.ipynb", status="not a notebook",
                                                 flags=["not a notebook: not JSON"])])
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;.ipynb" in page
     assert "<b>wrong</b>" not in page and "&lt;b&gt;wrong&lt;/b&gt;" in page
@@ -63,7 +64,7 @@ def test_each_similar_pair_once_with_links_to_the_side_by_side_view():
 
 def test_link_to_the_similarity_report_is_relative(tmp_path):
     (tmp_path / "out").mkdir()
-    written = dashboard.write(ROWS, str(tmp_path / "out" / "report.html"), [], tmp_path / "out" / "sim.html")
+    written = dashboard.write(Batch(ROWS, "", [], tmp_path / "out" / "sim.html"), str(tmp_path / "out" / "report.html"))
     assert "href='sim.html'" in written.read_text()
 
 

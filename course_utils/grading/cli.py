@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import re
 import sys
 import threading
 from pathlib import Path
 
-from . import dashboard, sandbox, similarity
-from .collect import Graded, UsageError, collect, course_version, display_name, load_assignments
-from .reports import common_root, write_reports
-from .store import file_digest, load, load_results, result_key, save
+from . import sandbox, similarity
+from .collect import UsageError, collect, course_version, display_name, load_assignments
+from .outputs import json_line, write_all
+from .reports import common_root
+from .results import Batch, SubmissionResult
+from .store import Store, file_digest, merge
 
 COURSE_UTILS = sandbox.COURSE_UTILS
 ROOT = COURSE_UTILS.parent
@@ -35,26 +36,11 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-class _Progress:
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, 0, enabled
-        self.lock = threading.Lock()
-        self.draw()
+def progress_bar(total: int):
+    """A progress bar on the terminal (tqdm), silent when stderr is not one."""
+    from tqdm import tqdm
 
-    def draw(self) -> None:
-        if self.enabled and self.total:
-            filled = int(30 * self.done / self.total)
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} submissions")
-            sys.stderr.flush()
-
-    def step(self) -> None:
-        with self.lock:
-            self.done += 1
-            self.draw()
-
-    def close(self) -> None:
-        if self.enabled and self.total:
-            sys.stderr.write("\n")
+    return tqdm(total=total, unit="submission", disable=not (total and sys.stderr.isatty()), file=sys.stderr)
 
 
 EPILOG = """For Gradescope, build an autograder archive of one assignment instead (upload the zip; students
@@ -106,25 +92,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args) -> int:
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout:g}.")
-    if not 0.25 <= args.memory <= 1024:
-        raise UsageError(f"--memory is in GiB and must be between 0.25 and 1024, got {args.memory:g}.")
-    if not 0 < args.similarity_threshold <= 1:
-        raise UsageError(f"--similarity-threshold is a share between 0 and 1, got {args.similarity_threshold:g}.")
+    check_options(args)
     if args.similarity:
         similarity.require()  # a missing optional dependency fails now, not after the batch
+    targets = {"out": args.out, "feedback_dir": args.feedback_dir, "report": args.report}
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
-        rows = load_results([Path(f) for f in args.merge])
-        write_reports(rows, args.out, args.feedback_dir, common_root([r.submission for r in rows]))
-        if args.report:
-            dashboard.write(rows, args.report)
+        rows = merge([Path(f) for f in args.merge])
+        write_all(Batch(rows, common_root([r.submission for r in rows])), targets)
         for r in rows if args.json else []:
-            print(json.dumps(r.to_json()))
+            print(json_line(r))
         print(f"merged {len(rows)} results", file=sys.stderr)
         return 0
     if not args.submissions:
@@ -146,70 +124,77 @@ def _main(args) -> int:
     from .limits import cap_judge_memory
 
     cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
-
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
                       assignment=args.assignment)
-    results_dir = Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None)
+    store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
+                  version + (args.assignment or ""))  # another --assignment: other results
     root = common_root([display_name(f) for f, _ in files])
-    rows: list[Graded] = []
-    todo: list[Path] = []
+    rows: list[SubmissionResult] = []
+    todo: list[tuple[Path, str]] = []
     for f, skipped in files:
         if skipped:
-            rows.append(Graded(submission=display_name(f), status="skipped", flags=[f"skipped: {skipped}"]))
+            rows.append(SubmissionResult(submission=display_name(f), status="skipped", flags=[f"skipped: {skipped}"]))
             continue
-        cached = results_dir / result_key(file_digest(f), display_name(f), version + (args.assignment or "")) \
-            if results_dir else None
-        row = load(cached) if cached is not None and cached.exists() else None
+        digest = file_digest(f)  # the one hash of this submission: the store's key and the row's sha256
+        row = store.lookup(display_name(f), digest)
         if row is not None:
             rows.append(row)
         else:
-            todo.append(f)
+            todo.append((f, digest))
     if len(rows) > sum(1 for _, s in files if s):
         print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
     for r in rows if args.json else []:
-        print(json.dumps(r.to_json()), flush=True)
-    progress = _Progress(len(todo), sys.stderr.isatty())
+        print(json_line(r), flush=True)
     lock = threading.Lock()
     free_slots = list(range(args.jobs))
 
-    def one(path: Path) -> None:
+    def one(path: Path, digest: str) -> None:
         with lock:
             slot = free_slots.pop()
         try:
-            row = grade_submission(path, assignments, options, slot)
+            row = grade_submission(path, assignments, options, slot, digest)
         finally:
             with lock:
                 free_slots.append(slot)
         row.course_version = version
         with lock:
-            if results_dir is not None and row.sha256:
-                save(results_dir, row, version + (args.assignment or ""))
+            store.save(row)
             rows.append(row)
             if args.json:
-                print(json.dumps(row.to_json()), flush=True)
-        progress.step()
+                print(json_line(row), flush=True)
+            bar.update()
 
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for future in [pool.submit(one, f) for f in todo]:
-                future.result()
-    except KeyboardInterrupt:
-        progress.close()
-        write_reports(rows, args.out, args.feedback_dir, root)
-        print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)
-        return 130
-    progress.close()
-    write_reports(rows, args.out, args.feedback_dir, root)
-    flagged, written = None, None
+    with progress_bar(len(todo)) as bar:
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                for future in [pool.submit(one, f, d) for f, d in todo]:
+                    future.result()
+        except KeyboardInterrupt:
+            write_all(Batch(list(rows), root), {"out": args.out, "feedback_dir": args.feedback_dir})
+            print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)
+            return 130
+    pairs, written = None, None
     if args.similarity:
-        flagged, written = similarity.write([f for f, skipped in files if not skipped], assignments,
-                                            args.similarity, args.similarity_threshold, root)
-        print(f"similarity: {len(flagged)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
+        pairs, written = similarity.write([f for f, skipped in files if not skipped], assignments,
+                                          args.similarity, args.similarity_threshold, root)
+        print(f"similarity: {len(pairs)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
               file=sys.stderr)
+    write_all(Batch(rows, root, pairs, written[0] if written else None), targets)
     if args.report:
-        print(f"dashboard: {dashboard.write(rows, args.report, flagged, written[0] if written else None)}",
-              file=sys.stderr)
-    graded = [r for r in rows if r.status == "graded"]
+        print(f"dashboard: {args.report}", file=sys.stderr)
+    graded = [r for r in rows if r.graded]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
     return 0
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """UsageError naming the first option out of range."""
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}.")
+    if not 0.25 <= args.memory <= 1024:
+        raise UsageError(f"--memory is in GiB and must be between 0.25 and 1024, got {args.memory:g}.")
+    if not 0 < args.similarity_threshold <= 1:
+        raise UsageError(f"--similarity-threshold is a share between 0 and 1, got {args.similarity_threshold:g}.")

@@ -12,11 +12,12 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..release import ASSIGNMENT_KEY
 from .policy import learning_flags, review_reasons
+from .results import ExerciseResult, SubmissionResult
 
 __all__ = ["learning_flags", "review_reasons"]  # read from the code by the judge (see policy)
 
@@ -52,28 +53,6 @@ class Assignment:
 
     def exercises(self) -> list[str]:
         return [c.nbgrader["grade_id"] for c in self.cells if c.cell_type == "code" and c.nbgrader.get("grade")]
-
-
-@dataclass
-class Graded:
-    """One row of the grade table."""
-
-    submission: str
-    assignment: str = ""
-    # graded | held for review | not a notebook | unknown assignment | wrong assignment | no answer cells
-    # | skipped | refused | error
-    status: str = "graded"
-    total: float = 0.0
-    max: float = 0.0
-    exercises: dict = field(default_factory=dict)
-    flags: list = field(default_factory=list)
-    sha256: str = ""
-    course_version: str = ""
-    seconds: float = 0.0
-    review: list = field(default_factory=list)  # why a person must look before the points count
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def checksum(source: str) -> str:
@@ -230,7 +209,7 @@ def _kinds(cells) -> list[tuple[str, str | None]]:
     return out
 
 
-def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignment],
+def plan(row: SubmissionResult, data: bytes, suffix: str, assignments: dict[str, Assignment],
          expected: str | None = None) -> list[dict]:
     """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
 
@@ -277,5 +256,5 @@ def plan(row: Graded, data: bytes, suffix: str, assignments: dict[str, Assignmen
         if kind in ("code", "check"):
             out.append({"kind": kind, "exercise": exercise, "source": cell.source})
     for gid in course.exercises():
-        row.exercises[gid] = {"points": 0.0, "max": 0.0, "status": "not graded", "feedback": "", "mistakes": []}
+        row.exercises[gid] = ExerciseResult(gid)
     return out

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import html
 import io
-import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from .collect import Graded
+from .results import Batch, SubmissionResult
 from .reports import page
 from .similarity import SHOWN, Pair
 from .store import atomic_write
@@ -59,39 +58,21 @@ def exercise_stats(scores: list[float], maximum: float) -> dict[str, float]:
             "zero": sum(s <= 0 for s in scores)}
 
 
-def _diagnosis(feedback: str) -> str:
-    """The failing line of an exercise's feedback (the hint), without its marker."""
-    for line in feedback.splitlines():
-        line = line.strip()
-        if line.startswith("✗ ") and not re.match(r"✗ \w+: [\d.]+/[\d.]+ points", line):
-            return line[2:]
-        if line.startswith("· ") and "Not attempted yet" in line:
-            return "Not attempted yet"
-    first = feedback.strip().splitlines()[:1]
-    return re.sub(r"^\S+ \w+: [\d.]+/[\d.]+ points\.\s*", "", first[0]) if first else ""
-
-
-def common_diagnoses(rows: list[Graded], gid: str, top: int = TOP_DIAGNOSES) -> list[tuple[int, str]]:
+def common_diagnoses(rows: list[SubmissionResult], gid: str, top: int = TOP_DIAGNOSES) -> list[tuple[int, str]]:
     """The most common hints given for ``gid`` to submissions that did not get full points, counted."""
-    counted = Counter(_diagnosis(r.exercises[gid].get("feedback", "")) for r in rows
-                      if gid in r.exercises and r.exercises[gid]["points"] < r.exercises[gid]["max"])
+    counted = Counter(r.exercises[gid].hint for r in rows
+                      if gid in r.exercises and r.exercises[gid].outcome != "full")
     return [(n, text) for text, n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if text]
 
 
-def _reason(row: Graded) -> str:
-    if row.review:
-        return "held for review: " + "; ".join(row.review)
-    return "; ".join(row.flags) or row.status
-
-
-def _assignment_section(name: str, rows: list[Graded]) -> list[str]:
+def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
     from ..checks import EXERCISES
 
     gids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
-    maxima = {g: max(r.exercises[g]["max"] for r in rows if g in r.exercises) for g in gids}
+    maxima = {g: max(r.exercises[g].max for r in rows if g in r.exercises) for g in gids}
     totals = [r.total for r in rows]
     full = max(r.max for r in rows)
-    series = [("total", totals, full)] + [(g, [r.exercises[g]["points"] for r in rows if g in r.exercises], maxima[g])
+    series = [("total", totals, full)] + [(g, [r.exercises[g].points for r in rows if g in r.exercises], maxima[g])
                                           for g in gids]
     t = exercise_stats(totals, full)
     out = [f"<section class='assignment' data-assignment='{html.escape(name)}'><h2>{html.escape(name)}</h2>",
@@ -135,10 +116,10 @@ def similarity_section(pairs: list[Pair], report: str) -> list[str]:
     return out + ["</table></section>"]
 
 
-def report_html(rows: list[Graded], pairs: list[Pair] | None = None, similarity_report: str = "") -> str:
+def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, similarity_report: str = "") -> str:
     """The whole dashboard page for ``rows`` (and the flagged similarity ``pairs``, if any)."""
-    graded = [r for r in rows if r.status == "graded"]
-    others = sorted((r for r in rows if r.status != "graded"), key=lambda r: (r.status, r.submission))
+    graded = [r for r in rows if r.graded]
+    others = sorted((r for r in rows if not r.graded), key=lambda r: (r.status, r.submission))
     counts = Counter(r.status for r in rows)
     body = ["<h1>Grading report</h1>",
             f"<p id='summary'>{len(rows)} submission(s): "
@@ -149,7 +130,7 @@ def report_html(rows: list[Graded], pairs: list[Pair] | None = None, similarity_
     if others:
         body.append("<table class='attention'><tr><th>submission</th><th>status</th><th>reason</th></tr>")
         body += [f"<tr><td>{html.escape(r.submission)}</td><td>{html.escape(r.status)}</td>"
-                 f"<td>{html.escape(_reason(r))}</td></tr>" for r in others]
+                 f"<td>{html.escape(r.reason())}</td></tr>" for r in others]
         body.append("</table>")
     else:
         body.append("<p>Nothing: every submission was graded.</p>")
@@ -159,14 +140,14 @@ def report_html(rows: list[Graded], pairs: list[Pair] | None = None, similarity_
     return page("Grading report", "\n".join(body))
 
 
-def write(rows: list[Graded], out: str, pairs: list[Pair] | None = None, similarity_html: Path | None = None) -> Path:
-    """Write the dashboard to ``out``; links to the similarity report are relative to it."""
+def write(batch: Batch, out: str) -> Path:
+    """Write the dashboard to ``out`` (``--report``); links to the similarity report are relative to it."""
     target = Path(out)
     link = ""
-    if similarity_html is not None:
+    if batch.similarity_html is not None:
         try:
-            link = str(Path(similarity_html).resolve().relative_to(target.resolve().parent))
+            link = str(Path(batch.similarity_html).resolve().relative_to(target.resolve().parent))
         except ValueError:
-            link = Path(similarity_html).resolve().as_uri()
-    atomic_write(target, report_html(rows, pairs, link))
+            link = Path(batch.similarity_html).resolve().as_uri()
+    atomic_write(target, report_html(batch.rows, batch.pairs, link))
     return target

@@ -24,7 +24,8 @@ import zipfile
 from pathlib import Path
 
 from . import sandbox
-from .collect import Graded, UsageError, load_assignments
+from .collect import UsageError, load_assignments
+from .results import HELD, SubmissionResult
 
 COURSE_UTILS = sandbox.COURSE_UTILS
 ROOT = COURSE_UTILS.parent
@@ -93,27 +94,27 @@ def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
 
 
 # --------------------------------------------------------------------------- on Gradescope
-def results(row: Graded | None, found: list[str], assignment: str) -> dict:
+def results(row: SubmissionResult | None, found: list[str], assignment: str) -> dict:
     """Gradescope's results.json for one graded row (or for no gradable notebook)."""
     from ..checks import EXERCISES
 
-    if row is not None and row.status == "held for review" and row.assignment == assignment:
+    if row is not None and row.status == HELD and row.assignment == assignment:
         why = "; ".join(row.review)
         tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid, "score": 0.0,
-                  "max_score": e["max"], "output": f"(held for review; computed {e['points']:g}/{e['max']:g})\n"
-                  + e["feedback"], "visibility": "visible"} for gid, e in row.exercises.items()]
+                  "max_score": e.max, "output": f"(held for review; computed {e.points:g}/{e.max:g})\n"
+                  + e.feedback, "visibility": "visible"} for gid, e in row.exercises.items()]
         return {"score": 0.0, "output": f"Held for review by your instructor: {why}. The points computed "
                 f"({row.total:g}/{row.max:g}) count only after that review.", "stdout_visibility": "hidden",
                 "tests": tests}
-    if row is None or row.status != "graded" or row.assignment != assignment:
+    if row is None or not row.graded or row.assignment != assignment:
         why = ("no notebook (.ipynb) was found in your submission" if row is None else
                f"{Path(row.submission).name} is the notebook of {row.assignment}, not of {assignment}"
                if row.status in ("graded", "wrong assignment") else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid,
-              "score": e["points"], "max_score": e["max"], "output": e["feedback"],
-              "status": "passed" if e["points"] >= e["max"] else "failed", "visibility": "visible"}
+              "score": e.points, "max_score": e.max, "output": e.feedback,
+              "status": "passed" if e.outcome == "full" else "failed", "visibility": "visible"}
              for gid, e in row.exercises.items()]
     note = f" (graded {Path(row.submission).name}; other notebooks were ignored)" if len(found) > 1 else ""
     return {"score": row.total, "execution_time": round(row.seconds), "output": f"{row.total:g}/{row.max:g} "

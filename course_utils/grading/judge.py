@@ -25,9 +25,10 @@ from pathlib import Path
 from .. import checks
 from ..checks.engine import make_request
 from . import sandbox
-from .collect import Assignment, Graded, NotebookError, clean, display_name, plan, read_submission
+from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
 from .limits import MAX_PROCESSES, Limits
 from .protocol import MAX_MESSAGES, MAX_TOTAL, ProtocolError, frame, read_frame, validate
+from .results import HELD, ExerciseResult, Part, SubmissionResult
 
 MAX_SUBMISSION_BYTES = 512 << 20  # from all runner starts of one submission together
 JUDGE_MEMORY = 3 << 30  # the judge's own growth allowed beyond its size at start, plus JOB_MEMORY per job
@@ -185,10 +186,14 @@ REASONS = {
 }
 
 
-def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0) -> Graded:
-    """Grade one file; every failure becomes a row with a status and a reason, never an exception."""
+def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0,
+                     sha256: str = "") -> SubmissionResult:
+    """Grade one file; every failure becomes a row with a status and a reason, never an exception.
+
+    ``sha256``: the digest of the file's bytes when the caller already computed it (the result store).
+    """
     started = time.monotonic()
-    row = Graded(submission=display_name(path))
+    row = SubmissionResult(submission=display_name(path), sha256=sha256)
     try:
         _grade(row, path, assignments, options, slot)
     except Refused as exc:
@@ -199,10 +204,8 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     except Exception as exc:  # noqa: BLE001 - a bug or a broken machine costs one row, not the batch
         _zero(row, "error", f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
               "its exercises got 0 points")
-    row.total = sum(e["points"] for e in row.exercises.values())
-    row.max = sum(e["max"] for e in row.exercises.values())
-    if row.review and row.status == "graded":
-        row.status = "held for review"
+    if row.review and row.graded:
+        row.status = HELD
     row.seconds = round(time.monotonic() - started, 2)
     return sanitized(row)
 
@@ -211,26 +214,26 @@ class Refused(Exception):
     """A submission that would cost the judge more than it allows; the message is the row's reason."""
 
 
-def _zero(row: Graded, status: str, reason: str) -> None:
+def _zero(row: SubmissionResult, status: str, reason: str) -> None:
     row.status = status
     row.flags.append(reason)
     for e in row.exercises.values():
-        e.update(points=0.0, status=status)
+        e.zeroed(status)
 
 
-def sanitized(row: Graded) -> Graded:
+def sanitized(row: SubmissionResult) -> SubmissionResult:
     """Every text of the row without control sequences (ANSI colours, bells, lone surrogates)."""
     row.flags = [clean(str(f)) for f in row.flags]
     row.review = [clean(str(f)) for f in row.review]
     for e in row.exercises.values():
-        e["feedback"] = clean(str(e.get("feedback", "")))
+        e.feedback, e.hint = clean(str(e.feedback)), clean(str(e.hint))
     return row
 
 
-def _grade(row: Graded, path: Path, assignments: dict[str, Assignment], options: Options, slot: int) -> None:
+def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int) -> None:
     try:
         data = read_submission(path)
-        row.sha256 = hashlib.sha256(data).hexdigest()
+        row.sha256 = row.sha256 or hashlib.sha256(data).hexdigest()
         cells = plan(row, data, path.suffix, assignments, options.assignment)
     except NotebookError as exc:
         row.status = exc.status
@@ -245,7 +248,7 @@ def _grade(row: Graded, path: Path, assignments: dict[str, Assignment], options:
     _run_all(row, cells, options, slot)
 
 
-def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> None:
+def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: int) -> None:
     order = list(row.exercises)
     requests = {gid: make_request(checks.EXERCISES[gid], secrets.randbelow(1 << 30) + 1) for gid in order}
     results: dict[str, checks.Result] = {}
@@ -322,9 +325,22 @@ def _run_all(row: Graded, cells: list[dict], options: Options, slot: int) -> Non
         r = results[gid]
         feedback = r.report() if gid not in broken else f"✗ {gid}: 0/{r.max_points:g} points. {r.feedback}"
         feedback += "".join(f"\n  note: {e}" for e in notes.get(gid, []))
-        row.exercises[gid] = {"points": r.points, "max": r.max_points, "status": r.status, "feedback": feedback,
-                              "mistakes": r.mistakes}
+        row.exercises[gid] = exercise_result(checks.EXERCISES[gid], r, feedback)
         row.flags += r.flags
+
+
+def exercise_result(ex: checks.Exercise, r: checks.Result, feedback: str) -> ExerciseResult:
+    """The results model's record of one judged exercise: its stages as parts, the hint apart."""
+    parts, left = [], r.points
+    for stage in ex.stages:
+        earned = stage.points if stage.name in r.passed_stages else min(max(left, 0.0), stage.points)
+        if stage.name not in r.passed_stages:
+            left = 0.0  # the first failing stage stops the check: later stages earn nothing
+        else:
+            left -= stage.points
+        parts.append(Part(stage.name, earned, stage.points))
+    hint = "" if r.status == "passed" else "Not attempted yet" if r.status == "not attempted" else r.feedback
+    return ExerciseResult(r.grade_id, r.points, r.max_points, r.status, feedback, hint, list(r.mistakes), parts)
 
 
 def _judge(gid: str, request: dict, message: dict) -> checks.Result:

@@ -1,5 +1,8 @@
 """What the instructor reads: the grade table (CSV), one feedback file per submission, and the
-look shared by the HTML pages (the dashboard and the similarity report)."""
+look shared by the HTML pages (the dashboard and the similarity report).
+
+Each output format is a ``Writer`` (see ``results``); ``outputs`` lists them.
+"""
 from __future__ import annotations
 
 import csv
@@ -10,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from .collect import Graded
+from .results import Batch, SubmissionResult
 from .store import atomic_write
 
 
@@ -45,14 +48,14 @@ def feedback_name(submission: str, root: str) -> str:
     return f"{readable}--{hashlib.sha256(full.encode()).hexdigest()[:8]}.txt"
 
 
-def feedback_text(row: Graded) -> str:
+def feedback_text(row: SubmissionResult) -> str:
     lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}",
              f"Result: {row.status}, {row.total:g}/{row.max:g} points", ""]
     if row.review:
         lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
                         "its answer code " + "; ".join(row.review) + "."]
     for gid, e in row.exercises.items():
-        lines += [e["feedback"] or f"{gid}: {e['status']}", ""]
+        lines += [e.feedback or f"{gid}: {e.status}", ""]
     if row.flags:
         lines += ["Flags:"] + [f"  - {f}" for f in row.flags]
     return "\n".join(lines).rstrip() + "\n"
@@ -67,7 +70,7 @@ def neutral(value: object) -> str:
     return "'" + text if text.lstrip(" ")[:1] in FORMULA_START else text
 
 
-def table_csv(rows: list[Graded]) -> str:
+def table_csv(rows: list[SubmissionResult]) -> str:
     from ..checks import EXERCISES
 
     ids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
@@ -76,14 +79,19 @@ def table_csv(rows: list[Graded]) -> str:
     w.writerow(["submission", "assignment", "status", "total", "max", *ids, "review", "flags"])
     for r in sorted(rows, key=lambda r: r.submission):
         w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}", f"{r.max:g}",
-                    *[f"{r.exercises[g]['points']:g}" if g in r.exercises else "" for g in ids],
+                    *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
                     " | ".join(r.review), " | ".join(r.flags)]])
     return buf.getvalue()
 
 
-def write_reports(rows: list[Graded], out: str | None, feedback_dir: str | None, root: str) -> None:
-    if out:
-        atomic_write(Path(out), table_csv(rows))
-    if feedback_dir:
-        for r in rows:
-            atomic_write(Path(feedback_dir) / feedback_name(r.submission, root), feedback_text(r))
+def write_table(batch: Batch, out: str) -> Path:
+    """The grade table: one row per submission, one column per exercise (``--out``)."""
+    atomic_write(Path(out), table_csv(batch.rows))
+    return Path(out)
+
+
+def write_feedback(batch: Batch, folder: str) -> Path:
+    """One text file per submission, named after its path (``--feedback-dir``)."""
+    for r in batch.rows:
+        atomic_write(Path(folder) / feedback_name(r.submission, batch.root), feedback_text(r))
+    return Path(folder)

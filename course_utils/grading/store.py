@@ -1,7 +1,11 @@
-"""Per-submission results on disk, written atomically, so an interrupted batch resumes."""
+"""Per-submission results on disk, written atomically: resuming an interrupted batch and merging shards.
+
+A result is stored under a key made of the submission's bytes (hashed once, here), its
+path and the course version (which covers the exercises and the grading code), so a
+changed file, a moved file or an upgraded grader is graded again, never served stale.
+"""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -10,9 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .collect import Graded, UsageError
-
-FIELDS = {f.name for f in dataclasses.fields(Graded)}
+from .collect import UsageError
+from .results import SubmissionResult
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -30,6 +33,7 @@ def result_key(digest: str, name: str, version: str) -> str:
 
 
 def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes ('' when it cannot be read: the judge then reports why)."""
     try:
         with open(path, "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
@@ -37,22 +41,35 @@ def file_digest(path: Path) -> str:
         return ""
 
 
-def save(folder: Path, row: Graded, version: str) -> None:
-    atomic_write(folder / result_key(row.sha256, row.submission, version), json.dumps(row.to_json(), indent=1))
-
-
-def load(path: Path) -> Graded | None:
-    """A stored row, or None when the file is not one (it is then graded again)."""
+def load(path: Path) -> SubmissionResult | None:
+    """A stored result, or None when the file is not one (it is then graded again)."""
     try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict) or set(data) - FIELDS or not isinstance(data.get("submission"), str):
-            return None
-        return Graded(**data)
-    except (OSError, ValueError, TypeError):
+        return SubmissionResult.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError):
         return None
 
 
-def load_results(folders: list[Path]) -> list[Graded]:
+class Store:
+    """The results folder of one grading run (``None`` folder: nothing is kept)."""
+
+    def __init__(self, folder: Path | None, version: str) -> None:
+        self.folder, self.version = folder, version
+
+    def lookup(self, submission: str, digest: str) -> SubmissionResult | None:
+        """The stored result of these exact bytes at this path under this course version, if any."""
+        if self.folder is None:
+            return None
+        path = self.folder / result_key(digest, submission, self.version)
+        return load(path) if path.exists() else None
+
+    def save(self, row: SubmissionResult) -> None:
+        if self.folder is not None and row.sha256:
+            atomic_write(self.folder / result_key(row.sha256, row.submission, self.version),
+                         json.dumps(row.to_json(), indent=1))
+
+
+def merge(folders: list[Path]) -> list[SubmissionResult]:
+    """Every stored result of the given folders (the shards of one batch)."""
     rows = []
     for folder in folders:
         if not folder.is_dir():

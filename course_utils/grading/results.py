@@ -1,0 +1,125 @@
+"""One results model: what grading produced, built once per submission, read by every output.
+
+A ``SubmissionResult`` holds its ``ExerciseResult``s, each of which holds its ``Part``s (the
+stages of the check, with the points each earned). Totals, outcomes and the reason a
+submission needs a person are properties computed here, so the grade table, the feedback
+files, the JSON lines, the Gradescope results and the dashboard cannot disagree about them.
+Results are stored as JSON (``to_json``/``from_json``) by ``store``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .similarity import Pair
+
+# graded | held for review | not a notebook | unknown assignment | wrong assignment | no answer cells
+# | skipped | refused | error
+GRADED, HELD = "graded", "held for review"
+
+
+@dataclass
+class Part:
+    """One stage of an exercise's check and the points it earned."""
+
+    name: str
+    points: float
+    max: float
+
+
+@dataclass
+class ExerciseResult:
+    """The outcome of one exercise of one submission."""
+
+    grade_id: str
+    points: float = 0.0
+    max: float = 0.0
+    status: str = "not graded"  # passed | failed | not attempted | not graded | a submission status
+    feedback: str = ""  # what the student reads: every stage, the hint, notes
+    hint: str = ""  # the diagnosis alone (empty when passed): what the dashboard counts
+    mistakes: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """full | partial | zero."""
+        return "full" if self.points >= self.max else "partial" if self.points > 0 else "zero"
+
+    def zeroed(self, status: str) -> None:
+        self.points, self.status = 0.0, status
+        for p in self.parts:
+            p.points = 0.0
+
+
+@dataclass
+class SubmissionResult:
+    """One submission: its exercises, and why (if so) its points do not simply count."""
+
+    submission: str
+    assignment: str = ""
+    status: str = GRADED
+    exercises: dict[str, ExerciseResult] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)  # why a person must look before the points count
+    sha256: str = ""
+    course_version: str = ""
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(e.points for e in self.exercises.values())
+
+    @property
+    def max(self) -> float:
+        return sum(e.max for e in self.exercises.values())
+
+    @property
+    def graded(self) -> bool:
+        """Its points count as they are (not held, not refused, not unreadable)."""
+        return self.status == GRADED
+
+    def reason(self) -> str:
+        """One line saying why a submission that is not simply graded needs the instructor."""
+        if self.review:
+            return "held for review: " + "; ".join(self.review)
+        return "; ".join(self.flags) or self.status
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data.update(total=self.total, max=self.max)
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> SubmissionResult:
+        """Rebuild a stored result; ValueError when ``data`` is not one (it is then graded again)."""
+        if not isinstance(data, dict) or not isinstance(data.get("submission"), str):
+            raise ValueError("not a stored result")
+        known = {f.name for f in fields(cls)} | {"total", "max"}
+        if set(data) - known:
+            raise ValueError(f"unknown fields {sorted(set(data) - known)}")
+        exercises = data.get("exercises", {})
+        if not isinstance(exercises, dict):
+            raise ValueError("exercises is not a mapping")
+        try:
+            parsed = {gid: ExerciseResult(**dict(e, grade_id=gid, parts=[Part(**p) for p in e.get("parts", [])]))
+                      for gid, e in exercises.items()}
+            values = {k: v for k, v in data.items() if k not in ("total", "max", "exercises")}
+            return cls(**values, exercises=parsed)
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Everything an output format may read: the results, and what the run found beside them."""
+
+    rows: list[SubmissionResult]
+    root: str = ""  # the folder all submissions share (feedback file names keep what tells them apart)
+    pairs: list[Pair] | None = None  # similar answers, when a similarity report was asked for
+    similarity_html: Path | None = None  # that report's page
+
+
+Writer = Callable[[Batch, str], Path]  # every output format: (batch, where to) -> what it wrote

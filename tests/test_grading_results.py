@@ -1,0 +1,66 @@
+"""The one results model (grading/results.py) and the store and writers that read it."""
+import json
+
+import pytest
+
+from course_utils import checks
+from course_utils.grading import outputs, reports
+from course_utils.grading.judge import exercise_result
+from course_utils.grading.results import Batch, ExerciseResult, Part, SubmissionResult
+from course_utils.grading.store import Store
+
+
+def sample() -> SubmissionResult:
+    return SubmissionResult("s/a.ipynb", "02_exercises", sha256="ab" * 32, exercises={
+        "mul": ExerciseResult("mul", 1.0, 2.0, "failed", "✗ mul", "backward: swapped", ["swapped"],
+                              [Part("forward", 1.0, 1.0), Part("backward", 0.0, 1.0)]),
+        "div": ExerciseResult("div", 3.0, 3.0, "passed", "✓ div")})
+
+
+def test_totals_and_outcomes_are_computed_from_the_exercises_never_stored_apart():
+    row = sample()
+    assert (row.total, row.max) == (4.0, 5.0)
+    assert [e.outcome for e in row.exercises.values()] == ["partial", "full"]
+    row.exercises["div"].zeroed("refused")
+    assert row.total == 1.0 and row.exercises["div"].outcome == "zero"
+
+
+def test_json_round_trip_and_garbage_is_not_a_result():
+    row = sample()
+    data = json.loads(json.dumps(row.to_json()))
+    assert data["total"] == 4.0 and SubmissionResult.from_json(data) == row
+    for bad in ([], {"submission": 1}, {"submission": "x", "surprise": 1}, {"submission": "x", "exercises": []},
+                {"submission": "x", "exercises": {"mul": "text"}}, {"submission": "x", "exercises": {"mul": {"pts": 1}}}):
+        with pytest.raises(ValueError):
+            SubmissionResult.from_json(bad)
+
+
+def test_store_finds_the_same_bytes_at_the_same_path_under_the_same_version_only(tmp_path):
+    row = sample()
+    Store(tmp_path, "v1").save(row)
+    assert Store(tmp_path, "v1").lookup(row.submission, row.sha256) == row
+    assert Store(tmp_path, "v2").lookup(row.submission, row.sha256) is None
+    assert Store(tmp_path, "v1").lookup("s/b.ipynb", row.sha256) is None
+    assert Store(tmp_path, "v1").lookup(row.submission, "cd" * 32) is None
+
+
+def test_parts_follow_the_stages_a_partial_stage_keeps_its_fraction():
+    ex = checks.EXERCISES["linear_module"]
+    first, second = ex.stages[0], ex.stages[1]
+    result = checks.Result("linear_module", first.points + second.points / 3, ex.points, "failed",
+                           f"{second.name}: close", ["x"], [first.name])
+    parts = exercise_result(ex, result, "feedback").parts
+    assert [p.name for p in parts] == [s.name for s in ex.stages]
+    assert parts[0].points == first.points and parts[1].points == pytest.approx(second.points / 3)
+    assert all(p.points == 0 for p in parts[2:]) and sum(p.points for p in parts) == pytest.approx(result.points)
+
+
+def test_every_output_is_a_writer_of_the_same_batch(tmp_path):
+    batch = Batch([sample()], "s")
+    written = outputs.write_all(batch, {"out": str(tmp_path / "g.csv"), "feedback_dir": str(tmp_path / "fb"),
+                                        "report": None})
+    assert [p.name for p in written] == ["g.csv", "fb"]
+    assert "s/a.ipynb,02_exercises,graded,4,5,1,3" in (tmp_path / "g.csv").read_text()
+    assert "4/5 points" in reports.feedback_text(batch.rows[0])
+    with pytest.raises(ValueError, match="no writer"):
+        outputs.write_all(batch, {"pdf": "x.pdf"})
