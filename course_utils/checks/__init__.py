@@ -9,21 +9,13 @@ One module per lesson's exercises; ``MISTAKES`` is the catalogue of recognised m
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ..errors import CourseError
-from .engine import MISTAKES, Exercise, Mistake, Result, check, judge, probe, run_check
+from .engine import MISTAKES, Exercise, Mistake, Result, judge, probe
+from .notebook import check, run_check
+from .registry import EXERCISES, LESSON_MODULES
 from .verdict import watch_cells
-
-LESSON_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("lesson"))
-EXERCISES: dict[str, Exercise] = {}
-for _name in LESSON_MODULES:  # lessonNN.py, in lesson order; each lists its exercises in EXERCISES
-    for _ex in importlib.import_module(f"{__name__}.{_name}").EXERCISES:
-        if _ex.grade_id in EXERCISES:
-            raise ValueError(f"exercise {_ex.grade_id!r} is defined twice")
-        EXERCISES[_ex.grade_id] = _ex
 
 watch_cells()  # in a Jupyter kernel: remember answer cells that failed, so a check can name them
 
-__all__ = ["CourseError", "EXERCISES", "MISTAKES", "Exercise", "Mistake", "Result", "check", "judge", "probe", "run_check"]
+__all__ = ["CourseError", "EXERCISES", "LESSON_MODULES", "MISTAKES", "Exercise", "Mistake", "Result", "check", "judge",
+           "probe", "run_check"]

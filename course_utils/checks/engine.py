@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import probes, wire
-from ..errors import CourseError, notebook_shell
+from .. import probes
 from ..probes import guard
 from ..probes.guard import TIME_LIMIT, NotAttempted
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
@@ -202,40 +201,3 @@ def raise_error(error: object) -> None:
     if error["code"] == "not_attempted":
         raise NotAttempted(hint)
     raise Mistake(error["code"], hint)
-
-
-# --------------------------------------------------------------------------- entry points
-def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float = TIME_LIMIT, seed: int = 0) -> Result:
-    """Check one exercise against ``namespace`` (e.g. a notebook's globals()); never raises for student errors.
-
-    Probe and judge run in this process (it only serves the student); the facts still
-    travel through the grader's wire format, so the notebook sees exactly what the grader sees.
-    """
-    from . import EXERCISES
-
-    if grade_id not in EXERCISES:
-        raise CourseError(f"unknown exercise {grade_id!r}; known: {', '.join(EXERCISES)}.")
-    if not isinstance(namespace, Mapping):
-        raise CourseError("check() expects the notebook's namespace as second argument: check('mul', globals()).")
-    ex = EXERCISES[grade_id]
-    request = make_request(ex, seed)
-    facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
-    return judge(ex, request, wire.loads(wire.dumps(facts)))
-
-
-def check(grade_id: str, namespace: Mapping[str, object]) -> float:
-    """Check an exercise and return the points as a ``Verdict`` (what check cells call).
-
-    A check cell ends with this call, so the points are the cell's value: nbgrader reads
-    that number as the cell's (partial) grade. Jupyter shows the value as the styled verdict
-    (see ``verdict``); in a terminal the plain verdict is printed.
-    """
-    from . import EXERCISES
-    from .verdict import Verdict, did_not_run
-
-    result = run_check(grade_id, namespace)
-    owners = {name: gid for gid, ex in EXERCISES.items() for name in ex.names}
-    result = did_not_run(EXERCISES[grade_id], result, owners)
-    if notebook_shell() is None:
-        print(result.report())
-    return Verdict(EXERCISES[grade_id], result)

@@ -69,11 +69,8 @@ class Worker:
                 env = sandbox.runner_env({"HOME": self.scratch, "TMPDIR": self.scratch})
                 cwd = self.scratch
             else:
-                cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd)
-                if mode == "root":
-                    uid = sandbox.ROOT_MODE_FIRST_UID + slot
-                    cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = [
-                        "--setenv", "COURSE_RUNNER_UID", str(uid)]
+                uid = sandbox.ROOT_MODE_FIRST_UID + slot if mode == "root" else None
+                cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd, uid)
                 env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
             self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,

@@ -18,7 +18,7 @@ import resource
 import signal
 import sys
 
-from ..probes.guard import CappedText
+from ..probes.guard import CappedText, failure
 from .protocol import frame, read_frame
 
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
@@ -93,12 +93,6 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
     try:
         exec(compile(source, label, "exec"), ns)
         return None
-    except TimeoutError:
-        return f"{label} did not finish within {time_limit:g} s (endless loop?)"
-    except SystemExit:
-        return f"{label} called sys.exit(); it was stopped there"
-    except MemoryError:
-        return f"{label} ran out of memory (the grader caps memory per submission)"
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything
         line = ""
         tb = exc.__traceback__
@@ -108,17 +102,16 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
             tb = tb.tb_next
         if isinstance(exc, SyntaxError):
             line = f", line {exc.lineno}"
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return f"{label}{line} raised {type(exc).__name__}: {first}"
+        return failure(exc, label, time_limit, line)[1]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         sys.stdout, sys.stderr = old
 
 
-def main() -> None:
-    uid = os.environ.pop("COURSE_RUNNER_UID", None)
-    drop_privileges(int(uid) if uid else None)
+def main(uid: int | None = None) -> None:
+    """Run one job; ``uid``: the unprivileged user to become first (root mode; see ``sandbox.boot``)."""
+    drop_privileges(uid)
     job = read_frame(sys.stdin.buffer)
     if not isinstance(job, dict):
         os._exit(98)

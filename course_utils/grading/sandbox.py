@@ -41,7 +41,12 @@ RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 BOOT = (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
-        "from course_utils.grading.runner import main; main()")
+        "from course_utils.grading.runner import main; main(UID)")
+
+
+def boot(uid: int | None) -> str:
+    """The runner's start-up code; ``uid``: the unprivileged user it becomes (root mode), else None."""
+    return BOOT.replace("UID", "None" if uid is None else str(int(uid)))
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,12 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
 
 
-def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd: int | None) -> list[str]:
-    """The bubblewrap command line that starts the runner (without the limits wrapper)."""
+def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd: int | None,
+                  uid: int | None = None) -> list[str]:
+    """The bubblewrap command line that starts the runner (without the limits wrapper).
+
+    ``uid``: in root mode, the host uid the runner drops to (one per worker slot).
+    """
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv"]
     if mode == "user":
@@ -112,12 +121,12 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
     cmd += ["--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
-    return cmd + ["--", sys.executable, "-I", "-B", "-c", BOOT]
+    return cmd + ["--", sys.executable, "-I", "-B", "-c", boot(uid)]
 
 
 def plain_command() -> list[str]:
     """Without bubblewrap: still isolated mode Python, still an empty environment (see ``runner_env``)."""
-    return [sys.executable, "-I", "-c", BOOT.replace(COURSE_MOUNT, str(COURSE_UTILS.parent))]
+    return [sys.executable, "-I", "-c", boot(None).replace(COURSE_MOUNT, str(COURSE_UTILS.parent))]
 
 
 @lru_cache(maxsize=None)

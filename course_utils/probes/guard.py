@@ -90,6 +90,27 @@ def where(exc: BaseException) -> str:
     return ""
 
 
+def failure(exc: BaseException, what: str, time_limit: float, location: str = "") -> tuple[str, str]:
+    """(mistake code, one readable sentence) for student code ``what`` that raised ``exc``.
+
+    The one formatter of a failure of student code: ``call`` (beside a probe) and the grader's
+    runner (a whole answer cell) both use it. ``location`` is appended after ``what`` when the
+    caller knows better than the traceback where it happened (", line 3" of a cell).
+    """
+    if isinstance(exc, TimeoutError):
+        return "timeout", f"{what} did not finish within {time_limit:g} s: is there an endless loop?"
+    if isinstance(exc, SystemExit):
+        return "raised", f"{what} called sys.exit(); it was stopped there"
+    if isinstance(exc, MemoryError):
+        return "raised", f"{what} ran out of memory (the grader caps memory per submission)"
+    if isinstance(exc, RecursionError):
+        return "raised", f"{what} recursed without end (RecursionError): check your base case."
+    if type(exc).__name__ == "InterpreterError" and isinstance(exc.__cause__, Exception):
+        exc = exc.__cause__  # Triton's interpreter wraps what the kernel raised: show that, where it was raised
+    first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
+    return "raised", f"{what}{location} raised {type(exc).__name__}: {first}{'' if location else where(exc)}"
+
+
 def call(what: str, fn: Callable, *args, **kwargs):
     """Run student code ``fn(*args)``; turn failures into NotAttempted or a Mistake naming ``what``."""
     guard = _GUARD or Guard(TIME_LIMIT)
@@ -98,19 +119,12 @@ def call(what: str, fn: Callable, *args, **kwargs):
             return fn(*args, **kwargs)
     except NotImplementedError as exc:
         raise NotAttempted(what) from exc
-    except TimeoutError:
-        raise Mistake("timeout", f"{what} did not finish within {guard.time_limit:g} s: is there an endless loop?") from None
     except (Mistake, NotAttempted):
         raise
-    except RecursionError:
-        raise Mistake("raised", f"{what} recursed without end (RecursionError): check your base case.") from None
     except Exception as exc:
-        if type(exc).__name__ == "InterpreterError" and isinstance(exc.__cause__, Exception):
-            exc = exc.__cause__  # Triton's interpreter wraps what the kernel raised: show that, where it was raised
-            if isinstance(exc, NotImplementedError):
-                raise NotAttempted(f"{what} (a kernel it launches)") from None
-        first = (str(exc).strip().splitlines() or ["(no message)"])[0][:300]
-        raise Mistake("raised", f"{what} raised {type(exc).__name__}: {first}{where(exc)}") from None
+        if type(exc).__name__ == "InterpreterError" and isinstance(exc.__cause__, NotImplementedError):
+            raise NotAttempted(f"{what} (a kernel it launches)") from None
+        raise Mistake(*failure(exc, what, guard.time_limit)) from None
 
 
 @contextlib.contextmanager
