@@ -16,19 +16,18 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # imported where used: the grader reads ASSIGNMENT_KEY without paying for them
+if TYPE_CHECKING:  # imported where used
     import nbformat
 
 from .errors import CourseError
+from .paths import ASSIGNMENT_KEY, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SHIPPED = "### SHIPPED"  # inside a solution region: what follows (commented out) is released instead of the stub
 STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet: replace this line with your code.")'
 
 
 CHECK_CALL = re.compile(r'^check\("(\w+)"', re.M)
-ASSIGNMENT_KEY = "autograd_course"
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,

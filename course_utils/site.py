@@ -32,7 +32,8 @@ from pathlib import Path
 
 import nbformat
 
-from .build import ROOT, SETUP_MARK, colab_url, repo_url
+from .build import SETUP_MARK, colab_url
+from .paths import ROOT, repo_url
 from .errors import CourseError
 
 DEFAULT_OUT = ROOT / "_build"

@@ -103,7 +103,7 @@ def test_float64_forward_for_float32_input_is_a_dtype_mistake():
 
 
 def test_backward_reading_the_saved_output_passes_the_reads_probe():
-    from course_utils.checks import saving
+    from course_utils.checks import saved_tensors as saving
     from course_utils.checks.lesson03 import SIGMOID
     from test_checks import solution_namespace
 

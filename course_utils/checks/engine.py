@@ -101,7 +101,7 @@ Probe = Callable[[Mapping[str, object], dict], object]
 Judge = Callable[[dict, object], "list[str] | None"]  # may return flags for the instructor
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stage:
     name: str
     points: float
@@ -109,7 +109,7 @@ class Stage:
     judge: Judge
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     grade_id: str
     title: str

@@ -142,10 +142,10 @@ def _judge_efficiency(req, facts):
                       "every node must pass on its complete gradient once, in reverse topological order.")
 
 
-SCALAR_ENGINE = Exercise("scalar_engine", "A scalar reverse-mode engine", ("Scalar",), (
-    Stage("Scalar values: +, * (with numbers on either side), sin, exp", 1, probes.engine_api, _judge_api),
-    Stage("backward matches torch.autograd, shared nodes included", 2, probes.engine_backward, _judge_backward),
-    Stage(f"backward visits each node once ({LAYERS} doubling layers)", 1, probes.engine_efficiency,
-          _judge_efficiency),
-), _request)
+SCALAR_ENGINE = Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
+    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe=probes.engine_api, judge=_judge_api),
+    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe=probes.engine_backward, judge=_judge_backward),
+    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, probe=probes.engine_efficiency,
+          judge=_judge_efficiency),
+), request=_request)
 EXERCISES = [SCALAR_ENGINE]

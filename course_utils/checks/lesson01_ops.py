@@ -88,8 +88,8 @@ def _judge_backward(req, facts):
         raise ValueError("missing probes")
 
 
-SCALAR_OPS = Exercise(GID, "More Scalar operations", ("Scalar",), (
-    Stage("values of a / b, number / a, a ** p, exp, tanh", 1, probes.ops_api, _judge_api),
-    Stage("gradients match torch.autograd, shared sub-expressions included", 2, probes.ops_backward, _judge_backward),
-), _request)
+SCALAR_OPS = Exercise(grade_id=GID, title="More Scalar operations", names=("Scalar",), stages=(
+    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe=probes.ops_api, judge=_judge_api),
+    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe=probes.ops_backward, judge=_judge_backward),
+), request=_request)
 EXERCISES = [SCALAR_OPS]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Mistake, catalogue
-from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 
 catalogue({"swapped_gradients": "the two gradients are swapped"})
 
@@ -29,9 +29,9 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-MUL = FunctionSpec("mul", "Mul", ("a", "b"), lambda a, b: a * b, _cases, "a * b", _diagnose,
-                   lambda base: [tensor_arg((4,), base + 11), tensor_arg((4,), base + 12)])
-EXERCISES = [function_exercise(MUL, "Mul", 1, 1)]
+MUL = FunctionSpec(grade_id="mul", cls_name="Mul", arg_names=("a", "b"), reference=lambda a, b: a * b, cases=_cases, describe="a * b", diagnose=_diagnose,
+                   gradcheck_args=lambda base: [tensor_arg((4,), base + 11), tensor_arg((4,), base + 12)])
+EXERCISES = [function_exercise(spec=MUL, title="Mul", forward_points=1, backward_points=1)]
 
 
 # --------------------------------------------------------------------------- transfer: Div
@@ -69,6 +69,6 @@ def _div_diagnose(i, got, want, args, g):
     return None
 
 
-DIV = FunctionSpec("div", "Div", ("a", "b"), lambda a, b: a / b, _div_cases, "a / b", _div_diagnose,
-                   lambda base: [tensor_arg((4,), base + 37), tensor_arg((4,), base + 38, low=0.5)])
-EXERCISES.append(function_exercise(DIV, "Div", 1, 2))
+DIV = FunctionSpec(grade_id="div", cls_name="Div", arg_names=("a", "b"), reference=lambda a, b: a / b, cases=_div_cases, describe="a / b", diagnose=_div_diagnose,
+                   gradcheck_args=lambda base: [tensor_arg((4,), base + 37), tensor_arg((4,), base + 38, low=0.5)])
+EXERCISES.append(function_exercise(spec=DIV, title="Div", forward_points=1, backward_points=2))

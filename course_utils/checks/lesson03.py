@@ -6,8 +6,8 @@ from dataclasses import replace
 import torch
 
 from .engine import Mistake, Stage, catalogue
-from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
-from .saving import judge_saves_output_only, probe_saved
+from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .saved_tensors import judge_saves_output_only, probe_saved
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
 
@@ -33,9 +33,9 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-EXP = FunctionSpec("exp", "Exp", ("x",), torch.exp, _cases, "exp(x)", _diagnose,
-                   lambda base: [tensor_arg((5,), base + 24)])
-EXERCISES = [function_exercise(EXP, "Exp", 1, 1)]
+EXP = FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=torch.exp, cases=_cases, describe="exp(x)", diagnose=_diagnose,
+                   gradcheck_args=lambda base: [tensor_arg((5,), base + 24)])
+EXERCISES = [function_exercise(spec=EXP, title="Exp", forward_points=1, backward_points=1)]
 
 
 # --------------------------------------------------------------------------- transfer: Sigmoid
@@ -67,10 +67,10 @@ def _sigmoid_diagnose(i, got, want, args, g):
     return None
 
 
-SIGMOID = FunctionSpec("sigmoid", "Sigmoid", ("x",), torch.sigmoid, _sigmoid_cases, "sigmoid(x) = 1 / (1 + exp(-x))",
-                       _sigmoid_diagnose, lambda base: [tensor_arg((5,), base + 44)])
-_SAVES_OUTPUT = Stage("forward saves its output only (not the input) for backward", 1,
-                      probe_saved,
-                      lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
-_sigmoid = function_exercise(SIGMOID, "Sigmoid", 1, 1)
+SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",), reference=torch.sigmoid, cases=_sigmoid_cases, describe="sigmoid(x) = 1 / (1 + exp(-x))",
+                       diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
+_SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
+                      probe=probe_saved,
+                      judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
+_sigmoid = function_exercise(spec=SIGMOID, title="Sigmoid", forward_points=1, backward_points=1)
 EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))

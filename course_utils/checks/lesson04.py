@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .engine import Exercise, Mistake, Stage, catalogue
-from .functions import (FunctionSpec, close, function_exercise, grad_output, judge_backward, materialize, reducible,
+from .autograd_function import (FunctionSpec, close, function_exercise, grad_output, judge_backward, materialize, reducible,
                         request, tensor_arg, unwrap, value_arg)
 from ..probes import lesson04 as probes
 
@@ -68,10 +68,10 @@ def _reference(input, weight, bias=None):
     return F.linear(input, weight, bias)
 
 
-LINEAR = FunctionSpec("linear_function", "LinearFunction", ("input", "weight", "bias"), _reference, _cases,
-                      "input @ weight.T + bias", _diagnose,
-                      lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49), tensor_arg((2,), base + 50)],
-                      ((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
+LINEAR = FunctionSpec(grade_id="linear_function", cls_name="LinearFunction", arg_names=("input", "weight", "bias"), reference=_reference, cases=_cases,
+                      describe="input @ weight.T + bias", diagnose=_diagnose,
+                      gradcheck_args=lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49), tensor_arg((2,), base + 50)],
+                      patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
 # --------------------------------------------------------------------------- linear_module
@@ -148,13 +148,13 @@ def _module_request(seed: int) -> dict:
             "g": grad_output((5, 3), torch.float32, 1000 * seed + 3)}
 
 
-LINEAR_MODULE = Exercise("linear_module", "Linear module", ("Linear", "LinearFunction"), (
-    Stage("parameters, shapes and extra_repr", 1, probes.module_structure, _judge_structure),
-    Stage("initialised like nn.Linear", 1, probes.module_init, _judge_init),
-    Stage("forward and gradients match nn.Linear through LinearFunction", 1, probes.module_forward, _judge_forward),
-), _module_request)
+LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
+    Stage(name="parameters, shapes and extra_repr", points=1, probe=probes.module_structure, judge=_judge_structure),
+    Stage(name="initialised like nn.Linear", points=1, probe=probes.module_init, judge=_judge_init),
+    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe=probes.module_forward, judge=_judge_forward),
+), request=_module_request)
 
-EXERCISES = [function_exercise(LINEAR, "LinearFunction", 1, 2, needs_input_grad_points=1), LINEAR_MODULE]
+EXERCISES = [function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2, needs_input_grad_points=1), LINEAR_MODULE]
 
 
 # --------------------------------------------------------------------------- linear_nd (transfer)
@@ -244,11 +244,11 @@ def _nd_labelled(judge: Callable[[dict, object], object]) -> Callable[[dict, obj
     return wrapped
 
 
-LINEAR_ND = FunctionSpec("linear_nd", "LinearND", ("input", "weight", "bias"), _reference, _nd_cases,
-                         "input @ weight.T + bias over any leading dims", _nd_diagnose,
-                         lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
+LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("input", "weight", "bias"), reference=_reference, cases=_nd_cases,
+                         describe="input @ weight.T + bias over any leading dims", diagnose=_nd_diagnose,
+                         gradcheck_args=lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
                                        tensor_arg((2,), base + 70)],
-                         ((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
+                         patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
 def _judge_permuted(req: dict, facts: object) -> None:
@@ -281,11 +281,11 @@ def _nd_request(seed: int) -> dict:
 
 
 def _linear_nd_exercise() -> Exercise:
-    forward, backward, needs = function_exercise(LINEAR_ND, "LinearND", 1, 2, needs_input_grad_points=1).stages
+    forward, backward, needs = function_exercise(spec=LINEAR_ND, title="LinearND", forward_points=1, backward_points=2, needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
-              Stage("works on an input whose leading dims cannot be viewed flat (like F.linear)", 1,
-                    probes.nd_permuted, _judge_permuted), needs)
-    return Exercise("linear_nd", "LinearND", ("LinearND",), stages, _nd_request)
+              Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
+                    probe=probes.nd_permuted, judge=_judge_permuted), needs)
+    return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages, request=_nd_request)
 
 
 EXERCISES.append(_linear_nd_exercise())

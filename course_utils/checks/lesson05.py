@@ -8,8 +8,8 @@ from dataclasses import replace
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .functions import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
-from ..probes.ops import backward_ops
+from .autograd_function import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
+from ..probes.recorded_ops import backward_ops
 
 catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
 
@@ -38,10 +38,10 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-KILLHEAD = FunctionSpec("killhead", "KillHead", ("input", "n"), _reference, _cases,
-                        "input with its first n columns set to zero", _diagnose,
-                        lambda base: [tensor_arg((4, 6), base + 66), value_arg(3)])
-EXERCISES = [function_exercise(KILLHEAD, "KillHead", 1, 1)]
+KILLHEAD = FunctionSpec(grade_id="killhead", cls_name="KillHead", arg_names=("input", "n"), reference=_reference, cases=_cases,
+                        describe="input with its first n columns set to zero", diagnose=_diagnose,
+                        gradcheck_args=lambda base: [tensor_arg((4, 6), base + 66), value_arg(3)])
+EXERCISES = [function_exercise(spec=KILLHEAD, title="KillHead", forward_points=1, backward_points=1)]
 
 
 # --------------------------------------------------------------------------- clip_grad (transfer)
@@ -114,10 +114,10 @@ def _clip_diagnose(i, got, want, args, g):
     return None
 
 
-CLIP_GRAD = FunctionSpec("clip_grad", "ClipGrad", ("x", "max_norm"), _ClipReference.apply, _clip_cases,
-                         "x unchanged (gradient clipped in backward)", _clip_diagnose,
+CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=_ClipReference.apply, cases=_clip_cases,
+                         describe="x unchanged (gradient clipped in backward)", diagnose=_clip_diagnose,
                          also_correct=(_ClipReferenceEps.apply,))
-EXERCISES.append(replace(function_exercise(CLIP_GRAD, "ClipGrad", 1, 2), request=_clip_request))
+EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2), request=_clip_request))
 
 
 # --------------------------------------------------------------------------- embedding (transfer)
@@ -159,9 +159,9 @@ def _embedding_diagnose(i, got, want, args, g):
     return None
 
 
-EMBEDDING = FunctionSpec("embedding", "EmbeddingFunction", ("indices", "weight"), torch.nn.functional.embedding,
-                         _embedding_cases, "weight[indices]", _embedding_diagnose,
-                         lambda base: [_indices((5,), 3, base + 100), tensor_arg((3, 2), base + 101)])
+EMBEDDING = FunctionSpec(grade_id="embedding", cls_name="EmbeddingFunction", arg_names=("indices", "weight"), reference=torch.nn.functional.embedding,
+                         cases=_embedding_cases, describe="weight[indices]", diagnose=_embedding_diagnose,
+                         gradcheck_args=lambda base: [_indices((5,), 3, base + 100), tensor_arg((3, 2), base + 101)])
 
 
 EMBEDDING_NATIVE = {"embedding", "embedding_backward", "embedding_dense_backward", "embedding_sparse_backward"}
@@ -185,14 +185,14 @@ def _judge_no_one_hot(req: dict, facts: dict) -> None:
 
 
 def _embedding_exercise() -> Exercise:
-    base = function_exercise(EMBEDDING, "EmbeddingFunction", 1, 1)
-    no_one_hot = Stage("backward sums rows with index_add_/scatter_add_: no one-hot matrix", 1, backward_ops,
-                       _judge_no_one_hot)
+    base = function_exercise(spec=EMBEDDING, title="EmbeddingFunction", forward_points=1, backward_points=1)
+    no_one_hot = Stage(name="backward sums rows with index_add_/scatter_add_: no one-hot matrix", points=1, probe=backward_ops,
+                       judge=_judge_no_one_hot)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
         return dict(request(EMBEDDING, seed), op_cases=[[_indices((64,), 50, b + 102), tensor_arg((50, 4), b + 103)]])
-    return Exercise("embedding", "EmbeddingFunction", ("EmbeddingFunction",), base.stages + (no_one_hot,), req)
+    return Exercise(grade_id="embedding", title="EmbeddingFunction", names=("EmbeddingFunction",), stages=base.stages + (no_one_hot,), request=req)
 
 
 EXERCISES.append(_embedding_exercise())

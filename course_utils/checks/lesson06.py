@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
-from .functions import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from ..probes import lesson06 as probes
 
 catalogue({"kink_convention": "the gradient at u*v == 0 differs from PyTorch's (sign(0) = 0)"})
@@ -32,9 +32,9 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-ABS_PROD = FunctionSpec("abs_prod", "AbsProd", ("u", "v"), lambda u, v: (u * v).abs(), _cases, "abs(u * v)",
-                        _diagnose, lambda base: [tensor_arg((5,), base + 77, low=0.1), tensor_arg((5,), base + 78, low=0.1)])
-EXERCISES = [function_exercise(ABS_PROD, "AbsProd", 1, 2)]
+ABS_PROD = FunctionSpec(grade_id="abs_prod", cls_name="AbsProd", arg_names=("u", "v"), reference=lambda u, v: (u * v).abs(), cases=_cases, describe="abs(u * v)",
+                        diagnose=_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 77, low=0.1), tensor_arg((5,), base + 78, low=0.1)])
+EXERCISES = [function_exercise(spec=ABS_PROD, title="AbsProd", forward_points=1, backward_points=2)]
 
 
 # --------------------------------------------------------------------------- maximum (transfer)
@@ -93,9 +93,9 @@ def _max_diagnose(i, got, want, args, g):
     return None
 
 
-MAXIMUM = FunctionSpec("maximum", "Maximum", ("u", "v"), torch.maximum, _max_cases, "torch.maximum(u, v)",
-                       _max_diagnose, lambda base: _apart((5,), base + 98))
-EXERCISES.append(function_exercise(MAXIMUM, "Maximum", 1, 2))
+MAXIMUM = FunctionSpec(grade_id="maximum", cls_name="Maximum", arg_names=("u", "v"), reference=torch.maximum, cases=_max_cases, describe="torch.maximum(u, v)",
+                       diagnose=_max_diagnose, gradcheck_args=lambda base: _apart((5,), base + 98))
+EXERCISES.append(function_exercise(spec=MAXIMUM, title="Maximum", forward_points=1, backward_points=2))
 
 
 # --------------------------------------------------------------------------- gradient_test ("write the test")
@@ -169,7 +169,7 @@ def _judge_gradient_test(req: dict, facts: dict) -> None:
                       "inputs that broadcast.", caught / len(BUGGY))
 
 
-EXERCISES.append(Exercise("gradient_test", "backward_is_correct", ("backward_is_correct",), (
-    Stage("returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
-          4, probes.verdicts, _judge_gradient_test),
-), _gradient_test_request))
+EXERCISES.append(Exercise(grade_id="gradient_test", title="backward_is_correct", names=("backward_is_correct",), stages=(
+    Stage(name="returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
+          points=4, probe=probes.verdicts, judge=_judge_gradient_test),
+), request=_gradient_test_request))

@@ -3,7 +3,7 @@
 * ``relu_inplace``: ``ReluInplace`` modifies its input in place (``mark_dirty``);
 * ``clamp_with_mask``: ``ClampWithMask`` returns ``(y, mask)``, the mask non-differentiable.
 
-The generic Function stages of ``functions`` cover one tensor output; these need facts
+The generic Function stages of ``autograd_function`` cover one tensor output; these need facts
 they do not collect (object identity, version counters, several outputs, second
 derivatives), so each exercise has its own probe/judge pairs built from the same helpers.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import close, fmt, grad_output, max_err, tensor_arg, unwrap
+from .autograd_function import close, fmt, grad_output, max_err, tensor_arg, unwrap
 from ..probes import lesson07 as probes
 from ..wire import Opaque
 
@@ -140,13 +140,13 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
         raise Mistake("raised", str(error))
 
 
-RELU_INPLACE = Exercise("relu_inplace", "ReluInplace", ("ReluInplace",), (
-    Stage("modifies x in place, marks it dirty and returns it", 1, probes.relu_forward, _judge_relu_forward),
-    Stage("gradients match torch.relu (zeros included, float32/float64, non-contiguous)", 1,
-          probes.relu_backward, _judge_relu_backward),
-    Stage("refuses a leaf; the version counter protects an earlier saved use of x", 1,
-          probes.relu_guards, _judge_relu_guards),
-), _relu_request)
+RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
+    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe=probes.relu_forward, judge=_judge_relu_forward),
+    Stage(name="gradients match torch.relu (zeros included, float32/float64, non-contiguous)", points=1,
+          probe=probes.relu_backward, judge=_judge_relu_backward),
+    Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
+          probe=probes.relu_guards, judge=_judge_relu_guards),
+), request=_relu_request)
 
 
 # --------------------------------------------------------------------------- clamp_with_mask
@@ -245,12 +245,12 @@ def _judge_clamp_backward(req: dict, facts: dict) -> None:
                       f"{fmt(max_err(grad, want))}); it is grad_output where lo <= x <= hi and 0 elsewhere.")
 
 
-CLAMP_WITH_MASK = Exercise("clamp_with_mask", "ClampWithMask", ("ClampWithMask",), (
-    Stage("returns y = x.clamp(lo, hi) and the float mask", 1, probes.clamp_forward, _judge_clamp_forward),
-    Stage("the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", 1,
-          probes.clamp_backward, _judge_clamp_backward),
-    Stage("the mask is marked non-differentiable (mask.requires_grad is False)", 1,
-          probes.clamp_forward, _judge_clamp_mask_flag),
-), _clamp_request)
+CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
+    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe=probes.clamp_forward, judge=_judge_clamp_forward),
+    Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
+          probe=probes.clamp_backward, judge=_judge_clamp_backward),
+    Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
+          probe=probes.clamp_forward, judge=_judge_clamp_mask_flag),
+), request=_clamp_request)
 
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]

@@ -14,7 +14,7 @@ import torch
 from dataclasses import replace
 
 from .engine import Exercise, Mistake, Stage, catalogue
-from .functions import (FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err,
+from .autograd_function import (FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err,
                         request as function_request, tensor_arg, unwrap)
 from .lesson07 import F32, F64, ctx_mistake, type_name
 from ..probes import lesson07 as probes
@@ -32,7 +32,7 @@ def _tanh_cases(base: int):
             ([tensor_arg((3, 2), base + 43, layout="t")], "a non-contiguous x")]
 
 
-TANH = FunctionSpec("tanh_twice", "Tanh", ("x",), torch.tanh, _tanh_cases, "tanh(x)",
+TANH = FunctionSpec(grade_id="tanh_twice", cls_name="Tanh", arg_names=("x",), reference=torch.tanh, cases=_tanh_cases, describe="tanh(x)",
                     gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 
 
@@ -88,11 +88,11 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
                   f"torch.tanh's (a {type_name(h)} of shape {tuple(getattr(h, 'shape', ()))}).")
 
 
-_TANH_STAGES = function_exercise(TANH, "Tanh", 1, 1).stages
-TANH_TWICE = Exercise("tanh_twice", "Tanh, twice differentiable", ("Tanh",), _TANH_STAGES + (
-    Stage("differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", 2,
-          probes.tanh_twice, _judge_tanh_twice),
-), _tanh_request)
+_TANH_STAGES = function_exercise(spec=TANH, title="Tanh", forward_points=1, backward_points=1).stages
+TANH_TWICE = Exercise(grade_id="tanh_twice", title="Tanh, twice differentiable", names=("Tanh",), stages=_TANH_STAGES + (
+    Stage(name="differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", points=2,
+          probe=probes.tanh_twice, judge=_judge_tanh_twice),
+), request=_tanh_request)
 
 EXERCISES = [TANH_TWICE]
 
@@ -126,9 +126,9 @@ def _normalize_diagnose(i, got, want, args, g):
     return None
 
 
-NORMALIZE = FunctionSpec("normalize_fix", "Normalize", ("x",), _normalize, _normalize_cases,
-                         "x / ||x|| over the last dimension", _normalize_diagnose,
-                         lambda base: [tensor_arg((3, 4), base + 305)])
+NORMALIZE = FunctionSpec(grade_id="normalize_fix", cls_name="Normalize", arg_names=("x",), reference=_normalize, cases=_normalize_cases,
+                         describe="x / ||x|| over the last dimension", diagnose=_normalize_diagnose,
+                         gradcheck_args=lambda base: [tensor_arg((3, 4), base + 305)])
 
 
 def _judge_gradgrad(req: dict, facts: dict) -> None:
@@ -140,15 +140,15 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
 
 
 def _normalize_exercise() -> Exercise:
-    forward, backward = function_exercise(NORMALIZE, "Normalize", 1, 1).stages
-    gradgrad = Stage("gradgradcheck passes: backward is differentiable", 1, probes.gradgrad, _judge_gradgrad)
+    forward, backward = function_exercise(spec=NORMALIZE, title="Normalize", forward_points=1, backward_points=1).stages
+    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe=probes.gradgrad, judge=_judge_gradgrad)
 
     def req(seed: int) -> dict:
         return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))
-    return Exercise("normalize_fix", "Normalize", ("Normalize",),
-                    (replace(forward, name="forward: values right and x left as it was"),
+    return Exercise(grade_id="normalize_fix", title="Normalize", names=("Normalize",),
+                    stages=(replace(forward, name="forward: values right and x left as it was"),
                      replace(backward, name="backward: right gradients, tensors saved only with save_for_backward"),
-                     gradgrad), req)
+                     gradgrad), request=req)
 
 
 EXERCISES.insert(0, _normalize_exercise())

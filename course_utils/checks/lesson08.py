@@ -15,7 +15,7 @@ import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .engine import unwrap
-from .functions import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
+from .autograd_function import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
 from ..probes import lesson08 as probes
 
 catalogue({
@@ -218,17 +218,17 @@ def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tenso
     return Mistake("jvp_wrong_tangent", f"{head} ({cause}).")
 
 
-FUNC_SOFTMAX = Exercise(GID, "FuncSoftmax", ("FuncSoftmax",), (
-    Stage("forward(x) + setup_context: stable values and .backward() match torch.softmax (any rank)", 1,
-          probes.softmax_eager, _judge_eager),
-    Stage("backward is a vector-Jacobian product: no Jacobian formed for a (64, 512) input", 1,
-          probes.softmax_memory, _judge_memory),
-    Stage("torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", 1,
-          probes.softmax_func,
-          _judge_func),
-    Stage("forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", 1,
-          probes.softmax_forward,
-          _judge_forward_mode),
-), _request)
+FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
+    Stage(name="forward(x) + setup_context: stable values and .backward() match torch.softmax (any rank)", points=1,
+          probe=probes.softmax_eager, judge=_judge_eager),
+    Stage(name="backward is a vector-Jacobian product: no Jacobian formed for a (64, 512) input", points=1,
+          probe=probes.softmax_memory, judge=_judge_memory),
+    Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
+          probe=probes.softmax_func,
+          judge=_judge_func),
+    Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", points=1,
+          probe=probes.softmax_forward,
+          judge=_judge_forward_mode),
+), request=_request)
 
 EXERCISES = [FUNC_SOFTMAX]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import close, grad_output, tensor_arg
+from .autograd_function import close, grad_output, tensor_arg
 from .lesson08 import _value
 from ..probes import lesson08 as probes
 from ..probes.lesson08 import OP_NAME
@@ -159,14 +159,14 @@ def _judge_op_compile(req: dict, facts: dict) -> None:
                       "torch.linalg.vector_norm.")
 
 
-ROW_NORM_OP = Exercise("row_norm_op", "row_norm custom op", ("row_norm",), (
-    Stage(f"{OP_NAME} is a custom op computing the norm of each row (1-D to 3-D, float32/float64)", 1,
-          probes.op_values, _judge_op_values),
-    Stage("fake implementation: torch.library.opcheck passes on every shape", 1, probes.op_fake, _judge_op_fake),
-    Stage("register_autograd: gradients match vector_norm (0 for a zero row), gradcheck, opcheck with grad", 1,
-          probes.op_autograd, _judge_op_autograd),
-    Stage("torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", 1, probes.op_compile,
-          _judge_op_compile),
-), _op_request)
+ROW_NORM_OP = Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
+    Stage(name=f"{OP_NAME} is a custom op computing the norm of each row (1-D to 3-D, float32/float64)", points=1,
+          probe=probes.op_values, judge=_judge_op_values),
+    Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe=probes.op_fake, judge=_judge_op_fake),
+    Stage(name="register_autograd: gradients match vector_norm (0 for a zero row), gradcheck, opcheck with grad", points=1,
+          probe=probes.op_autograd, judge=_judge_op_autograd),
+    Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe=probes.op_compile,
+          judge=_judge_op_compile),
+), request=_op_request)
 
 EXERCISES = [ROW_NORM_OP]

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import (FunctionSpec, close, fixed_arg, fmt, function_exercise, judge_backward, judge_forward, request,
+from .autograd_function import (FunctionSpec, close, fixed_arg, fmt, function_exercise, judge_backward, judge_forward, request,
                         unwrap)
 from ..probes import lesson09 as probes
 
@@ -78,8 +78,8 @@ def _log1mexp_cases(base: int):
     ]
 
 
-LOG1MEXP = FunctionSpec("log1mexp", "Log1mExp", ("x",), _Log1mExp.apply, _log1mexp_cases, "log(1 - exp(-x))",
-                        None, lambda base: [_uniform((8,), base + 4, 0.01, 20.0)])
+LOG1MEXP = FunctionSpec(grade_id="log1mexp", cls_name="Log1mExp", arg_names=("x",), reference=_Log1mExp.apply, cases=_log1mexp_cases, describe="log(1 - exp(-x))",
+                        diagnose=None, gradcheck_args=lambda base: [_uniform((8,), base + 4, 0.01, 20.0)])
 RTOL = {torch.float32: 1e-5, torch.float64: 1e-13}
 
 
@@ -126,9 +126,9 @@ def _judge_wide(req: dict, facts: dict) -> None:
 
 
 def _log1mexp_exercise() -> Exercise:
-    base = function_exercise(LOG1MEXP, "Log1mExp", 1, 1)
-    wide = Stage("accurate and finite from x = 1e-30 to 1e4 (float64) and 80 (float32), values and gradients", 1,
-                 probes.wide, _judge_wide)
+    base = function_exercise(spec=LOG1MEXP, title="Log1mExp", forward_points=1, backward_points=1)
+    wide = Stage(name="accurate and finite from x = 1e-30 to 1e4 (float64) and 80 (float32), values and gradients", points=1,
+                 probe=probes.wide, judge=_judge_wide)
 
     def req(seed: int) -> dict:
         return dict(request(LOG1MEXP, seed), wide=_wide_grid(seed))
@@ -179,8 +179,8 @@ def _lambert_diagnose(i, got, want, args, g):
                    "x > 0), written with the W saved in forward.")
 
 
-LAMBERT = FunctionSpec("lambert_w", "LambertW", ("x",), _LambertW.apply, _lambert_cases, "W(x), the w with w e^w = x",
-                       _lambert_diagnose, lambda base: [_uniform((8,), base + 14, 0.01, 100.0)])
+LAMBERT = FunctionSpec(grade_id="lambert_w", cls_name="LambertW", arg_names=("x",), reference=_LambertW.apply, cases=_lambert_cases, describe="W(x), the w with w e^w = x",
+                       diagnose=_lambert_diagnose, gradcheck_args=lambda base: [_uniform((8,), base + 14, 0.01, 100.0)])
 LAMBERT_RTOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 
 
@@ -253,11 +253,11 @@ def _judge_uses_saved(req: dict, facts: dict) -> None:
 
 
 def _lambert_exercise() -> Exercise:
-    forward, backward = function_exercise(LAMBERT, "LambertW", 1, 1).stages
-    kept = Stage("keeps the same for backward however many iterations forward takes, and records none", 1,
-                 probes.kept, _judge_kept)
-    saved = Stage("backward uses the W saved in forward (it does not iterate again)", 1, probes.uses_saved,
-                  _judge_uses_saved)
+    forward, backward = function_exercise(spec=LAMBERT, title="LambertW", forward_points=1, backward_points=1).stages
+    kept = Stage(name="keeps the same for backward however many iterations forward takes, and records none", points=1,
+                 probe=probes.kept, judge=_judge_kept)
+    saved = Stage(name="backward uses the W saved in forward (it does not iterate again)", points=1, probe=probes.uses_saved,
+                  judge=_judge_uses_saved)
 
     def req(seed: int) -> dict:
         gen = torch.Generator().manual_seed(1000 * seed + 15)
@@ -269,7 +269,7 @@ def _lambert_exercise() -> Exercise:
                       "on [0, 1e30]", probe=probes.forward_and_wide, judge=_judge_lambert_forward)
     backward = replace(backward, name="backward: dW/dx = W / (x (1 + W)) by the implicit function theorem, "
                        "gradcheck on [0.01, 100]", judge=lambda r, f: judge_backward(LAMBERT, r, f))
-    return Exercise("lambert_w", "LambertW", ("LambertW",), (forward, backward, kept, saved), req)
+    return Exercise(grade_id="lambert_w", title="LambertW", names=("LambertW",), stages=(forward, backward, kept, saved), request=req)
 
 
 EXERCISES = [_log1mexp_exercise(), _lambert_exercise()]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .functions import (FunctionSpec, close, function_exercise, judge_own_backward, op_names, request, tensor_arg, unwrap,
+from .autograd_function import (FunctionSpec, close, function_exercise, judge_own_backward, op_names, request, tensor_arg, unwrap,
                         value_arg)
 from ..probes import lesson09 as probes
-from ..probes.ops import backward_ops
+from ..probes.recorded_ops import backward_ops
 
 catalogue({
     "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",
@@ -47,9 +47,9 @@ def _rms_diagnose(i, got, want, args, g):
     return None
 
 
-RMSNORM = FunctionSpec("rmsnorm", "RMSNorm", ("x", "weight", "eps"), rmsnorm_reference, _rms_cases,
-                       "x * rsqrt(mean(x**2, -1) + eps) * weight", _rms_diagnose,
-                       lambda base: [tensor_arg((3, 4), base + 41), tensor_arg((4,), base + 42), value_arg(1e-3)],
+RMSNORM = FunctionSpec(grade_id="rmsnorm", cls_name="RMSNorm", arg_names=("x", "weight", "eps"), reference=rmsnorm_reference, cases=_rms_cases,
+                       describe="x * rsqrt(mean(x**2, -1) + eps) * weight", diagnose=_rms_diagnose,
+                       gradcheck_args=lambda base: [tensor_arg((3, 4), base + 41), tensor_arg((4,), base + 42), value_arg(1e-3)],
                        patterns=((True, False), (False, True)))
 
 
@@ -77,15 +77,15 @@ def _judge_saved(req: dict, facts: dict) -> None:
 
 
 def _rmsnorm_exercise() -> Exercise:
-    base = function_exercise(RMSNORM, "RMSNorm", 1, 1, 1)
-    saved = Stage("saves only x, weight and one value per row (rstd); backward is its own VJP", 1,
-                  probes.saved_sizes, _judge_saved)
+    base = function_exercise(spec=RMSNORM, title="RMSNorm", forward_points=1, backward_points=1, needs_input_grad_points=1)
+    saved = Stage(name="saves only x, weight and one value per row (rstd); backward is its own VJP", points=1,
+                  probe=probes.saved_sizes, judge=_judge_saved)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
         return dict(request(RMSNORM, seed), saved_args=[tensor_arg((16, 32), b + 43), tensor_arg((32,), b + 44),
                                                         value_arg(1e-6)])
-    return Exercise("rmsnorm", "RMSNorm", ("RMSNorm",), base.stages + (saved,), req)
+    return Exercise(grade_id="rmsnorm", title="RMSNorm", names=("RMSNorm",), stages=base.stages + (saved,), request=req)
 
 
 # --------------------------------------------------------------------------- solve
@@ -118,8 +118,8 @@ def _solve_diagnose(i, got, want, args, g):
                    "solve with the saved factors), g_A = -g_b x^T: torch.outer(g_b, x) for 1-D b, g_b @ x.mT for 2-D.")
 
 
-SOLVE = FunctionSpec("solve", "Solve", ("A", "b"), torch.linalg.solve, _solve_cases, "x = A^-1 b", _solve_diagnose,
-                     lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
+SOLVE = FunctionSpec(grade_id="solve", cls_name="Solve", arg_names=("A", "b"), reference=torch.linalg.solve, cases=_solve_cases, describe="x = A^-1 b", diagnose=_solve_diagnose,
+                     gradcheck_args=lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
                      patterns=((True, False), (False, True)))
 FACTORISE = {"linalg_lu_factor_ex", "linalg_lu_factor", "linalg_lu", "_lu_with_info", "lu", "linalg_cholesky_ex",
              "linalg_qr", "_linalg_svd", "linalg_eig", "linalg_eigh", "_linalg_eigh"}
@@ -148,15 +148,15 @@ def _judge_ops(req: dict, facts: dict) -> None:
 
 
 def _solve_exercise() -> Exercise:
-    base = function_exercise(SOLVE, "Solve", 1, 1, 1)
-    ops = Stage("factorises once: LU in forward, adjoint lu_solve with the saved factors in backward", 1,
-                backward_ops, _judge_ops)
+    base = function_exercise(spec=SOLVE, title="Solve", forward_points=1, backward_points=1, needs_input_grad_points=1)
+    ops = Stage(name="factorises once: LU in forward, adjoint lu_solve with the saved factors in backward", points=1,
+                probe=backward_ops, judge=_judge_ops)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
         return dict(request(SOLVE, seed), op_cases=[[_matrix(6, b + 61), tensor_arg((6,), b + 62)],
                                                     [_matrix(6, b + 63), tensor_arg((6, 2), b + 64)]])
-    return Exercise("solve", "Solve", ("Solve",), base.stages + (ops,), req)
+    return Exercise(grade_id="solve", title="Solve", names=("Solve",), stages=base.stages + (ops,), request=req)
 
 
 EXERCISES = [_rmsnorm_exercise(), _solve_exercise()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .functions import FunctionSpec, close, function_exercise, judge_backward, op_names, request, tensor_arg
+from .autograd_function import FunctionSpec, close, function_exercise, judge_backward, op_names, request, tensor_arg
 from ..probes import lesson10 as probes
 
 catalogue({
@@ -71,8 +71,8 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-SPEC = FunctionSpec("triton_swiglu", "TritonSwiGLU", ("x",), swiglu_packed, _cases,
-                    "silu(x[..., :d]) * x[..., d:]", _diagnose, lambda base: [tensor_arg((2, 10), base + 6)])
+SPEC = FunctionSpec(grade_id="triton_swiglu", cls_name="TritonSwiGLU", arg_names=("x",), reference=swiglu_packed, cases=_cases,
+                    describe="silu(x[..., :d]) * x[..., d:]", diagnose=_diagnose, gradcheck_args=lambda base: [tensor_arg((2, 10), base + 6)])
 
 
 def _names(launched: object) -> list[str]:
@@ -130,12 +130,12 @@ def _judge_backward(req: dict, facts: dict) -> None:
 
 
 def _exercise() -> Exercise:
-    base = function_exercise(SPEC, "SwiGLU in Triton", 1, 2)
+    base = function_exercise(spec=SPEC, title="SwiGLU in Triton", forward_points=1, backward_points=2)
     forward, backward = base.stages
-    kernels = Stage("forward and backward compute in Triton kernels (backward's gradient is what its kernel writes)",
-                    1, probes.kernel_use, _judge_kernels)
-    backward = Stage(backward.name.replace("gradcheck", "an expanded grad_output, gradcheck"), backward.points,
-                     probes.backward_and_expanded, _judge_backward)
+    kernels = Stage(name="forward and backward compute in Triton kernels (backward's gradient is what its kernel writes)",
+                    points=1, probe=probes.kernel_use, judge=_judge_kernels)
+    backward = Stage(name=backward.name.replace("gradcheck", "an expanded grad_output, gradcheck"), points=backward.points,
+                     probe=probes.backward_and_expanded, judge=_judge_backward)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
@@ -144,7 +144,7 @@ def _exercise() -> Exercise:
                                    "poison_args": [tensor_arg((3, 74), b + 11, torch.float32)]},
                                   {"args": [tensor_arg((2, 40), b + 8)], "poison_args": [tensor_arg((2, 40), b + 12)]}],
                     expanded={"x": tensor_arg((3, 50), b + 9), "g": tensor_arg((), b + 10)["t"]})
-    return Exercise("triton_swiglu", "SwiGLU in Triton", ("TritonSwiGLU",), (forward, kernels, backward), req)
+    return Exercise(grade_id="triton_swiglu", title="SwiGLU in Triton", names=("TritonSwiGLU",), stages=(forward, kernels, backward), request=req)
 
 
 EXERCISES = [_exercise()]

@@ -18,6 +18,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ..paths import PACKAGE as COURSE_UTILS
+from ..paths import ROOT
 from . import sandbox, similarity
 from .collect import UsageError, collect, course_version, display_name, load_assignments
 from .outputs import json_line, write_all
@@ -25,8 +27,6 @@ from .reports import common_root
 from .results import Batch, SubmissionResult
 from .store import Store, file_digest, merge
 
-COURSE_UTILS = sandbox.COURSE_UTILS
-ROOT = COURSE_UTILS.parent
 
 
 def parse_shard(text: str) -> tuple[int, int]:

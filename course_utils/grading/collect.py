@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..release import ASSIGNMENT_KEY
+from ..paths import ASSIGNMENT_KEY
 from .policy import learning_flags, review_reasons
 from .results import ExerciseResult, SubmissionResult
 

@@ -23,12 +23,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+from ..paths import PACKAGE as COURSE_UTILS
+from ..paths import ROOT
 from . import sandbox
 from .collect import UsageError, load_assignments
 from .results import HELD, SubmissionResult
 
-COURSE_UTILS = sandbox.COURSE_UTILS
-ROOT = COURSE_UTILS.parent
 PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -125,7 +125,7 @@ def run(root: Path) -> int:
     """Grade ``root/submission`` and write ``root/results/results.json``; always writes a result."""
     from .judge import Options, grade_submission
 
-    course = COURSE_UTILS.parent
+    course = ROOT
     assignments = load_assignments(course)
     assignment = next(iter(assignments))
     found = sorted(str(p) for p in (root / "submission").rglob("*.ipynb") if p.is_file() and not p.is_symlink())

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import checks
 from ..checks.engine import make_request
+from ..paths import PACKAGE as COURSE_UTILS
 from . import sandbox
 from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
 from .limits import MAX_PROCESSES, Limits
@@ -35,7 +36,6 @@ JUDGE_MEMORY = 3 << 30  # the judge's own growth allowed beyond its size at star
 JOB_MEMORY = 1 << 30
 STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
 SCRATCH_BYTES = 256 << 20
-COURSE_UTILS = sandbox.COURSE_UTILS
 
 
 @dataclass

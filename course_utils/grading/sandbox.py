@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..paths import PACKAGE as COURSE_UTILS  # the package the runner imports (parts bound read-only)
 from . import seccomp
 
-COURSE_UTILS = Path(__file__).resolve().parents[1]  # the package the runner imports (bound read-only)
 COURSE_MOUNT = "/course"  # where course_utils appears inside the sandbox
 SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)

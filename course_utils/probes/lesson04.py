@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import functions as f
-from .functions import backward_once, function_class, materialize
+from . import autograd_function as f
+from .autograd_function import backward_once, function_class, materialize
 from .guard import Mistake, attempt, call, lookup
 
 

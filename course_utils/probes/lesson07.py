@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import BackwardCFunction, once_differentiable
 
-from . import functions as f
-from .functions import fn_class, materialize, tensors_on
+from . import autograd_function as f
+from .autograd_function import fn_class, materialize, tensors_on
 from .guard import Mistake, attempt, call
 
 _ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from .functions import fn_class, tensors_on
+from .autograd_function import fn_class, tensors_on
 from .guard import NotAttempted, call, lookup, where
-from .ops import recorded
+from .recorded_ops import recorded
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
 OP_NAME = "exercises::row_norm"

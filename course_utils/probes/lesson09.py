@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from . import functions as f
-from .functions import function_class
+from . import autograd_function as f
+from .autograd_function import function_class
 from .guard import attempt, call
-from .ops import backward_ops, recorded
+from .recorded_ops import backward_ops, recorded
 
 DTYPES = (torch.float32, torch.float64)
 

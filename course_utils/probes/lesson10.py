@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import torch
 
-from . import functions as f
+from . import autograd_function as f
 from .guard import attempt, call
-from .ops import recorded
+from .recorded_ops import recorded
 
 
 def _kernel_classes() -> list[type]:

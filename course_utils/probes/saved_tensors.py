@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .functions import custom_node, function_class, materialize
+from .autograd_function import custom_node, function_class, materialize
 from .guard import Mistake, attempt, call
 
 INPLACE_ERROR = "modified by an inplace operation"

@@ -1,6 +1,6 @@
 """What a custom Function saved for backward, for exercises that prescribe it (e.g. "save the output").
 
-The probe (``course_utils.probes.saving``) reports, for each tensor in ``ctx.saved_tensors``, whether it is the output and
+The probe (``course_utils.probes.saved_tensors``) reports, for each tensor in ``ctx.saved_tensors``, whether it is the output and
 which inputs it is (same memory, or an equal copy): plain booleans and indices. It also
 reports whether backward *reads* them: it bumps the saved tensors' version counters
 (an in-place ``add_(0)``, values unchanged) and calls backward, which must then fail
@@ -10,10 +10,10 @@ The judge decides from those facts; it never sees the student's tensors.
 from __future__ import annotations
 
 from .engine import Malformed, Mistake, catalogue
-from .functions import FunctionSpec, describe_input, unwrap
-from ..probes.saving import saved as probe_saved
+from .autograd_function import FunctionSpec, describe_input, unwrap
+from ..probes.saved_tensors import saved as probe_saved
 
-__all__ = ["probe_saved"]  # the probe half of "saves its output only" (course_utils.probes.saving)
+__all__ = ["probe_saved"]  # the probe half of "saves its output only" (course_utils.probes.saved_tensors)
 
 catalogue({
     "saved_input": "forward saved an input that backward does not need (the output suffices)",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from ..probes import functions as probes
-from ..probes.functions import grad_output, materialize
+from ..probes import autograd_function as probes
+from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
 
 catalogue({
@@ -95,7 +95,7 @@ def describe_input(names: tuple[str, ...], i: int) -> str:
 Diagnose = Callable[[int, torch.Tensor, torch.Tensor, tuple, torch.Tensor], "Mistake | None"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FunctionSpec:
     """How to test one custom Function exercise against PyTorch."""
 
@@ -266,7 +266,7 @@ def _matches_another(spec: FunctionSpec, case: dict, i: int, got_g: torch.Tensor
 
 
 def op_names(ops: object) -> set[str]:
-    """The ATen op names of a probe's ``[[name, numel], ...]`` record (``probes.ops.recorded``)."""
+    """The ATen op names of a probe's ``[[name, numel], ...]`` record (``probes.recorded_ops.recorded``)."""
     if not isinstance(ops, list):
         raise Malformed("no op record")
     return {str(entry[0]) for entry in ops if isinstance(entry, list) and entry}
@@ -303,15 +303,15 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
         raise Malformed("missing patterns")
 
 
-def function_exercise(spec: FunctionSpec, title: str, forward_points: float, backward_points: float,
+def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, backward_points: float,
                       needs_input_grad_points: float = 0) -> Exercise:
     stages = [
-        Stage(f"forward matches {spec.describe}", forward_points,
-              probes.forward, lambda req, f: judge_forward(spec, req, f)),
-        Stage("backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", backward_points,
-              probes.backward, lambda req, f: judge_backward(spec, req, f)),
+        Stage(name=f"forward matches {spec.describe}", points=forward_points,
+              probe=probes.forward, judge=lambda req, f: judge_forward(spec, req, f)),
+        Stage(name="backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", points=backward_points,
+              probe=probes.backward, judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
-        stages.append(Stage("computes only the gradients ctx.needs_input_grad asks for", needs_input_grad_points,
-                            probes.needs_input_grad, lambda req, f: judge_needs_input_grad(spec, req, f)))
-    return Exercise(spec.grade_id, title, (spec.cls_name,), tuple(stages), lambda seed: request(spec, seed))
+        stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
+                            probe=probes.needs_input_grad, judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+    return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages), request=lambda seed: request(spec, seed))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import functions as f
+from . import autograd_function as f
 from .guard import attempt, call
 
 OPS_LIMIT = 20000  # ops recorded per call; a backward that runs more is reported as cut
