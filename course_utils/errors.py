@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from types import TracebackType
+from typing import Any
 
 
 class CourseError(ValueError):
@@ -77,7 +78,7 @@ def _show_short(shell, etype, value, tb, tb_offset=None):  # IPython's custom ex
     return shell.showtraceback((etype, value, kept), tb_offset=0)
 
 
-def notebook_shell() -> object | None:
+def notebook_shell() -> Any:
     """The IPython shell of a Jupyter kernel (JupyterLab, Colab, nbval, nbgrader), else None (never imports IPython)."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None

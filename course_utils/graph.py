@@ -148,7 +148,7 @@ def backward_graph(
     params: Mapping[str, torch.Tensor] | None = None,
     show_saved: bool = False,
     caller: str = "backward_graph",
-) -> "torchviz.dot.Digraph":
+) -> torchviz.dot.Digraph:
     """The backward graph of ``var`` as a graphviz ``Digraph`` with deterministic node names.
 
     ``params`` names leaf tensors (``{"a": a}``); ``show_saved`` adds what each node saved
@@ -226,7 +226,7 @@ def graph_text(
         if is_custom(fn):
             text += "  [custom Function]"
         if hasattr(fn, "variable"):
-            leaf = fn.variable  # type: ignore[attr-defined]
+            leaf = fn.variable
             text += f" -> leaf {names.get(id(leaf), '')} {_shape(leaf)}".replace("  ", " ")
         if show_saved:
             saved = _saved(fn)

@@ -23,6 +23,7 @@ import timeit
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -124,7 +125,7 @@ def compare_costs(
     if reference not in variants:
         raise CourseError(f"reference {reference!r} is not one of the variants: {', '.join(variants)}.")
     names = [reference] + [n for n in variants if n != reference]
-    rows = [{"variant": n, "peak_bytes": peak_memory(variants[n])} for n in names]
+    rows: list[dict[str, Any]] = [{"variant": n, "peak_bytes": peak_memory(variants[n])} for n in names]
     if timing:
         for row in rows:
             row["seconds"] = time_per_call(variants[row["variant"]], repeat=repeat)
@@ -136,7 +137,7 @@ def compare_costs(
     return rows
 
 
-def format_costs(rows: list[dict[str, object]], timing: bool = True) -> str:
+def format_costs(rows: list[dict[str, Any]], timing: bool = True) -> str:
     """A Markdown table of ``compare_costs`` rows."""
     head = "| variant | peak memory | memory ratio |" + (" time per fwd+bwd | time ratio |" if timing else "")
     rule = "| --- | ---: | ---: |" + (" ---: | ---: |" if timing else "")

@@ -6,16 +6,17 @@ read from ``pyproject.toml`` ([project.urls] Repository), which pip and the site
 """
 from __future__ import annotations
 
-import tomllib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
+
+import tomllib
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
 ASSIGNMENT_KEY = "autograd_course"  # notebook metadata key naming the assignment an exercise notebook belongs to
 
 
-@lru_cache(maxsize=None)
+@cache
 def repo_url() -> str:
     """The course repository URL (pyproject.toml [project.urls] Repository)."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())

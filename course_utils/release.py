@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where used

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import http.server
+import importlib.util
 import posixpath
 import re
 import shutil
@@ -33,8 +33,8 @@ from pathlib import Path
 import nbformat
 
 from .build import SETUP_MARK, colab_url
-from .paths import ROOT, repo_url
 from .errors import CourseError
+from .paths import ROOT, repo_url
 
 DEFAULT_OUT = ROOT / "_build"
 INSTRUCTORS_HEADING = "## For instructors"
@@ -55,7 +55,10 @@ def blob_url(rel_path: str) -> str:
 
 def site_title() -> str:
     """The course title: README.md's first heading."""
-    return re.search(r"^# (.+)$", (ROOT / "README.md").read_text(), re.M).group(1).strip()
+    found = re.search(r"^# (.+)$", (ROOT / "README.md").read_text(), re.M)
+    if found is None:
+        raise SystemExit("README.md needs a '# title' line: the site's title is read from it.")
+    return found.group(1).strip()
 
 
 def authors() -> str:
@@ -113,7 +116,7 @@ def companion(rel_path: str) -> str | None:
     if rel_path in lessons():
         return next((e for e in exercises() if posixpath.basename(e)[:2] == number), None)
     if rel_path in exercises():
-        return next((l for l in lessons() if posixpath.basename(l)[:2] == number), None)
+        return next((lesson for lesson in lessons() if posixpath.basename(lesson)[:2] == number), None)
     return None
 
 
@@ -252,7 +255,7 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
     cmd = [sys.executable, "-m", "sphinx", "-E", "-b", "html", "-d", str(out / "doctrees"), str(src), str(html)]
     if quiet:
         cmd.insert(3, "-q")
-    done = subprocess.run(cmd, cwd=src, text=True, capture_output=quiet)
+    done = subprocess.run(cmd, cwd=src, text=True, capture_output=quiet, check=False)
     if done.returncode != 0:
         raise CourseError(f"The site build failed (Sphinx exit status {done.returncode}); its messages:\n"
                           f"{(done.stderr or '')[-3000:]}")
@@ -267,7 +270,7 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args) -> None:
         pass
 
 

@@ -11,7 +11,7 @@ and the forward and backward graphs AOTAutograd derived from it (``"forward"``,
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import CourseError
 

@@ -26,13 +26,13 @@ import contextlib
 import html
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
 from .errors import CourseError
 from .figures import ERROR_FLOOR, ComparisonView, Plot, SweepView, comparison_plot, sweep_plot
-from .gradients import (BUILTIN, DTYPES, Case, Comparison, best_step, cases, compare_gradients,
-                        finite_difference, step_size_errors)
+from .gradients import BUILTIN, DTYPES, Case, Comparison, best_step, cases, compare_gradients, finite_difference, step_size_errors
 
 __all__ = ["BUILTIN", "DTYPES", "ERROR_FLOOR", "Case", "Comparison", "GradientExplorer", "Plot",
            "StepSizeExplorer", "Throttle", "best_step", "cases", "compare_gradients", "comparison_plot",
@@ -114,12 +114,12 @@ class _Explorer:
     """Controls plus one figure that is redrawn in place whenever a control changes."""
 
     controls: object
-    status: object
+    status: Any  # an ipywidgets HTML (imported lazily)
 
     def __init__(self) -> None:
         self._handle = None
         self._plot: Plot | None = None
-        self._last = None
+        self._last: Any = None
         self.throttle = Throttle(self._redraw)
 
     def _draw(self) -> Plot:
@@ -162,6 +162,8 @@ class _Explorer:
     def plot(self) -> Plot:
         """The current figure as PNG + text."""
         self.flush()
+        if self._plot is None:
+            raise CourseError("nothing is drawn yet: show the explorer (or call flush()) first.")
         return self._plot
 
     SUMMARY = ""

@@ -12,6 +12,7 @@ import json
 import math
 import struct
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 
@@ -46,7 +47,7 @@ def dumps(obj: object) -> bytes:
     def enc(x: object, depth: int) -> object:
         if depth > MAX_DEPTH:
             return {"$obj": "too deep"}
-        if x is None or isinstance(x, (bool, str)) and type(x) in (bool, str):
+        if x is None or (isinstance(x, (bool, str)) and type(x) in (bool, str)):
             return x[:MAX_STRING] if isinstance(x, str) else x
         if type(x) is int:
             return x if -(1 << 62) < x < (1 << 62) else float(x)
@@ -55,7 +56,7 @@ def dumps(obj: object) -> bytes:
         if type(x) is torch.Tensor or type(x) is torch.nn.Parameter:
             return enc_tensor(x)
         if type(x) in (list, tuple):
-            return [enc(v, depth + 1) for v in list(x)[:MAX_ITEMS]]
+            return [enc(v, depth + 1) for v in list(cast("list | tuple", x))[:MAX_ITEMS]]
         if type(x) is dict:
             return {str(k)[:200]: enc(v, depth + 1) for k, v in list(x.items())[:MAX_ITEMS]
                     if not str(k).startswith("$") or k in ("$error",)}
@@ -81,7 +82,7 @@ def dumps(obj: object) -> bytes:
     return struct.pack("<I", len(header)) + header + b"".join(blobs)
 
 
-def loads(data: bytes) -> object:
+def loads(data: bytes) -> Any:  # plain data: dicts, lists, tensors, numbers, strings
     """Decode what ``dumps`` wrote; raise WireError for anything malformed."""
     if not isinstance(data, (bytes, bytearray)) or len(data) < 4 or len(data) > MAX_BYTES:
         raise WireError("message too short or too long")
@@ -123,7 +124,7 @@ def loads(data: bytes) -> object:
     def dec_tensor(spec: object) -> torch.Tensor:
         if not (type(spec) is list and len(spec) == 4 and spec[0] in DTYPES and type(spec[1]) is list
                 and all(type(s) is int and 0 <= s < (1 << 40) for s in spec[1]) and len(spec[1]) <= 16
-                and type(spec[2]) is int and type(spec[3]) is int and 0 <= spec[2] and 0 <= spec[3]):
+                and type(spec[2]) is int and type(spec[3]) is int and spec[2] >= 0 and spec[3] >= 0):
             raise WireError("bad tensor header")
         dtype, shape, start, size = DTYPES[spec[0]], spec[1], spec[2], spec[3]
         if start != offset[0] or start + size > len(body):

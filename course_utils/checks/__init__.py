@@ -17,5 +17,16 @@ from .verdict import watch_cells
 
 watch_cells()  # in a Jupyter kernel: remember answer cells that failed, so a check can name them
 
-__all__ = ["CourseError", "EXERCISES", "LESSON_MODULES", "MISTAKES", "Exercise", "Mistake", "Result", "check", "judge",
-           "probe", "run_check"]
+__all__ = [
+           "EXERCISES",
+           "LESSON_MODULES",
+           "MISTAKES",
+           "CourseError",
+           "Exercise",
+           "Mistake",
+           "Result",
+           "check",
+           "judge",
+           "probe",
+           "run_check",
+]

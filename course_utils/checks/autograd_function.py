@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from ..probes import autograd_function as probes
 from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
 catalogue({
     "forward_wrong": "forward does not match the reference",
@@ -92,7 +92,7 @@ def describe_input(names: tuple[str, ...], i: int) -> str:
 
 
 # --------------------------------------------------------------------------- the spec
-Diagnose = Callable[[int, torch.Tensor, torch.Tensor, tuple, torch.Tensor], "Mistake | None"]
+Diagnose = Callable[[int, torch.Tensor, torch.Tensor, list, torch.Tensor], "Mistake | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,4 +314,5 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
                             probe=probes.needs_input_grad, judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
-    return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages), request=lambda seed: request(spec, seed))
+    return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages),
+                    request=lambda seed: request(spec, seed))

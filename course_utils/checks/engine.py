@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from .. import probes
 from ..probes import guard
 from ..probes.guard import TIME_LIMIT, NotAttempted
+
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
 
 MISTAKES: dict[str, str] = {}
@@ -98,7 +100,7 @@ class Result:
 
 
 Probe = Callable[[Mapping[str, object], dict], object]
-Judge = Callable[[dict, object], "list[str] | None"]  # may return flags for the instructor
+Judge = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,16 +179,17 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
                 break
             passed.append(stage.name)
             points += stage.points
-    except Exception as exc:  # noqa: BLE001 - whatever the facts are, garbage earns nothing and crashes nothing
+    except Exception as exc:
         points, status, mistakes = 0.0, "failed", ["malformed_result"]
         feedback = ("the grader could not read what the check computed beside your code "
                     f"({type(exc).__name__}); 0 points for this exercise.")
         flags.append(f"{ex.grade_id}: malformed data from beside the student's code ({type(exc).__name__}: "
                      f"{str(exc)[:80]})")
     note = ""
-    printed = facts.get("printed", 0) if isinstance(facts, dict) else 0
+    record = facts if isinstance(facts, dict) else {}
+    printed = record.get("printed", 0)
     if isinstance(printed, int) and printed > 0:
-        first = facts.get("first_line", "")
+        first = record.get("first_line", "")
         note = f"your code printed {printed} characters during the check (hidden)" + (
             f"; first line: {first[:80]!r}" if isinstance(first, str) and first else "")
     return Result(ex.grade_id, points, ex.points, status, feedback, mistakes, passed, note, sorted(set(flags)))

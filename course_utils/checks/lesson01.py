@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import torch
 
-from .engine import Exercise, Mistake, Stage, catalogue, unwrap
 from ..probes import lesson01 as probes
 from ..probes.lesson01 import EFFICIENCY_SECONDS, ENGINE_API, ENGINE_EXPRESSIONS, LAYERS, VISIT_LIMIT
+from .engine import Exercise, Mistake, Stage, catalogue, unwrap
 
 catalogue({
     "scalar_api": "Scalar lacks part of the required interface",
@@ -87,7 +87,7 @@ def torch_grads(build: Callable, values: list) -> list[float]:
     """PyTorch's gradients of ``build`` at ``values`` (float64)."""
     ts = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in values]
     build(ts).backward()
-    return [t.grad.item() for t in ts]
+    return [t.grad.item() if t.grad is not None else 0.0 for t in ts]
 
 
 def grads_match(ours: list, want: list[float]) -> bool:
@@ -143,8 +143,10 @@ def _judge_efficiency(req, facts):
 
 
 SCALAR_ENGINE = Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
-    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe=probes.engine_api, judge=_judge_api),
-    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe=probes.engine_backward, judge=_judge_backward),
+    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe=probes.engine_api,
+          judge=_judge_api),
+    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe=probes.engine_backward,
+          judge=_judge_backward),
     Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, probe=probes.engine_efficiency,
           judge=_judge_efficiency),
 ), request=_request)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from .engine import Exercise, Mistake, Stage, catalogue, unwrap
-from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
 from ..probes import lesson01 as probes
 from ..probes.lesson01 import OPS_API, OPS_EXPRESSIONS
+from .engine import Exercise, Mistake, Stage, catalogue, unwrap
+from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
 
 GID = "scalar_ops"
 
@@ -28,7 +28,8 @@ API = list(zip(OPS_API, [2.0, 1.5, 1.5, 8.0, 2.0, math.exp(0.5), math.tanh(0.5)]
 
 INPUTS = [(1.3, -0.7), (1.3,), (0.8,), (1.2,), (1.7,), (0.0,), (-1.3,), (0.7,), (0.4,), (1.1,), (0.9, 1.6),
           (0.6, -1.4)]  # x ** 3 at 0 and x ** 2 at a negative x: a rule written p * x**p / x fails there
-KINDS = ["div", "div", "rdiv", "pow", "pow", "pow0", "pow", "exp", "tanh", "shared", "shared", "shared"]  # what a failure points at
+KINDS = ["div", "div", "rdiv", "pow", "pow", "pow0", "pow", "exp", "tanh", "shared", "shared",
+         "shared"]  # what a failure points at
 PROBES = [(label, build, inputs, kind) for (label, build), inputs, kind in zip(OPS_EXPRESSIONS, INPUTS, KINDS)]
 
 RULES = {
@@ -90,6 +91,7 @@ def _judge_backward(req, facts):
 
 SCALAR_OPS = Exercise(grade_id=GID, title="More Scalar operations", names=("Scalar",), stages=(
     Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe=probes.ops_api, judge=_judge_api),
-    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe=probes.ops_backward, judge=_judge_backward),
+    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe=probes.ops_backward,
+          judge=_judge_backward),
 ), request=_request)
 EXERCISES = [SCALAR_OPS]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from .engine import Mistake, catalogue
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .engine import Mistake, catalogue
 
 catalogue({"swapped_gradients": "the two gradients are swapped"})
 
@@ -29,7 +29,8 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-MUL = FunctionSpec(grade_id="mul", cls_name="Mul", arg_names=("a", "b"), reference=lambda a, b: a * b, cases=_cases, describe="a * b", diagnose=_diagnose,
+MUL = FunctionSpec(grade_id="mul", cls_name="Mul", arg_names=("a", "b"), reference=lambda a, b: a * b, cases=_cases,
+                   describe="a * b", diagnose=_diagnose,
                    gradcheck_args=lambda base: [tensor_arg((4,), base + 11), tensor_arg((4,), base + 12)])
 EXERCISES = [function_exercise(spec=MUL, title="Mul", forward_points=1, backward_points=1)]
 
@@ -69,6 +70,7 @@ def _div_diagnose(i, got, want, args, g):
     return None
 
 
-DIV = FunctionSpec(grade_id="div", cls_name="Div", arg_names=("a", "b"), reference=lambda a, b: a / b, cases=_div_cases, describe="a / b", diagnose=_div_diagnose,
+DIV = FunctionSpec(grade_id="div", cls_name="Div", arg_names=("a", "b"), reference=lambda a, b: a / b, cases=_div_cases,
+                   describe="a / b", diagnose=_div_diagnose,
                    gradcheck_args=lambda base: [tensor_arg((4,), base + 37), tensor_arg((4,), base + 38, low=0.5)])
 EXERCISES.append(function_exercise(spec=DIV, title="Div", forward_points=1, backward_points=2))

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import torch
 
-from .engine import Mistake, Stage, catalogue
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .engine import Mistake, Stage, catalogue
 from .saved_tensors import judge_saves_output_only, probe_saved
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
@@ -33,7 +33,8 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-EXP = FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=torch.exp, cases=_cases, describe="exp(x)", diagnose=_diagnose,
+EXP = FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=torch.exp, cases=_cases, describe="exp(x)",
+                   diagnose=_diagnose,
                    gradcheck_args=lambda base: [tensor_arg((5,), base + 24)])
 EXERCISES = [function_exercise(spec=EXP, title="Exp", forward_points=1, backward_points=1)]
 
@@ -67,7 +68,8 @@ def _sigmoid_diagnose(i, got, want, args, g):
     return None
 
 
-SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",), reference=torch.sigmoid, cases=_sigmoid_cases, describe="sigmoid(x) = 1 / (1 + exp(-x))",
+SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",), reference=torch.sigmoid, cases=_sigmoid_cases,
+                       describe="sigmoid(x) = 1 / (1 + exp(-x))",
                        diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 _SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
                       probe=probe_saved,

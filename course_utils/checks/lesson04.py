@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .engine import Exercise, Mistake, Stage, catalogue
-from .autograd_function import (FunctionSpec, close, function_exercise, grad_output, judge_backward, materialize, reducible,
-                        request, tensor_arg, unwrap, value_arg)
 from ..probes import lesson04 as probes
+from .autograd_function import (
+    FunctionSpec,
+    close,
+    function_exercise,
+    grad_output,
+    judge_backward,
+    materialize,
+    reducible,
+    request,
+    tensor_arg,
+    unwrap,
+    value_arg,
+)
+from .engine import Exercise, Judge, Mistake, Stage, catalogue
 
 catalogue({
     "transposed_weight_grad": "the weight gradient is transposed",
@@ -68,9 +78,11 @@ def _reference(input, weight, bias=None):
     return F.linear(input, weight, bias)
 
 
-LINEAR = FunctionSpec(grade_id="linear_function", cls_name="LinearFunction", arg_names=("input", "weight", "bias"), reference=_reference, cases=_cases,
+LINEAR = FunctionSpec(grade_id="linear_function", cls_name="LinearFunction", arg_names=("input", "weight", "bias"),
+                      reference=_reference, cases=_cases,
                       describe="input @ weight.T + bias", diagnose=_diagnose,
-                      gradcheck_args=lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49), tensor_arg((2,), base + 50)],
+                      gradcheck_args=lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49),
+                                                   tensor_arg((2,), base + 50)],
                       patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
@@ -151,10 +163,12 @@ def _module_request(seed: int) -> dict:
 LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
     Stage(name="parameters, shapes and extra_repr", points=1, probe=probes.module_structure, judge=_judge_structure),
     Stage(name="initialised like nn.Linear", points=1, probe=probes.module_init, judge=_judge_init),
-    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe=probes.module_forward, judge=_judge_forward),
+    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe=probes.module_forward,
+          judge=_judge_forward),
 ), request=_module_request)
 
-EXERCISES = [function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2, needs_input_grad_points=1), LINEAR_MODULE]
+EXERCISES = [function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2,
+                               needs_input_grad_points=1), LINEAR_MODULE]
 
 
 # --------------------------------------------------------------------------- linear_nd (transfer)
@@ -223,7 +237,7 @@ def _nd_diagnose(i, got, want, args, g):
     return None
 
 
-def _nd_labelled(judge: Callable[[dict, object], object]) -> Callable[[dict, object], object]:
+def _nd_labelled(judge: Judge) -> Judge:
     """Wrap a stage's judge: a crash of student code names the input shape it happened for."""
     def wrapped(req: dict, facts: object):
         try:
@@ -244,7 +258,8 @@ def _nd_labelled(judge: Callable[[dict, object], object]) -> Callable[[dict, obj
     return wrapped
 
 
-LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("input", "weight", "bias"), reference=_reference, cases=_nd_cases,
+LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("input", "weight", "bias"), reference=_reference,
+                         cases=_nd_cases,
                          describe="input @ weight.T + bias over any leading dims", diagnose=_nd_diagnose,
                          gradcheck_args=lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
                                        tensor_arg((2,), base + 70)],
@@ -281,7 +296,8 @@ def _nd_request(seed: int) -> dict:
 
 
 def _linear_nd_exercise() -> Exercise:
-    forward, backward, needs = function_exercise(spec=LINEAR_ND, title="LinearND", forward_points=1, backward_points=2, needs_input_grad_points=1).stages
+    forward, backward, needs = function_exercise(spec=LINEAR_ND, title="LinearND", forward_points=1, backward_points=2,
+                                                 needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
                     probe=probes.nd_permuted, judge=_judge_permuted), needs)

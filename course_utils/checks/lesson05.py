@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .autograd_function import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
 from ..probes.recorded_ops import backward_ops
+from .autograd_function import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
 catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
 
@@ -98,15 +98,15 @@ def _clip_diagnose(i, got, want, args, g):
     max_norm, dt, norm = args[1], want.dtype, g.norm()
     if norm < max_norm and close(got, g * (max_norm / norm), dt):
         return Mistake("clip_below_max_norm", f"clip_grad: the gradient for input 0 (`x`) was rescaled to norm "
-                       f"max_norm = {max_norm:.3g} although norm(grad_output) = {norm:.3g} is already below max_norm; the factor is "
-                       "min(1, max_norm / norm), so a small gradient passes unchanged.")
+                       f"max_norm = {max_norm:.3g} although norm(grad_output) = {norm:.3g} is already below max_norm; "
+                       "the factor is min(1, max_norm / norm), so a small gradient passes unchanged.")
     if g.dim() >= 2:
         for norms, how in ((g.norm(dim=-1, keepdim=True), "per row (dim=-1)"),
                            (g.flatten(1).norm(dim=1).reshape(-1, *[1] * (g.dim() - 1)), "per sample (all dims but 0)")):
             if close(got, g * (max_norm / norms).clamp(max=1), dt):
                 return Mistake("clip_per_row", f"clip_grad: the gradient for input 0 (`x`) is clipped by the norm "
-                               f"{how} of grad_output, shape {tuple(g.shape)}; clip by the norm of the whole tensor, grad_output.norm() "
-                               "(one number), so the direction of the gradient does not change.")
+                               f"{how} of grad_output, shape {tuple(g.shape)}; clip by the norm of the whole tensor, "
+                               "grad_output.norm() (one number), so the direction of the gradient does not change.")
     if close(got, g * (max_norm / norm ** 2).clamp(max=1), dt):
         return Mistake("clip_squared_norm", "clip_grad: the gradient for input 0 (`x`) divides max_norm by the squared norm "
                        "(sum of squares); the norm is its square root: grad_output.norm() or "
@@ -114,10 +114,12 @@ def _clip_diagnose(i, got, want, args, g):
     return None
 
 
-CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=_ClipReference.apply, cases=_clip_cases,
+CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=_ClipReference.apply,
+                         cases=_clip_cases,
                          describe="x unchanged (gradient clipped in backward)", diagnose=_clip_diagnose,
                          also_correct=(_ClipReferenceEps.apply,))
-EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2), request=_clip_request))
+EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2),
+                         request=_clip_request))
 
 
 # --------------------------------------------------------------------------- embedding (transfer)
@@ -159,7 +161,8 @@ def _embedding_diagnose(i, got, want, args, g):
     return None
 
 
-EMBEDDING = FunctionSpec(grade_id="embedding", cls_name="EmbeddingFunction", arg_names=("indices", "weight"), reference=torch.nn.functional.embedding,
+EMBEDDING = FunctionSpec(grade_id="embedding", cls_name="EmbeddingFunction", arg_names=("indices", "weight"),
+                         reference=torch.nn.functional.embedding,
                          cases=_embedding_cases, describe="weight[indices]", diagnose=_embedding_diagnose,
                          gradcheck_args=lambda base: [_indices((5,), 3, base + 100), tensor_arg((3, 2), base + 101)])
 
@@ -192,7 +195,8 @@ def _embedding_exercise() -> Exercise:
     def req(seed: int) -> dict:
         b = 1000 * seed
         return dict(request(EMBEDDING, seed), op_cases=[[_indices((64,), 50, b + 102), tensor_arg((50, 4), b + 103)]])
-    return Exercise(grade_id="embedding", title="EmbeddingFunction", names=("EmbeddingFunction",), stages=base.stages + (no_one_hot,), request=req)
+    return Exercise(grade_id="embedding", title="EmbeddingFunction", names=("EmbeddingFunction",),
+                    stages=base.stages + (no_one_hot,), request=req)
 
 
 EXERCISES.append(_embedding_exercise())

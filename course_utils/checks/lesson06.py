@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
-from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from ..probes import lesson06 as probes
+from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
 
 catalogue({"kink_convention": "the gradient at u*v == 0 differs from PyTorch's (sign(0) = 0)"})
 
@@ -32,8 +32,10 @@ def _diagnose(i, got, want, args, g):
     return None
 
 
-ABS_PROD = FunctionSpec(grade_id="abs_prod", cls_name="AbsProd", arg_names=("u", "v"), reference=lambda u, v: (u * v).abs(), cases=_cases, describe="abs(u * v)",
-                        diagnose=_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 77, low=0.1), tensor_arg((5,), base + 78, low=0.1)])
+ABS_PROD = FunctionSpec(grade_id="abs_prod", cls_name="AbsProd", arg_names=("u", "v"), reference=lambda u, v: (u * v).abs(),
+                        cases=_cases, describe="abs(u * v)",
+                        diagnose=_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 77, low=0.1),
+                                                                         tensor_arg((5,), base + 78, low=0.1)])
 EXERCISES = [function_exercise(spec=ABS_PROD, title="AbsProd", forward_points=1, backward_points=2)]
 
 
@@ -93,7 +95,8 @@ def _max_diagnose(i, got, want, args, g):
     return None
 
 
-MAXIMUM = FunctionSpec(grade_id="maximum", cls_name="Maximum", arg_names=("u", "v"), reference=torch.maximum, cases=_max_cases, describe="torch.maximum(u, v)",
+MAXIMUM = FunctionSpec(grade_id="maximum", cls_name="Maximum", arg_names=("u", "v"), reference=torch.maximum, cases=_max_cases,
+                       describe="torch.maximum(u, v)",
                        diagnose=_max_diagnose, gradcheck_args=lambda base: _apart((5,), base + 98))
 EXERCISES.append(function_exercise(spec=MAXIMUM, title="Maximum", forward_points=1, backward_points=2))
 
@@ -104,7 +107,8 @@ catalogue({
     "test_misses_bugs": "backward_is_correct returned True for some Functions whose backward has a bug",
 })
 
-CORRECT = {  # kind -> (input shapes, what it is): right on every input it accepts
+Shapes = list[tuple[int, ...]]
+CORRECT: dict[str, tuple[Shapes, str]] = {  # kind -> (input shapes, what it is): right on every input it accepts
     "mul": ([(3, 4), (3, 4)], "a * b"), "mul_broadcast": ([(3, 4), (4,)], "a * b with b broadcast"),
     "matmul": ([(3, 4), (4, 2)], "a @ b for matrices (raises for other ranks)"), "exp": ([(5,)], "exp(x)"),
     "sincos": ([(2, 3)], "(sin x, cos x), two outputs"), "square_0d": ([()], "x * x for a 0-d x"),
@@ -112,7 +116,7 @@ CORRECT = {  # kind -> (input shapes, what it is): right on every input it accep
     "flat_view": ([(2, 3)], "x.view(-1) * 2 (raises for non-contiguous x)"),
     "fresh_inplace": ([(4,)], "exp(x), backward in place on a fresh tensor"),
 }
-BUGGY = {  # kind -> (input shapes, the bug, named as in the exercise)
+BUGGY: dict[str, tuple[Shapes, str]] = {  # kind -> (input shapes, the bug, named as in the exercise)
     "wrong_values": ([(5,)], "wrong gradient values"),
     "one_input_wrong": ([(3, 4), (3, 4)], "right gradient for one input, wrong for the other"),
     "grad_output_inplace": ([(5,)], "a backward that modifies grad_output in place"),

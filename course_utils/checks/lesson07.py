@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .autograd_function import close, fmt, grad_output, max_err, tensor_arg, unwrap
 from ..probes import lesson07 as probes
 from ..wire import Opaque
+from .autograd_function import close, fmt, grad_output, max_err, tensor_arg, unwrap
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 
 catalogue({
     "inplace_returns_new": "an in-place Function does not return its own input, modified in place",
@@ -66,7 +66,7 @@ def _relu_request(seed: int) -> dict:
 
 def _judge_relu_forward(req: dict, facts: dict) -> None:
     gid = "relu_inplace"
-    for case, got in zip(req["cases"], facts["cases"]):
+    for _case, got in zip(req["cases"], facts["cases"]):
         error = got.get("$error") if isinstance(got, dict) else None
         if isinstance(error, dict) and "marked as dirty" in str(error.get("hint")):
             raise Mistake("inplace_returns_new", f"{gid}: forward marked x dirty but returned another tensor; "
@@ -141,7 +141,8 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
 
 
 RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
-    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe=probes.relu_forward, judge=_judge_relu_forward),
+    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe=probes.relu_forward,
+          judge=_judge_relu_forward),
     Stage(name="gradients match torch.relu (zeros included, float32/float64, non-contiguous)", points=1,
           probe=probes.relu_backward, judge=_judge_relu_backward),
     Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
@@ -246,7 +247,8 @@ def _judge_clamp_backward(req: dict, facts: dict) -> None:
 
 
 CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
-    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe=probes.clamp_forward, judge=_judge_clamp_forward),
+    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe=probes.clamp_forward,
+          judge=_judge_clamp_forward),
     Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
           probe=probes.clamp_backward, judge=_judge_clamp_backward),
     Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,

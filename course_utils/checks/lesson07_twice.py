@@ -9,15 +9,15 @@ the cause of a wrong second derivative.
 """
 from __future__ import annotations
 
-import torch
-
 from dataclasses import replace
 
-from .engine import Exercise, Mistake, Stage, catalogue
-from .autograd_function import (FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err,
-                        request as function_request, tensor_arg, unwrap)
-from .lesson07 import F32, F64, ctx_mistake, type_name
+import torch
+
 from ..probes import lesson07 as probes
+from .autograd_function import FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err, tensor_arg, unwrap
+from .autograd_function import request as function_request
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .lesson07 import F32, F64, ctx_mistake, type_name
 
 catalogue({
     "tanh_once_differentiable": "a backward meant to be differentiated twice is marked @once_differentiable",
@@ -32,7 +32,8 @@ def _tanh_cases(base: int):
             ([tensor_arg((3, 2), base + 43, layout="t")], "a non-contiguous x")]
 
 
-TANH = FunctionSpec(grade_id="tanh_twice", cls_name="Tanh", arg_names=("x",), reference=torch.tanh, cases=_tanh_cases, describe="tanh(x)",
+TANH = FunctionSpec(grade_id="tanh_twice", cls_name="Tanh", arg_names=("x",), reference=torch.tanh, cases=_tanh_cases,
+                    describe="tanh(x)",
                     gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 
 
@@ -76,6 +77,8 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
                       "derivative 0): backward computes without recording (.detach(), .data or torch.no_grad()). "
                       "Use ordinary PyTorch ops on ctx.saved_tensors.")
     unwrap(sec)
+    if not isinstance(got, torch.Tensor):
+        raise Malformed("no second derivative reported")
     if not ok[0]:
         raise Mistake("gradient_wrong", f"{gid}: the second derivative (a Hessian-vector product) is wrong, "
                       f"largest error {fmt(max_err(got, want))}; d/dx of grad_output * (1 - y^2) is "
@@ -126,7 +129,8 @@ def _normalize_diagnose(i, got, want, args, g):
     return None
 
 
-NORMALIZE = FunctionSpec(grade_id="normalize_fix", cls_name="Normalize", arg_names=("x",), reference=_normalize, cases=_normalize_cases,
+NORMALIZE = FunctionSpec(grade_id="normalize_fix", cls_name="Normalize", arg_names=("x",), reference=_normalize,
+                         cases=_normalize_cases,
                          describe="x / ||x|| over the last dimension", diagnose=_normalize_diagnose,
                          gradcheck_args=lambda base: [tensor_arg((3, 4), base + 305)])
 
@@ -141,7 +145,8 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
 
 def _normalize_exercise() -> Exercise:
     forward, backward = function_exercise(spec=NORMALIZE, title="Normalize", forward_points=1, backward_points=1).stages
-    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe=probes.gradgrad, judge=_judge_gradgrad)
+    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe=probes.gradgrad,
+                     judge=_judge_gradgrad)
 
     def req(seed: int) -> dict:
         return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))

@@ -11,12 +11,13 @@ only runs once the tangents from ``torch.func.jvp`` and a dual tensor are right.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .engine import unwrap
-from .autograd_function import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
 from ..probes import lesson08 as probes
+from .autograd_function import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
 catalogue({
     "no_setup_context": "the Function has no setup_context, so torch.func transforms refuse it",
@@ -29,10 +30,11 @@ catalogue({
     "softmax_unstable": "softmax overflows for large inputs (exp of x without subtracting the row maximum)",
     "softmax_jacobian": "backward forms the full Jacobian (or another tensor far larger than the input)",
     "softmax_elementwise": "backward treats softmax as elementwise: y (1 - y) g, without the sum over the row",
-    "softmax_not_differentiable": "backward is not differentiable itself (once_differentiable, detach, NumPy), so hessian fails",
+    "softmax_not_differentiable":
+        "backward is not differentiable itself (once_differentiable, detach, NumPy), so hessian fails",
 })
 
-def _value(record: object, what: str) -> object:
+def _value(record: Any, what: str) -> Any:
     """The value of an ``outcome`` record (judge side); an error record must be diagnosed first."""
     if not isinstance(record, dict) or ("value" not in record and "error" not in record):
         raise Malformed(f"no outcome for {what}")
@@ -90,7 +92,7 @@ def _error(transform: str, error: str, style: dict | None = None) -> Mistake:
     return Mistake("raised", f"{GID}: {transform} raised {error}")
 
 
-def _value_of(record: object, transform: str, style: dict | None = None) -> object:
+def _value_of(record: Any, transform: str, style: dict | None = None) -> object:
     value = _value(record, transform)
     if "error" in record:
         raise _error(transform, str(record["error"]), style)

@@ -7,10 +7,18 @@ from dataclasses import replace
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .autograd_function import (FunctionSpec, close, fixed_arg, fmt, function_exercise, judge_backward, judge_forward, request,
-                        unwrap)
 from ..probes import lesson09 as probes
+from .autograd_function import (
+    FunctionSpec,
+    close,
+    fixed_arg,
+    function_exercise,
+    judge_backward,
+    judge_forward,
+    request,
+    unwrap,
+)
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 
 catalogue({
     "log1mexp_small_x": "forward loses precision for small x: 1 - exp(-x) cancels (use log(-expm1(-x)) there)",
@@ -78,7 +86,8 @@ def _log1mexp_cases(base: int):
     ]
 
 
-LOG1MEXP = FunctionSpec(grade_id="log1mexp", cls_name="Log1mExp", arg_names=("x",), reference=_Log1mExp.apply, cases=_log1mexp_cases, describe="log(1 - exp(-x))",
+LOG1MEXP = FunctionSpec(grade_id="log1mexp", cls_name="Log1mExp", arg_names=("x",), reference=_Log1mExp.apply,
+                        cases=_log1mexp_cases, describe="log(1 - exp(-x))",
                         diagnose=None, gradcheck_args=lambda base: [_uniform((8,), base + 4, 0.01, 20.0)])
 RTOL = {torch.float32: 1e-5, torch.float64: 1e-13}
 
@@ -179,7 +188,8 @@ def _lambert_diagnose(i, got, want, args, g):
                    "x > 0), written with the W saved in forward.")
 
 
-LAMBERT = FunctionSpec(grade_id="lambert_w", cls_name="LambertW", arg_names=("x",), reference=_LambertW.apply, cases=_lambert_cases, describe="W(x), the w with w e^w = x",
+LAMBERT = FunctionSpec(grade_id="lambert_w", cls_name="LambertW", arg_names=("x",), reference=_LambertW.apply,
+                       cases=_lambert_cases, describe="W(x), the w with w e^w = x",
                        diagnose=_lambert_diagnose, gradcheck_args=lambda base: [_uniform((8,), base + 14, 0.01, 100.0)])
 LAMBERT_RTOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 
@@ -269,7 +279,8 @@ def _lambert_exercise() -> Exercise:
                       "on [0, 1e30]", probe=probes.forward_and_wide, judge=_judge_lambert_forward)
     backward = replace(backward, name="backward: dW/dx = W / (x (1 + W)) by the implicit function theorem, "
                        "gradcheck on [0.01, 100]", judge=lambda r, f: judge_backward(LAMBERT, r, f))
-    return Exercise(grade_id="lambert_w", title="LambertW", names=("LambertW",), stages=(forward, backward, kept, saved), request=req)
+    return Exercise(grade_id="lambert_w", title="LambertW", names=("LambertW",), stages=(forward, backward, kept, saved),
+                    request=req)
 
 
 EXERCISES = [_log1mexp_exercise(), _lambert_exercise()]

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .autograd_function import (FunctionSpec, close, function_exercise, judge_own_backward, op_names, request, tensor_arg, unwrap,
-                        value_arg)
 from ..probes import lesson09 as probes
 from ..probes.recorded_ops import backward_ops
+from .autograd_function import (
+    FunctionSpec,
+    close,
+    function_exercise,
+    judge_own_backward,
+    op_names,
+    request,
+    tensor_arg,
+    unwrap,
+    value_arg,
+)
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 
 catalogue({
     "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",
@@ -47,9 +56,11 @@ def _rms_diagnose(i, got, want, args, g):
     return None
 
 
-RMSNORM = FunctionSpec(grade_id="rmsnorm", cls_name="RMSNorm", arg_names=("x", "weight", "eps"), reference=rmsnorm_reference, cases=_rms_cases,
+RMSNORM = FunctionSpec(grade_id="rmsnorm", cls_name="RMSNorm", arg_names=("x", "weight", "eps"), reference=rmsnorm_reference,
+                       cases=_rms_cases,
                        describe="x * rsqrt(mean(x**2, -1) + eps) * weight", diagnose=_rms_diagnose,
-                       gradcheck_args=lambda base: [tensor_arg((3, 4), base + 41), tensor_arg((4,), base + 42), value_arg(1e-3)],
+                       gradcheck_args=lambda base: [tensor_arg((3, 4), base + 41), tensor_arg((4,), base + 42),
+                                                    value_arg(1e-3)],
                        patterns=((True, False), (False, True)))
 
 
@@ -118,7 +129,8 @@ def _solve_diagnose(i, got, want, args, g):
                    "solve with the saved factors), g_A = -g_b x^T: torch.outer(g_b, x) for 1-D b, g_b @ x.mT for 2-D.")
 
 
-SOLVE = FunctionSpec(grade_id="solve", cls_name="Solve", arg_names=("A", "b"), reference=torch.linalg.solve, cases=_solve_cases, describe="x = A^-1 b", diagnose=_solve_diagnose,
+SOLVE = FunctionSpec(grade_id="solve", cls_name="Solve", arg_names=("A", "b"), reference=torch.linalg.solve, cases=_solve_cases,
+                     describe="x = A^-1 b", diagnose=_solve_diagnose,
                      gradcheck_args=lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
                      patterns=((True, False), (False, True)))
 FACTORISE = {"linalg_lu_factor_ex", "linalg_lu_factor", "linalg_lu", "_lu_with_info", "lu", "linalg_cholesky_ex",

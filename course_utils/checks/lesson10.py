@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .autograd_function import FunctionSpec, close, function_exercise, judge_backward, op_names, request, tensor_arg
 from ..probes import lesson10 as probes
+from .autograd_function import FunctionSpec, close, function_exercise, judge_backward, op_names, request, tensor_arg
+from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
 catalogue({
     "triton_no_kernel": "a pass of the Function launches no Triton kernel",
@@ -72,7 +72,8 @@ def _diagnose(i, got, want, args, g):
 
 
 SPEC = FunctionSpec(grade_id="triton_swiglu", cls_name="TritonSwiGLU", arg_names=("x",), reference=swiglu_packed, cases=_cases,
-                    describe="silu(x[..., :d]) * x[..., d:]", diagnose=_diagnose, gradcheck_args=lambda base: [tensor_arg((2, 10), base + 6)])
+                    describe="silu(x[..., :d]) * x[..., d:]", diagnose=_diagnose,
+                    gradcheck_args=lambda base: [tensor_arg((2, 10), base + 6)])
 
 
 def _names(launched: object) -> list[str]:
@@ -144,7 +145,8 @@ def _exercise() -> Exercise:
                                    "poison_args": [tensor_arg((3, 74), b + 11, torch.float32)]},
                                   {"args": [tensor_arg((2, 40), b + 8)], "poison_args": [tensor_arg((2, 40), b + 12)]}],
                     expanded={"x": tensor_arg((3, 50), b + 9), "g": tensor_arg((), b + 10)["t"]})
-    return Exercise(grade_id="triton_swiglu", title="SwiGLU in Triton", names=("TritonSwiGLU",), stages=(forward, kernels, backward), request=req)
+    return Exercise(grade_id="triton_swiglu", title="SwiGLU in Triton", names=("TritonSwiGLU",), stages=(forward, kernels,
+                                                                                                         backward), request=req)
 
 
 EXERCISES = [_exercise()]

@@ -1,7 +1,7 @@
 """What a custom Function saved for backward, for exercises that prescribe it (e.g. "save the output").
 
-The probe (``course_utils.probes.saved_tensors``) reports, for each tensor in ``ctx.saved_tensors``, whether it is the output and
-which inputs it is (same memory, or an equal copy): plain booleans and indices. It also
+The probe (``course_utils.probes.saved_tensors``) reports, for each tensor in ``ctx.saved_tensors``,
+whether it is the output and which inputs it is (same memory, or an equal copy): plain booleans and indices. It also
 reports whether backward *reads* them: it bumps the saved tensors' version counters
 (an in-place ``add_(0)``, values unchanged) and calls backward, which must then fail
 autograd's "modified by an inplace operation" check when it unpacks ``ctx.saved_tensors``.
@@ -9,9 +9,9 @@ The judge decides from those facts; it never sees the student's tensors.
 """
 from __future__ import annotations
 
-from .engine import Malformed, Mistake, catalogue
-from .autograd_function import FunctionSpec, describe_input, unwrap
 from ..probes.saved_tensors import saved as probe_saved
+from .autograd_function import FunctionSpec, describe_input, unwrap
+from .engine import Malformed, Mistake, catalogue
 
 __all__ = ["probe_saved"]  # the probe half of "saves its output only" (course_utils.probes.saved_tensors)
 

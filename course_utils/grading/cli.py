@@ -28,7 +28,6 @@ from .results import Batch, SubmissionResult
 from .store import Store, file_digest, merge
 
 
-
 def parse_shard(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)/(\d+)", text or "")
     if not m or not (1 <= int(m.group(1)) <= int(m.group(2))):
@@ -99,11 +98,11 @@ def _main(args) -> int:
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
-        rows = merge([Path(f) for f in args.merge])
-        write_all(Batch(rows, common_root([r.submission for r in rows])), targets)
-        for r in rows if args.json else []:
+        merged = merge([Path(f) for f in args.merge])
+        write_all(Batch(merged, common_root([r.submission for r in merged])), targets)
+        for r in merged if args.json else []:
             print(json_line(r))
-        print(f"merged {len(rows)} results", file=sys.stderr)
+        print(f"merged {len(merged)} results", file=sys.stderr)
         return 0
     if not args.submissions:
         raise UsageError("no submissions given: pass notebooks or folders (see --help).")

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from .results import Batch, SubmissionResult
 from .reports import page
+from .results import Batch, SubmissionResult
 from .similarity import SHOWN, Pair
 from .store import atomic_write
 
@@ -26,13 +26,14 @@ TOP_DIAGNOSES = 5  # most common diagnoses shown per exercise
 
 def _points_bins(maximum: float) -> list[float]:
     """Histogram edges centred on every half point from 0 to ``maximum``."""
-    steps = int(round(maximum * 2))
+    steps = round(maximum * 2)
     return [(k - 0.5) / 2 for k in range(steps + 2)]
 
 
 def histograms_svg(title: str, series: Sequence[tuple[str, list[float], float]]) -> str:
     """One row of small histograms (label, scores, max points) as an inline SVG string."""
     from matplotlib.figure import Figure  # a Figure object, not pyplot: no global state
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(2.6 * len(series), 2.3), layout="constrained")
     for i, (label, scores, maximum) in enumerate(series):
@@ -42,7 +43,7 @@ def histograms_svg(title: str, series: Sequence[tuple[str, list[float], float]])
         ax.set_xlabel("points", fontsize=8)
         ax.set_xlim(-0.5, maximum + 0.5)
         ax.tick_params(labelsize=7)
-        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=10)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})

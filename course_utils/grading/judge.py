@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from .. import checks
 from ..checks.engine import make_request
@@ -42,7 +43,7 @@ SCRATCH_BYTES = 256 << 20
 class Options:
     timeout: float = 60.0
     memory: int = 4 << 30
-    sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")
+    sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")  # noqa: RUF009 - frozen: one shared default is safe
     slots: int = 1
     assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
 
@@ -91,8 +92,10 @@ class Worker:
 
     def _write(self, data: bytes) -> None:
         try:  # a runner that never reads its input only blocks this thread, which ends when it is killed
-            self.proc.stdin.write(data)
-            self.proc.stdin.close()
+            stdin = self.proc.stdin
+            assert stdin is not None  # started with stdin=PIPE
+            stdin.write(data)
+            stdin.close()
         except (OSError, ValueError):
             pass
 
@@ -100,16 +103,20 @@ class Worker:
         total = count = 0
         worker = self
 
+        stdout = worker.proc.stdout
+        assert stdout is not None  # started with stdout=PIPE
+        channel: IO[bytes] = stdout
+
         class Counted:  # the channel, counting what the judge reads from it
             def read(self, n: int) -> bytes:
-                data = worker.proc.stdout.read(n)
+                data = channel.read(n)
                 worker.bytes += len(data)
                 return data
 
         stream = Counted()
         try:
             while True:
-                message = read_frame(stream)
+                message = read_frame(stream)  # type: ignore[arg-type]  # reads bytes, as read_frame needs
                 if message is None:
                     break
                 count += 1
@@ -166,7 +173,8 @@ class Worker:
         self.reader.join(timeout=5)
         for stream in (self.proc.stdout, self.proc.stdin):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except (OSError, ValueError):
                 pass
         if self.scratch:
@@ -198,7 +206,7 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     except MemoryError:
         _zero(row, "refused", "refused: grading this submission needed more memory than the judge allows; "
               "its exercises got 0 points")
-    except Exception as exc:  # noqa: BLE001 - a bug or a broken machine costs one row, not the batch
+    except Exception as exc:
         _zero(row, "error", f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
               "its exercises got 0 points")
     if row.review and row.graded:
@@ -254,7 +262,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     counts = {"forged": 0, "duplicate": 0, "bytes": 0}
     while len(results) < len(order):
         remaining = [g for g in order if g not in results]
-        state = {"current": None, "ready": False}
+        state: dict[str, Any] = {"current": None, "ready": False}
         budget = options.timeout * len(remaining)
         deadline = {"hard": 0.0, "step": 0.0}
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from .results import Batch, SubmissionResult
 from .store import atomic_write
 
-
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.3em .6em;vertical-align:top}

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..paths import PACKAGE as COURSE_UTILS  # the package the runner imports (parts bound read-only)
@@ -129,7 +129,7 @@ def plain_command() -> list[str]:
     return [sys.executable, "-I", "-c", boot(None).replace(COURSE_MOUNT, str(COURSE_UTILS.parent))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def detect() -> Sandbox:
     """Which sandbox this machine can give (tried for real once per process)."""
     if not shutil.which("bwrap"):
@@ -138,7 +138,7 @@ def detect() -> Sandbox:
     probe = bwrap_command(mode, COURSE_UTILS, 1 << 20, None)
     probe = probe[:probe.index("--") + 1] + [sys.executable, "-I", "-c", "import os; print(os.getuid())"]
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Sandbox("none", f"bubblewrap could not start ({type(exc).__name__})")
     if done.returncode != 0:

@@ -6,12 +6,14 @@ ctx. They never compute a reference.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .guard import Mistake, attempt, call, lookup
 
 
-def materialize(spec: dict) -> object:
+def materialize(spec: dict) -> Any:
     """Build the argument described by ``spec``: the same values on both sides, fresh each time."""
     if "t" not in spec:
         return spec["v"]
@@ -29,13 +31,13 @@ def grad_output(shape, dtype, seed: int, device: torch.device | str = "cpu") -> 
     return torch.randn(tuple(shape), generator=gen, dtype=torch.float64, device="cpu").to(dtype=dtype, device=device)
 
 
-def custom_node(y: object) -> object:
+def custom_node(y: object) -> Any:
     """The backward node of a custom Function's output ``y``, or None (no graph, or a built-in op's node)."""
     node = y.grad_fn if isinstance(y, torch.Tensor) else None
     return node if isinstance(node, torch.autograd.function.BackwardCFunction) else None
 
 
-def fn_class(ns, grade_id: str, name: str) -> type:
+def fn_class(ns, grade_id: str, name: str) -> Any:  # the student's class: anything
     """The student's ``name``, which must be a torch.autograd.Function subclass."""
     obj = lookup(ns, name, grade_id)
     if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
@@ -44,7 +46,7 @@ def fn_class(ns, grade_id: str, name: str) -> type:
     return obj
 
 
-def function_class(ns, req: dict) -> type:
+def function_class(ns, req: dict) -> Any:
     return fn_class(ns, req["gid"], req["cls"])
 
 
@@ -80,7 +82,7 @@ def tensors_on(value: object, depth: int = 0) -> bool:
 def backward_once(req: dict, cls, args: list, g: torch.Tensor) -> dict:
     name = req["cls"]
     y = call(f"{name}.forward", cls.apply, *args)
-    node = y.grad_fn if isinstance(y, torch.Tensor) else None
+    node: Any = y.grad_fn if isinstance(y, torch.Tensor) else None
     kind = "none" if node is None else "custom" if isinstance(node, torch.autograd.function.BackwardCFunction) else "other"
     facts: dict = {"node": kind, "node_name": type(node).__name__, "ctx_tensors": [], "raw": None, "g_modified": False}
     if kind != "custom":

@@ -13,6 +13,7 @@ import signal
 import threading
 import traceback
 from collections.abc import Callable, Mapping
+from typing import Any
 
 TIME_LIMIT = 20.0  # seconds per stage of student code (the grader enforces its own limit too)
 OUTPUT_LIMIT = 2000  # characters of captured student output kept
@@ -154,7 +155,7 @@ def guarding(time_limit: float):
         _GUARD = None
 
 
-def attempt(fn: Callable[[], object], who: str = "your code") -> object:
+def attempt(fn: Callable[..., Any], who: str = "your code") -> Any:
     """Run one probe step; a failure of student code becomes an error record in its place."""
     try:
         return fn()
@@ -166,7 +167,7 @@ def attempt(fn: Callable[[], object], who: str = "your code") -> object:
         return {"$error": {"code": "raised", "hint": f"{who} raised {type(exc).__name__}: {str(exc)[:200]}"}}
 
 
-def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> object:
+def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> Any:  # a student object: anything
     if name not in ns:
         raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined. Run your answer cell above "
                       f"(it must define `{name}`), then this check.")

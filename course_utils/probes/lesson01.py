@@ -7,12 +7,13 @@ writes to the leaf's ``.grad`` on 25 doubling layers instead of timing the sweep
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from ..wire import Opaque
 from . import guard
 from .guard import Mistake, attempt, call, lookup
-from ..wire import Opaque
 
 LAYERS = 25  # doubling layers of the efficiency probe: 2**25 paths from the output down to x
 VISIT_LIMIT = 1000  # writes to x.grad after which the probe stops the sweep (a topological sweep needs ~4)
@@ -85,7 +86,7 @@ OPS_EXPRESSIONS: list[tuple[str, Callable]] = [  # (label, build(values)): with 
 ]
 
 
-def scalar_cls(ns, grade_id: str = "scalar_engine") -> type:
+def scalar_cls(ns, grade_id: str = "scalar_engine") -> Any:
     cls = lookup(ns, "Scalar", grade_id)
     if not isinstance(cls, type):
         raise Mistake("scalar_api", f"{grade_id}: `Scalar` should be a class.")
@@ -96,7 +97,8 @@ def probe_values(ns, api: list, grade_id: str) -> dict:
     """Build each ``api`` expression with the student's Scalar; report its ``.data``."""
     S = scalar_cls(ns, grade_id)
     x = call("Scalar(2.0)", S, 2.0)
-    facts = {"attrs": [a for a in ("data", "grad") if hasattr(x, a)], "data_type": type(getattr(x, "data", None)).__name__,
+    facts: dict[str, Any] = {"attrs": [a for a in ("data", "grad") if hasattr(x, a)],
+                             "data_type": type(getattr(x, "data", None)).__name__,
              "values": []}
     for label, make in api:
         def one(make=make, label=label):
@@ -108,7 +110,7 @@ def probe_values(ns, api: list, grade_id: str) -> dict:
     return facts
 
 
-def number(value: object) -> object:
+def number(value: Any) -> object:
     if type(value) in (int, float):
         return float(value)
     if isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -159,7 +161,7 @@ class _TooManyVisits(BaseException):
     """Stops a sweep that keeps revisiting x (BaseException: student ``except Exception`` does not swallow it)."""
 
 
-def _counting_leaf(S: type, counter: dict) -> type:
+def _counting_leaf(S: Any, counter: dict) -> Any:
     """A subclass of the student's Scalar whose instances count (and cap) writes to ``.grad``."""
     def __setattr__(self, name, value):
         if name == "grad":

@@ -6,6 +6,8 @@ initialised from it), its output and gradients; the judge compares with ``nn.Lin
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -14,7 +16,7 @@ from .autograd_function import backward_once, function_class, materialize
 from .guard import Mistake, attempt, call, lookup
 
 
-def _module_class(ns) -> type:
+def _module_class(ns) -> Any:
     obj = lookup(ns, "Linear", "linear_module")
     if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
         raise Mistake("module_structure", "linear_module: `Linear` should be a class deriving from nn.Module.")

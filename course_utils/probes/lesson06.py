@@ -6,6 +6,8 @@ them are right is the judge's knowledge (the request only names a kind for each)
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.autograd import Function
 
@@ -24,7 +26,7 @@ def _first_slice(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     return t if t.shape == shape else t.reshape(-1, *shape)[0]
 
 
-def _function(forward, backward, setup=None) -> type:
+def _function(forward, backward, setup=None) -> Any:
     """A Function class named F (no hint in its name or its methods' names)."""
     forward.__qualname__, backward.__qualname__ = "F.forward", "F.backward"
     cls = type("F", (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
@@ -127,8 +129,8 @@ def _flat_view():
 
 
 HIDDEN = {  # kind -> factory (the request says which kinds to build and on which inputs)
-    "mul": lambda: _mul(), "mul_broadcast": lambda: _mul(), "matmul": _matmul, "exp": lambda: _exp("exp"),
-    "sincos": _sincos, "square_0d": lambda: _square(), "rowsum": _rowsum, "flat_view": _flat_view,
+    "mul": _mul, "mul_broadcast": _mul, "matmul": _matmul, "exp": lambda: _exp("exp"),
+    "sincos": _sincos, "square_0d": _square, "rowsum": _rowsum, "flat_view": _flat_view,
     "fresh_inplace": lambda: _exp("fresh_inplace"),
     "wrong_values": lambda: _exp("wrong_values"), "one_input_wrong": lambda: _mul(second=lambda a, b: b),
     "grad_output_inplace": lambda: _exp("grad_output_inplace"), "contiguous_only": lambda: _square(True),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.autograd.forward_ad as fwAD
@@ -27,7 +28,7 @@ def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{where(exc)}"
 
 
-def outcome(what: str, fn: Callable[[], object]) -> dict:
+def outcome(what: str, fn: Callable[..., Any]) -> dict[str, Any]:
     """Run student code: ``{"value": result}`` or ``{"error": "Type: message (where)"}``.
 
     The exercise stub still means "not attempted", and a time-out still fails the stage.
@@ -46,7 +47,7 @@ def outcome(what: str, fn: Callable[[], object]) -> dict:
     return call(what, inner)
 
 
-def detached(value: object) -> object:
+def detached(value: object) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (tuple, list)):
@@ -55,11 +56,11 @@ def detached(value: object) -> object:
 
 
 # --------------------------------------------------------------------------- func_softmax
-def _softmax_class(ns) -> type:
+def _softmax_class(ns) -> Any:
     return fn_class(ns, "func_softmax", "FuncSoftmax")
 
 
-def _style(cls: type) -> dict:
+def _style(cls: Any) -> dict:
     return {"setup_context": bool(torch.autograd.function._is_setup_context_defined(cls.setup_context))}
 
 
@@ -69,13 +70,14 @@ def softmax_eager(ns, req: dict) -> dict:
     cases = []
     for x, g in zip(req["xs"], req["gs"]):
         xi = x.clone().requires_grad_()
-        out = outcome("FuncSoftmax.apply", lambda: cls.apply(xi))
-        case = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None, "ctx_tensors": []}
+        out = outcome("FuncSoftmax.apply", lambda xi=xi: cls.apply(xi))
+        case: dict[str, Any] = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None,
+                                "ctx_tensors": []}
         if "value" in out:
             node = getattr(out["value"], "grad_fn", None)
             if node is not None:
                 case["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
-            case["backward"] = outcome("y.backward", lambda: out["value"].backward(g) and None)
+            case["backward"] = outcome("y.backward", lambda out=out, g=g: out["value"].backward(g) and None)
             case["grad"] = detached(xi.grad)
         cases.append(case)
     return {"style": _style(cls), "cases": cases}
@@ -89,7 +91,8 @@ def softmax_memory(ns, req: dict) -> dict:
     if not isinstance(y, torch.Tensor) or y.grad_fn is None:
         return {"node": False}
     with torch.no_grad():
-        raw, ops, with_grad = recorded("FuncSoftmax.backward", y.grad_fn.apply, req["big_g"])
+        node: Any = y.grad_fn
+        raw, ops, with_grad = recorded("FuncSoftmax.backward", node.apply, req["big_g"])
     return {"node": True, "ops": ops, "with_grad": with_grad, "grad": raw[0] if isinstance(raw, tuple) else raw}
 
 
@@ -131,7 +134,7 @@ def _agrees_with_central_difference(f: Callable, x: torch.Tensor, tangent: torch
             h = 1e-6
             fd = (f(x + h * tangent) - f(x - h * tangent)) / (2 * h)
         return bool(torch.allclose(got.double(), fd.double(), rtol=1e-4, atol=1e-6))
-    except Exception:  # noqa: BLE001 - whatever the student's forward does, gradcheck is then skipped
+    except Exception:
         return False
 
 
@@ -158,7 +161,7 @@ def softmax_forward(ns, req: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- row_norm_op
-def _op(ns) -> object:
+def _op(ns) -> Any:
     """The student's ``row_norm``; a stub still in its kernel makes every stage "not attempted" at once."""
     obj = lookup(ns, "row_norm", "row_norm_op")
     if callable(obj):
@@ -193,8 +196,8 @@ def op_autograd(ns, req: dict) -> dict:
     facts: dict = {"cases": [], "gradcheck": None, "opcheck": None}
     for x, g in zip(req["xs"], req["gs"]):
         xi = x.clone().requires_grad_()
-        out = outcome("row_norm(x)", lambda: obj(xi))
-        back = outcome("the backward of row_norm", lambda: out["value"].backward(g)) if "value" in out else out
+        out = outcome("row_norm(x)", lambda xi=xi: obj(xi))
+        back = outcome("the backward of row_norm", lambda out=out, g=g: out["value"].backward(g)) if "value" in out else out
         facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad)})
         if "value" not in back:
             return facts  # the judge stops at a failed backward: spare the slower checks

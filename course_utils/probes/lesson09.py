@@ -3,6 +3,9 @@ uses it, what ``RMSNorm`` saves, which ops ``Solve``'s backward runs. Saves are 
 saved-tensor hooks; sizes are storage bytes or element counts; ops are seen below autograd."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import torch
 
 from . import autograd_function as f
@@ -13,7 +16,7 @@ from .recorded_ops import backward_ops, recorded
 DTYPES = (torch.float32, torch.float64)
 
 
-def wide(ns: dict, req: dict) -> dict:
+def wide(ns: Mapping[str, object], req: dict) -> dict:
     """Forward and backward (grad_output = 1) on ``req["wide"][dtype]``, in float32 and float64."""
     cls, name = function_class(ns, req), req["cls"]
     out = {}
@@ -32,7 +35,7 @@ def wide(ns: dict, req: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- lambert_w
-def forward_and_wide(ns: dict, req: dict) -> dict:
+def forward_and_wide(ns: Mapping[str, object], req: dict) -> dict:
     """The forward cases, and the values on the wide grid."""
     return {"cases": f.forward(ns, req), "wide": wide(ns, req)}
 
@@ -51,7 +54,7 @@ def _tensor_bytes(value: object, depth: int = 0) -> list[tuple[int, int]]:
     return []
 
 
-def _kept_once(cls: type, name: str, x: torch.Tensor) -> dict:
+def _kept_once(cls: Any, name: str, x: torch.Tensor) -> dict:
     """What one call keeps for backward: saves seen by a pack hook, what the node saved, ctx attributes."""
     seen: list[tuple[int, int]] = []
     holder: list[object] = []
@@ -73,14 +76,14 @@ def _kept_once(cls: type, name: str, x: torch.Tensor) -> dict:
             "bytes": sum(kept.values())}
 
 
-def kept(ns: dict, req: dict) -> dict:
+def kept(ns: Mapping[str, object], req: dict) -> dict:
     """What forward keeps for inputs that take few and many iterations."""
     cls = function_class(ns, req)
     return {key: attempt(lambda key=key: _kept_once(cls, req["cls"], req[key].clone().requires_grad_(True)))
             for key in ("few", "many")}
 
 
-def uses_saved(ns: dict, req: dict) -> dict:
+def uses_saved(ns: Mapping[str, object], req: dict) -> dict:
     """Backward's gradient before and after the saved tensors other than x are scaled by 1.001 behind
     autograd's back (through ``.data``, so no version check fires): a backward that uses the saved W
     changes, one that re-runs the iteration from x does not."""
@@ -110,7 +113,7 @@ def uses_saved(ns: dict, req: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- rmsnorm
-def saved_sizes(ns: dict, req: dict) -> dict:
+def saved_sizes(ns: Mapping[str, object], req: dict) -> dict:
     """Every tensor forward saves (pack hook): its element count, and whether it is x's or weight's storage;
     then the ATen ops backward runs."""
     cls, name = function_class(ns, req), req["cls"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -44,7 +45,7 @@ def launches(poison: bool = False) -> Iterator[list[str]]:
     """
     seen: list[str] = []
     written: list[tuple[torch.Tensor, torch.Tensor]] = []
-    originals = {cls: vars(cls)["run"] for cls in _kernel_classes()}
+    originals: dict[Any, Any] = {cls: vars(cls)["run"] for cls in _kernel_classes()}
 
     def wrap(original):
         def run(self, *args, grid, warmup, **kwargs):
@@ -77,7 +78,7 @@ def launches(poison: bool = False) -> Iterator[list[str]]:
                 t.copy_(values)
 
 
-def _one(cls: type, name: str, case: dict) -> dict:
+def _one(cls: Any, name: str, case: dict) -> dict:
     x = f.materialize(case["args"][0])
     with launches() as forward_launches:
         y, forward_ops, _ = recorded(f"{name}.forward", cls.apply, x)

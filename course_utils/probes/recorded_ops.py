@@ -8,6 +8,7 @@ a Jacobian or a one-hot matrix". The probe reports the list; the judge decides.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -40,7 +41,7 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
-def recorded(what: str, fn: Callable, *args: object) -> tuple[object, list[list], int]:
+def recorded(what: str, fn: Callable, *args: object) -> tuple[Any, list[list], int]:
     """``fn(*args)`` (student code, guarded), the ``[op, numel]`` of every ATen op it ran, and how many
     of them ran with grad mode on (called under ``torch.no_grad()``, that is code that turned it on)."""
     recorder = _Recorder()

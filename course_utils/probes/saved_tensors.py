@@ -7,6 +7,8 @@ call backward, which must then fail autograd's "modified by an inplace operation
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .autograd_function import custom_node, function_class, materialize
@@ -24,9 +26,9 @@ def _same(a: torch.Tensor, b: object) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.detach(), b.detach())
 
 
-def saved_facts(node: object, y: object, args: list) -> list[dict | None]:
+def saved_facts(node: Any, y: object, args: list) -> list[dict | None]:
     """For each tensor the node saved with save_for_backward: is it the output, which inputs is it?"""
-    out = []
+    out: list[dict | None] = []
     for t in call("ctx.saved_tensors", lambda: node.saved_tensors):
         if not isinstance(t, torch.Tensor):
             out.append(None)
@@ -35,7 +37,7 @@ def saved_facts(node: object, y: object, args: list) -> list[dict | None]:
     return out
 
 
-def _reads_saved(cls_name: str, node: object, g: torch.Tensor) -> bool | None:
+def _reads_saved(cls_name: str, node: Any, g: torch.Tensor) -> bool | None:
     """Does backward unpack ctx.saved_tensors? None when nothing was saved or backward fails otherwise."""
     saved = [t for t in call("ctx.saved_tensors", lambda: node.saved_tensors) if isinstance(t, torch.Tensor)]
     if not saved:
