@@ -28,3 +28,9 @@ def test_the_linters_can_fail(tmp_path):
     bad.write_text("import os\n\n\ndef f() -> int:\n    return 'text'\n")
     assert run("ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(bad)).returncode != 0
     assert run("mypy", "--config-file", str(ROOT / "pyproject.toml"), "--no-incremental", str(bad)).returncode != 0
+
+
+def test_the_tests_have_no_undefined_or_unused_names():
+    """Pyflakes' rules over tests/ as well: a helper moved to another module must not leave a NameError behind."""
+    done = run("ruff", "check", "--no-cache", "--select", "F", "tests")
+    assert done.returncode == 0, done.stdout + done.stderr

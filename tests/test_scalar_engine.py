@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_checks import solution_namespace
+from check_helpers import solution_namespace
 
 Scalar = solution_namespace("01")["Scalar"]
 

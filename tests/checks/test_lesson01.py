@@ -4,7 +4,67 @@ import time
 import pytest
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from, scalar_source, solution_namespace
+from check_helpers import assert_diagnosed, ns_from, solution_namespace
+
+SCALAR_BASE = """
+class Scalar:
+    def __init__(self, data, parents=()):
+        self.data, self.grad, self._parents = float(data), 0.0, parents
+    def __add__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data + other.data, ((self, 1.0), (other, 1.0)))
+    __radd__ = __add__
+    def __mul__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data * other.data, ((self, other.data), (other, self.data)))
+    __rmul__ = __mul__
+    def sin(self):
+        return Scalar(math.sin(self.data), ((self, SIN_LOCAL),))
+    def exp(self):
+        return Scalar(math.exp(self.data), ((self, EXP_LOCAL),))
+    def topo(self):
+        order, seen = [], set()
+        def visit(n):
+            if id(n) not in seen:
+                seen.add(id(n))
+                for p, _ in n._parents:
+                    visit(p)
+                order.append(n)
+        visit(self)
+        return order
+"""
+
+TOPO_BACKWARD = """
+    def backward(self):
+        order = self.topo()
+        for n in order:
+            n.grad = 0.0
+        self.grad = 1.0
+        for n in reversed(order):
+            for p, local in n._parents:
+                p.grad OP n.grad * local
+"""
+
+
+def scalar_source(sin_local="math.cos(self.data)", exp_local="math.exp(self.data)", backward=TOPO_BACKWARD, op="+="):
+    return (SCALAR_BASE.replace("SIN_LOCAL", sin_local).replace("EXP_LOCAL", exp_local)
+            + backward.replace("OP", op))
+
+
+BFS_BACKWARD = """
+    def backward(self):
+        for n in self.topo():
+            n.grad = 0.0
+        self.grad = 1.0
+        queue, seen = [self], {id(self)}
+        while queue:
+            n = queue.pop(0)
+            for p, local in n._parents:
+                p.grad OP n.grad * local
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    queue.append(p)
+"""
 
 NAIVE_BACKWARD = """
     def backward(self, adjoint=1.0):  # correct (+=), but walks every path
@@ -56,6 +116,18 @@ BUGS = {
     "scalar_tanh_input": ("scalar_ops", ops_source(tanh="1.0 - self.data ** 2"),
                           ["x.tanh() at 0.4", "1 - tanh(x)**2", "the output"]),
 }
+
+BUGS["scalar_pow_at_zero"] = ("scalar_ops", ops_source(pow_local="p * self.data ** p / self.data"),
+                              ["x ** 3 at x = 0", "p * x ** (p - 1)"])
+BUGS.update({
+    "scalar_no_accumulation": ("scalar_engine", scalar_source(op="="), ["x * x (x used twice) at 3", "+="]),
+    "scalar_wrong_order": ("scalar_engine", scalar_source(backward=BFS_BACKWARD),
+                           ["shared sub-expression", "reverse topological order"]),
+    "scalar_local_derivative": ("scalar_engine", scalar_source(exp_local="1.0"),
+                                ["exp(x) at 0.7", "local derivative"]),
+    "scalar_forward_wrong": ("scalar_engine", scalar_source().replace("math.sin(self.data)", "math.cos(self.data)"),
+                             ["Scalar(0.5).sin() should be a Scalar with data 0.479426"]),
+})
 
 
 @pytest.mark.parametrize("code", sorted(BUGS))
@@ -113,8 +185,6 @@ class Scalar(Scalar):
     assert result.status == "not attempted", result.report()
 
 
-BUGS["scalar_pow_at_zero"] = ("scalar_ops", ops_source(pow_local="p * self.data ** p / self.data"),
-                              ["x ** 3 at x = 0", "p * x ** (p - 1)"])
 
 
 def test_power_rule_through_exp_and_log_fails_at_zero_and_negative_x():

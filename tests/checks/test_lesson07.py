@@ -2,7 +2,7 @@
 import pytest
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from, solution_namespace
+from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 RELU = """
 class ReluInplace(Function):

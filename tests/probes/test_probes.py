@@ -61,7 +61,7 @@ def test_tensors_kept_on_ctx_in_any_container_are_found():
     """ctx.kept = [a, b] bypasses save_for_backward just as ctx.a = a does (and once passed the check)."""
     import textwrap
 
-    from test_checks import ns_from
+    from check_helpers import ns_from
 
     for what, line in CONTAINERS.items():
         src = textwrap.dedent(f"""

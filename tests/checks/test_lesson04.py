@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from, solution_namespace
+from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 LINEAR_ND = """
 class LinearND(Function):

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from conftest import ROOT

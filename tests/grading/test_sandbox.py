@@ -1,5 +1,4 @@
 """The sandbox's pieces: the seccomp filter really refuses what it lists, the command binds the minimum."""
-import ctypes
 import os
 import subprocess
 import sys

@@ -338,7 +338,6 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
     folder.mkdir(parents=True)
     head = constants(**ctx)
     fn_answer = answer("04", "linear_function_answer")
-    module_answer = answer("04", "linear_module_answer")
     cases = {
         "correct.ipynb": (submission("02"), {"mul": 2}, []),
         "swapped.ipynb": (submission("02", {"mul_answer": SWAPPED_MUL}), {"mul": 1}, []),

@@ -2,7 +2,7 @@
 import pytest
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from
+from check_helpers import assert_diagnosed, ns_from
 
 SIGMOID = """
 class Sigmoid(Function):
@@ -104,8 +104,7 @@ def test_float64_forward_for_float32_input_is_a_dtype_mistake():
 
 def test_backward_reading_the_saved_output_passes_the_reads_probe():
     from course_utils.checks import saved_tensors as saving
-    from course_utils.checks.lesson03 import SIGMOID
-    from test_checks import solution_namespace
+    from check_helpers import solution_namespace
 
     facts = saving.probe_saved(solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
     assert [case["reads"] for case in facts["cases"]] == [True] * len(facts["cases"])

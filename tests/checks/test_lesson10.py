@@ -5,7 +5,7 @@ Every answer here runs its kernels in Triton's interpreter (conftest sets TRITON
 import pytest
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from
+from check_helpers import assert_diagnosed, ns_from
 
 PRELUDE = '''
 import triton

@@ -1,5 +1,5 @@
 """The instructor's dashboard (grading/dashboard.py) from rows built by hand; the page of a real
-batch is opened in Chromium by tests/test_grade.py::test_dashboard_in_chromium."""
+batch is opened in Chromium by tests/grading/test_cli.py::test_dashboard_in_chromium."""
 import re
 import subprocess
 import sys

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT
 from course_utils.grading import sandbox
 from grading_corpus import HTML_NAME, MARKER, SECRET, write_corpus
 

@@ -6,7 +6,7 @@ on each other's order.
 """
 import pytest
 
-from test_checks import assert_diagnosed, ns_from, solution_namespace
+from check_helpers import assert_diagnosed, ns_from, solution_namespace
 from course_utils import checks
 
 SIG = """

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from course_utils import checks, wire
-from test_checks import EXERCISE_NOTEBOOK, solution_namespace
+from check_helpers import EXERCISE_NOTEBOOK, solution_namespace
 
 SEEDS = (3, 11)
 THREADS = 8

@@ -2,7 +2,7 @@
 import pytest
 
 from course_utils import checks
-from test_checks import assert_diagnosed, ns_from
+from check_helpers import assert_diagnosed, ns_from
 
 DIV = """
 class Div(Function):

@@ -1,0 +1,364 @@
+"""The mistake catalogue of custom-Function checks (checks/autograd_function.py and the engine's own codes):
+every entry has a buggy implementation that must receive its hint, and every catalogued code has such a test."""
+import importlib
+from pathlib import Path
+
+import pytest
+
+from check_helpers import assert_diagnosed, ns_from
+from course_utils import checks
+
+MUL_OK_BACKWARD = """
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+"""
+
+BUGS = {
+    "forward_wrong": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a + b
+""" + MUL_OK_BACKWARD, ["forward should compute a * b"]),
+    "swapped_gradients": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * a, g * b
+""", ["input 0 (`a`)", "swapped"]),
+    "tensor_on_ctx": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.a, ctx.b = a, b
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.b, g * ctx.a
+""", ["ctx.a", "save_for_backward"]),
+    "wrong_shape": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b).sum(), g * a
+""", ["input 0 (`a`)", "shape ()", "shape of its input"]),
+    "missing_gradient": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, None
+""", ["None for input 1 (`b`)"]),
+    "wrong_number_of_gradients": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b,)
+""", ["returned 1 value(s) but forward takes 2 arguments (a, b)"]),
+    "no_graph": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = a * b
+        ctx.mark_non_differentiable(out)
+        return out
+""" + MUL_OK_BACKWARD, ["no MulBackward node"]),
+    "raised": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        raise ValueError("my own bug")
+""", ["Mul.backward raised ValueError: my own bug", "in backward, line 13 of your cell"]),
+    "missing_name": ("mul", "x = 1\n", ["`Mul` is not defined"]),
+    "not_a_function": ("mul", "def Mul(a, b):\n    return a * b\n", ["deriving from torch.autograd.Function"]),
+    "saved_wrong_tensor": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.exp(x)
+    @staticmethod
+    def backward(ctx, g):
+        (result,) = ctx.saved_tensors  # believes it saved the output
+        return g * result
+""", ["exp", "grad_output * x", "Save the output"]),
+    "forgot_grad_output": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y.clone()
+""", ["input 0 (`x`)", "missing the factor grad_output"]),
+    "wrong_dtype": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return (g * y).float()
+""", ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
+    "transposed_weight_grad": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+        gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
+        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+""", ["input 1 (`weight`)", "transpose", "grad_output.t() @ input"]),
+    "bias_not_summed": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+        gb = g.mean(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+""", ["input 2 (`bias`)", "batch mean", "grad_output.sum(0)"]),
+    "ignores_needs_input_grad": ("linear_function", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        return g.mm(weight), g.t().mm(input), None if bias is None else g.sum(0)
+""", ["input 0 (`input`)", "ctx.needs_input_grad[0]"]),
+    "missing_none": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        gi = g.clone()
+        gi[:, :ctx.n] = 0
+        return gi
+""", ["return None for the non-tensor argument `n`"]),
+    "grad_output_inplace": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        g[:, :ctx.n] = 0
+        return g, None
+""", ["modified grad_output in place", "grad_output.clone()"]),
+    "killhead_backward_not_masked": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        return g.clone(), None
+""", ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
+    "forward_modifies_input": ("killhead", """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        input[:, :n] = 0
+        return input.clone()
+    @staticmethod
+    def backward(ctx, g):
+        gi = g.clone()
+        gi[:, :ctx.n] = 0
+        return gi, None
+""", ["changed input 0 (`input`) in place"]),
+    "kink_convention": ("abs_prod", """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        s = torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)
+        return g * s * v, g * s * u
+""", ["input 0 (`u`)", "u * v == 0", "sign(0) = 0"]),
+    "nan_gradient": ("abs_prod", """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        w = (u * v).abs()
+        return g * w / u, g * w / v
+""", ["input 0 (`u`) contains NaN or inf", "inputs with zeros", "division by zero"]),
+    "gradcheck_failed": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if a.shape == (4,):  # wrong only for the shape gradcheck happens to use
+            return g * b * 1.01, g * a
+        return g * b, g * a
+""", ["gradcheck fails in float64"]),
+    "module_structure": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))
+""", ["(out_features, in_features) = (3, 5)"]),
+    "module_repr": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(out_features))
+        else:
+            self.register_parameter("bias", None)
+""", ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
+    "module_init": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(out_features))
+        else:
+            self.register_parameter("bias", None)
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+""", ["not initialised like nn.Linear", "kaiming_uniform_"]),
+    "module_not_using_function": ("linear_module", """
+class LinearFunction(Function):
+    pass
+class Linear(nn.Linear):
+    def forward(self, input):
+        return input @ self.weight.t() + self.bias
+""", ["LinearFunction.apply(input, self.weight, self.bias)", "AddBackward0"]),
+    "scalar_api": ("scalar_engine", """
+class Scalar:
+    def __init__(self, data, parents=()):
+        self.data, self.grad, self._parents = float(data), 0.0, parents
+    def __add__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data + other.data, ((self, 1.0), (other, 1.0)))
+    def __mul__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data * other.data, ((self, other.data), (other, self.data)))
+""", ["1 + Scalar(2) failed", "__radd__"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    assert_diagnosed(code, *BUGS[code])
+
+
+def all_bug_codes() -> set[str]:
+    """Mistake codes with a test: BUGS here and in every tests/checks/test_lessonNN.py (one per lesson)."""
+    codes = set(BUGS)
+    for path in sorted(Path(__file__).parent.glob("test_lesson*.py")):
+        codes |= set(importlib.import_module(path.stem).BUGS)
+    return codes
+
+
+def test_every_catalogue_entry_is_tested():
+    tested = all_bug_codes() | {"not_attempted", "timeout", "gradient_wrong", "malformed_result"}
+    assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
+
+
+def test_judge_does_not_accept_points_from_facts():
+    ex = checks.EXERCISES["mul"]
+    request = ex.request(0)
+    facts = checks.probe(ex, ns_from(BUGS["swapped_gradients"][1]), request)
+    facts["points"] = 1e6
+    facts["status"] = "passed"
+    result = checks.judge(ex, request, facts)
+    assert result.points == 1 and result.mistakes == ["swapped_gradients"]

@@ -1,0 +1,211 @@
+"""The check engine, registry and notebook entry points, over every exercise: solutions pass under any
+default device, released stubs are not attempted, malformed facts earn nothing, fresh seeds keep the verdict."""
+import re
+
+import jupytext
+import pytest
+
+from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
+from conftest import ROOT
+from course_utils import checks, release, wire
+
+# --------------------------------------------------------------------------- reference solutions
+def other_default_device(grade_id: str) -> str | None:
+    """The default device the solution's check runs under: "meta" stands in for cuda on a GPU machine, so a
+    tensor created without its input's device (a check's generator, reference, or the solution) lands there
+    and fails. None where that is not the solution's business."""
+    import torch
+
+    if grade_id == "linear_module":  # a module's parameters follow the default device, like nn.Linear's
+        return None
+    if grade_id == "func_softmax" and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13):
+        return None  # before torch 2.13, jacrev(jacrev(...)) itself fails under a meta default device
+    return "meta"
+
+
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_solutions_get_full_points_whatever_the_default_device(grade_id):
+    import torch
+
+    ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
+    torch.set_default_device(other_default_device(grade_id))
+    try:
+        result = checks.run_check(grade_id, ns)
+    finally:
+        torch.set_default_device(None)
+    assert result.status == "passed", result.report()
+    assert result.points == result.max_points == checks.EXERCISES[grade_id].points
+
+
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_released_stubs_are_not_attempted(grade_id):
+    nb = release.release_notebook(jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py"))
+    result = checks.run_check(grade_id, run_code_cells(nb))
+    if grade_id in SHIPS_BROKEN_CODE:
+        assert result.status == "failed" and result.points == 0, result.report()
+        return
+    assert result.status == "not attempted" and result.points == 0 and result.mistakes == ["not_attempted"]
+    assert "Not attempted yet" in result.report()
+
+
+CONTRACT = {  # grade_id -> what the answer must define (the issues' tables)
+    "scalar_engine": ("Scalar",), "scalar_ops": ("Scalar",), "mul": ("Mul",), "div": ("Div",), "exp": ("Exp",),
+    "sigmoid": ("Sigmoid",), "linear_function": ("LinearFunction",), "linear_module": ("Linear", "LinearFunction"),
+    "linear_nd": ("LinearND",), "killhead": ("KillHead",), "clip_grad": ("ClipGrad",), "abs_prod": ("AbsProd",),
+    "maximum": ("Maximum",), "relu_inplace": ("ReluInplace",), "clamp_with_mask": ("ClampWithMask",),
+    "tanh_twice": ("Tanh",), "func_softmax": ("FuncSoftmax",), "row_norm_op": ("row_norm",),
+    "log1mexp": ("Log1mExp",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
+    "gradient_test": ("backward_is_correct",), "normalize_fix": ("Normalize",), "solve": ("Solve",),
+    "triton_swiglu": ("TritonSwiGLU",),
+}
+ROUND3_POINTS = {  # ../shared/contracts/round3-exercises.md
+    "func_softmax": 4, "row_norm_op": 4, "log1mexp": 3, "lambert_w": 4, "rmsnorm": 4, "embedding": 3,
+    "gradient_test": 4, "normalize_fix": 3, "solve": 4,
+    "triton_swiglu": 4,  # issue 21
+}
+SHIPS_BROKEN_CODE = {"normalize_fix"}  # "find the bug": the released cell runs, and fails
+
+
+def test_contract_names_and_points():
+    assert {g: e.names for g, e in checks.EXERCISES.items()} == CONTRACT
+    assert {g: checks.EXERCISES[g].points for g in ROUND3_POINTS} == ROUND3_POINTS
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+def test_every_exercise_has_a_solution_notebook():
+    assert set(EXERCISE_NOTEBOOK) == set(checks.EXERCISES)
+
+
+def test_generic_wrong_gradient():
+    ns = ns_from("""
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * 2
+""")
+    result = checks.run_check("exp", ns)
+    assert result.mistakes == ["gradient_wrong"]
+    assert "the gradient for input 0 (`x`) is wrong for x of shape (6,)" in result.report()
+    assert result.passed_stages == ["forward matches exp(x)"] and result.points == 1
+
+
+def test_endless_loop_is_interrupted():
+    ns = ns_from("""
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        while True:
+            pass
+""")
+    result = checks.run_check("mul", ns, time_limit=0.5)
+    assert result.mistakes == ["timeout"]
+    assert "did not finish within 0.5 s" in result.report()
+
+
+def test_printing_a_lot_is_summarised_not_shown(capsys):
+    ns = ns_from("""
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        print("debug " * 1000)
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+""")
+    checks.check("mul", ns)
+    shown = capsys.readouterr().out
+    assert shown.startswith("✓ mul: 2/2 points.")
+    assert "printed" in shown and "(hidden)" in shown and len(shown) < 400
+
+
+def test_checks_leave_the_global_rng_alone():
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    checks.run_check("mul", solution_namespace("02"))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_unknown_exercise_and_bad_namespace():
+    with pytest.raises(checks.CourseError, match="unknown exercise 'nope'"):
+        checks.run_check("nope", {})
+    with pytest.raises(checks.CourseError, match="globals()"):
+        checks.run_check("mul", None)
+
+
+def test_check_cell_metadata_matches_exercise_points():
+    for py in sorted((ROOT / "solutions").glob("*_exercises.py")):
+        nb = jupytext.read(py)
+        assert nb.metadata[release.ASSIGNMENT_KEY]["assignment"] == py.stem
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells]
+        assert len(ids) == len(set(ids)), f"{py.name}: duplicate grade_id"
+        for cell in nb.cells:
+            meta = cell.metadata["nbgrader"]
+            m = re.search(r'^check\("(\w+)"', cell.source, re.M)
+            if m:
+                assert meta["grade"] and meta["locked"] and meta["grade_id"] == m.group(1)
+                assert meta["points"] == checks.EXERCISES[m.group(1)].points
+            elif release.BEGIN in cell.source:
+                assert meta["solution"] and not meta["locked"] and meta["grade_id"].endswith("_answer")
+            else:
+                assert meta["locked"] and not meta["solution"] and not meta["grade"]
+
+
+# --------------------------------------------------------------------------- probe / judge split
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_judge_gives_zero_for_malformed_facts(grade_id):
+    """Whatever arrives from beside the student's code, the judge never crashes and never pays for garbage."""
+    ex = checks.EXERCISES[grade_id]
+    request = ex.request(3)
+    good = checks.probe(ex, solution_namespace(EXERCISE_NOTEBOOK[grade_id]), request)
+    assert checks.judge(ex, request, good).status == "passed"
+    junk = [None, 5, "lots", {"stages": "x"}, {"stages": [None] * len(ex.stages)},
+            {"stages": [{"cases": [{"out": "x"}]}] * len(ex.stages)}, {"stages": good["stages"][:-1]},
+            {"stages": [{"$error": {"code": "passed", "hint": "x"}}] * len(ex.stages)}]
+    for facts in junk:
+        result = checks.judge(ex, request, facts)
+        assert result.points == 0, (facts, result.report())
+        assert result.mistakes in (["malformed_result"], [result.mistakes[0]]) and "Traceback" not in result.report()
+
+
+@pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
+def test_fresh_seeds_change_inputs_but_not_the_verdict(grade_id):
+    ex = checks.EXERCISES[grade_id]
+    ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
+    assert wire.dumps(ex.request(1)) != wire.dumps(ex.request(2))
+    for seed in (1, 2):
+        assert checks.run_check(grade_id, ns, seed=seed).status == "passed"
+
+
+def test_every_points_heading_matches_what_the_check_awards():
+    """`## Exercise `mul` (2 points)` in a notebook must be what check("mul") can give: no heading promises more."""
+    from course_utils import release
+
+    seen = {}
+    for py in release.solution_sources():
+        for gid, points in re.findall(r"^# #+ Exercise `(\w+)` \((\d+(?:\.\d+)?) points?\)", py.read_text(), re.M):
+            assert gid in checks.EXERCISES, f"{py.name}: heading for unknown exercise {gid!r}"
+            assert float(points) == checks.EXERCISES[gid].points, (
+                f"{py.name}: `{gid}` says {points} points, its check awards {checks.EXERCISES[gid].points:g}")
+            seen[gid] = py.name
+    assert set(seen) == set(checks.EXERCISES), f"no points heading: {sorted(set(checks.EXERCISES) - set(seen))}"
+
+
+def test_every_lesson_module_of_checks_has_its_test_module():
+    """Tests mirror the modules: checks/lessonNN*.py is tested in tests/checks/test_lessonNN.py."""
+    here = ROOT / "tests" / "checks"
+    for module in checks.LESSON_MODULES:
+        assert (here / f"test_{module[:8]}.py").exists(), f"no tests/checks/test_{module[:8]}.py for checks/{module}.py"
