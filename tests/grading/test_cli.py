@@ -193,8 +193,10 @@ def test_forged_and_hostile_channels_are_reported(batch):
     keepalive = rows["keepalive.ipynb"]["exercises"]["mul"]["feedback"]
     assert "time limit" in keepalive or "sent more data" in keepalive, keepalive
     assert "sent more data" in rows["flood.ipynb"]["exercises"]["mul"]["feedback"]
-    if SANDBOXED:  # busy.ipynb is not run without a sandbox
-        assert "time limit" in rows["busy.ipynb"]["exercises"]["mul"]["feedback"]
+    if SANDBOXED:  # busy.ipynb is not run without a sandbox; whichever clock stops it first (the judge's
+        # deadline, or the runner's own alarm on a loaded machine), the student reads that it did not finish
+        busy = rows["busy.ipynb"]["exercises"]["mul"]
+        assert busy["points"] == 0 and ("time limit" in busy["feedback"] or "did not finish" in busy["feedback"]), busy
 
 
 @needs_sandbox
