@@ -1,11 +1,13 @@
 """Exercise checks that teach: PyTorch is the reference, mistakes get a diagnosis.
 
-In a notebook, a check cell calls ``check("mul", globals())`` and prints a short,
-deterministic verdict. The grader uses the same exercises split in two: the probe runs
+In a notebook, a check cell calls ``check("mul", globals())`` (``notebook``) and Jupyter shows
+the verdict (``verdict``). The grader uses the same exercises split in two: the probe runs
 beside the student's code in a sandbox and reports plain data, the judge decides the
-points in a process that never runs student code (see ``engine``).
+points in a process that never runs student code (``engine``).
 
-One module per lesson's exercises; ``MISTAKES`` is the catalogue of recognised mistakes.
+One module per lesson's exercises (``lessonNN``), collected by ``registry``; custom-Function
+exercises are built with ``autograd_function``; ``MISTAKES`` is the catalogue of recognised
+mistakes.
 """
 from __future__ import annotations
 
