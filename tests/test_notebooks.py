@@ -1,5 +1,6 @@
 """Notebooks are code: every .ipynb is the executed image of its py:percent source."""
 import json
+import re
 from pathlib import Path
 
 import jupytext
@@ -31,21 +32,40 @@ def test_pair_in_sync(py: Path):
     )
 
 
-EXECUTED = [p for p in SOURCES if p.parent.name not in build.SHIPPED_CLEAN]
-CLEAN = [p for p in SOURCES if p.parent.name in build.SHIPPED_CLEAN]
+def ships_broken_code(name: str) -> set[str]:
+    """Exercises of solutions/``name`` whose answer cell ships (broken) code instead of a stub (``### SHIPPED``)."""
+    found, shipped = set(), False
+    for c in jupytext.read(ROOT / "solutions" / name).cells:
+        if c.cell_type == "code" and release.BEGIN in c.source:
+            shipped = release.SHIPPED in c.source
+        elif c.cell_type == "code" and (m := release.CHECK_CALL.search(c.source)):
+            found |= {m.group(1)} if shipped else set()
+            shipped = False
+    return found
 
 
-def test_exercise_notebooks_are_shipped_clean():
-    """A student opening a fresh exercise notebook sees no verdict (no "0/N") before writing anything."""
-    assert CLEAN, "no exercise notebooks found"
-    for py in CLEAN:
+def test_a_fresh_exercise_notebook_shows_prompts_not_scores():
+    """A student opening an exercise notebook sees "not attempted yet" under each check, no "0/N" and no ✗;
+    only a find-the-bug exercise (its answer cell ships broken code) shows what that code gets wrong."""
+    exercises = build.sources("exercises")
+    assert exercises and any(ships_broken_code(py.name) for py in exercises)
+    for py in exercises:
+        broken = ships_broken_code(py.name)
         nb = json.loads(py.with_suffix(".ipynb").read_text())
-        dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
-                 and (c["outputs"] or c["execution_count"] is not None)]
-        assert not dirty, f"{py.with_suffix('.ipynb').name}: cells {dirty} carry outputs: run ./course build"
+        for c in nb["cells"]:
+            gid = release.CHECK_CALL.search("".join(c["source"])) if c["cell_type"] == "code" else None
+            if not gid:
+                continue
+            shown = "".join("".join(o.get("data", {}).get("text/html", "")) for o in c["outputs"])
+            status = re.search(r"data-status='([^']*)'", shown)
+            assert status, f"{py.name}: the check of {gid.group(1)} shows no verdict: run ./course build"
+            want = "failed" if gid.group(1) in broken else "not attempted"
+            assert status.group(1) == want, f"{py.name}: {gid.group(1)} shows {status.group(1)!r}, not {want!r}"
+            if want == "not attempted":
+                assert "points</" not in shown and "✗" not in shown, shown  # no "0/N points", no cross
 
 
-@pytest.mark.parametrize("py", EXECUTED, ids=[str(p.relative_to(ROOT)) for p in EXECUTED])
+@pytest.mark.parametrize("py", SOURCES, ids=IDS)
 def test_every_code_cell_was_executed_without_unexpected_errors(py: Path):
     nb = json.loads(py.with_suffix(".ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]

@@ -2,8 +2,9 @@
 
 ``check()`` returns a :class:`Verdict`, a float (the points: nbgrader reads the check cell's
 value as its grade) whose notebook display is HTML: every part with its points, the failing
-part's hint, the parts not reached yet. Its text form is only the number, so a front end that
-shows HTML shows no stray ``1.0``; in a terminal ``check()`` prints the plain verdict instead.
+part's hint, the parts not reached yet; an exercise not attempted yet shows a prompt, no score.
+Its text form is only the number, so a front end that shows HTML shows no stray ``1.0``; in a
+terminal ``check()`` prints the plain verdict instead.
 
 In a Jupyter kernel, :func:`watch_cells` remembers which cells failed (a SyntaxError in an
 answer cell, say), so a check can say "the answer cell for mul did not run" instead of a
@@ -34,11 +35,14 @@ def verdict_html(ex: Exercise, result: Result) -> str:
     colour = COLOURS.get(result.status, COLOURS["failed"])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
             f"{result.points:g}/{result.max_points:g} points")
-    if result.status == "not attempted":
-        body = f"<div>Not attempted yet: {html.escape(result.feedback)}</div>"
+    if result.status == "not attempted":  # a prompt, not a score: what a fresh exercise notebook shows
+        head = f"<b>{ICONS['not attempted']} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
+        body = (f"<div>{html.escape(result.feedback)} Write your answer in the cell above, run it, then run "
+                "this check again.</div>")
     else:
         items, failing = [], result.status == "failed"
-        failed_stage = result.feedback.split(":", 1)[0] if failing else ""
+        # the engine's feedback is "<stage name>: <hint>"; a stage name may itself hold a colon
+        failed_stage = next((st.name for st in ex.stages if failing and result.feedback.startswith(st.name + ": ")), "")
         reached_failure = False
         for stage in ex.stages:
             label = f"{html.escape(stage.name)} <span style='opacity:.7'>({_plural(stage.points)})</span>"
@@ -46,7 +50,7 @@ def verdict_html(ex: Exercise, result: Result) -> str:
                 items.append(f"<li>✓ {label}</li>")
             elif failing and not reached_failure and (stage.name == failed_stage or not failed_stage):
                 reached_failure = True
-                hint = result.feedback.split(":", 1)[1].strip() if ":" in result.feedback else result.feedback
+                hint = result.feedback[len(failed_stage) + 2:] if failed_stage else result.feedback
                 items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
                              f"{html.escape(hint)}</span></li>")
             else:

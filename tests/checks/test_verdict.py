@@ -109,3 +109,31 @@ def test_in_a_terminal_the_check_prints_the_plain_verdict(capsys):
     points = check("mul", namespace)
     assert points == 2.0 and repr(points) == "2.0"
     assert "✓ mul: 2/2 points. All checks passed." in capsys.readouterr().out
+
+
+def test_not_attempted_is_a_prompt_without_a_score():
+    """What a fresh exercise notebook shows under each check: no "0/N", no ✗ (the issue's complaint)."""
+    from course_utils import checks
+    from course_utils.checks.verdict import verdict_html
+
+    ex = checks.EXERCISES["mul"]
+    shown = verdict_html(ex, checks.Result("mul", 0.0, 2.0, "not attempted", "Mul.forward still raises "
+                                           "NotImplementedError.", ["not_attempted"]))
+    assert "not attempted yet" in shown and "(2 points)" in shown and "Mul.forward still raises" in shown
+    assert "0/2" not in shown and "✗" not in shown and "data-status='not attempted'" in shown
+
+
+def test_the_failing_part_is_found_when_its_name_holds_a_colon():
+    """normalize_fix's first part is "forward: values right and x left as it was": the hint goes there."""
+    from course_utils import checks
+    from course_utils.checks.verdict import verdict_html
+
+    ex = checks.EXERCISES["normalize_fix"]
+    first = ex.stages[0].name
+    assert ":" in first
+    shown = verdict_html(ex, checks.Result("normalize_fix", 0.0, ex.points, "failed",
+                                           f"{first}: forward changed input 0 in place.", ["forward_modifies_input"]))
+    assert shown.count(first.replace("'", "&#x27;")) == 1, shown  # listed once: failed, not also "not checked yet"
+    assert re.search(r"✗ forward: values right and x left as it was <span[^>]*>\(1 point\)</span>: "
+                     r"<span[^>]*>forward changed input 0 in place\.</span>", shown), shown
+    assert shown.count("not checked yet") == len(ex.stages) - 1

@@ -4,8 +4,7 @@ One nbgrader course directory holds every assignment generated from ``solutions/
 students submit every assignment: correct; mistaken (the first answer cell an
 IndentationError, the second exercise without its last solution region, the others
 answers that run but return nothing; an assignment with one exercise gets only the missing
-region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out,
-so the shipped stubs are executed here and nowhere else). One ``nbgrader autograde`` call
+region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out). One ``nbgrader autograde`` call
 grades them all while one grader batch (``--jobs 2``) grades the same files; per exercise,
 the points must be equal.
 """
