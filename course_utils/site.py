@@ -270,7 +270,7 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:
+    def log_message(self, format: str, *args) -> None:  # `format`: the base class's parameter name
         pass
 
 

@@ -179,7 +179,7 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
                 break
             passed.append(stage.name)
             points += stage.points
-    except Exception as exc:
+    except Exception as exc:  # whatever the facts are, garbage earns nothing and crashes nothing
         points, status, mistakes = 0.0, "failed", ["malformed_result"]
         feedback = ("the grader could not read what the check computed beside your code "
                     f"({type(exc).__name__}); 0 points for this exercise.")

@@ -12,7 +12,7 @@ from .. import wire
 from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .engine import Result, judge, make_request, probe
-from .registry import EXERCISES
+from .registry import EXERCISES, OWNERS
 from .verdict import Verdict, did_not_run
 
 
@@ -40,8 +40,7 @@ def check(grade_id: str, namespace: Mapping[str, object]) -> float:
     (see ``verdict``); in a terminal the plain verdict is printed.
     """
     result = run_check(grade_id, namespace)
-    owners = {name: gid for gid, ex in EXERCISES.items() for name in ex.names}
-    result = did_not_run(EXERCISES[grade_id], result, owners)
+    result = did_not_run(EXERCISES[grade_id], result, OWNERS)
     if notebook_shell() is None:
         print(result.report())
     return Verdict(EXERCISES[grade_id], result)

@@ -25,3 +25,5 @@ def _collect() -> dict[str, Exercise]:
 
 
 EXERCISES: dict[str, Exercise] = _collect()
+# a name an answer cell defines -> the exercise whose cell that is (to say which cell did not run)
+OWNERS: dict[str, str] = {name: gid for gid, ex in EXERCISES.items() for name in ex.names}

@@ -116,7 +116,7 @@ class Worker:
         stream = Counted()
         try:
             while True:
-                message = read_frame(stream)  # type: ignore[arg-type]  # reads bytes, as read_frame needs
+                message = read_frame(stream)
                 if message is None:
                     break
                 count += 1
@@ -206,7 +206,7 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     except MemoryError:
         _zero(row, "refused", "refused: grading this submission needed more memory than the judge allows; "
               "its exercises got 0 points")
-    except Exception as exc:
+    except Exception as exc:  # a bug or a broken machine costs one row, not the batch
         _zero(row, "error", f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
               "its exercises got 0 points")
     if row.review and row.graded:

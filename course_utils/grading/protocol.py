@@ -7,7 +7,7 @@ and never anything that could carry points.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
+from typing import Protocol
 
 from .. import wire
 
@@ -16,6 +16,12 @@ MAX_TOTAL = 256 << 20  # bytes from one runner start
 MAX_MESSAGES = 200  # messages from one runner start
 MAX_NOTE = 300  # characters per cell error note
 MAX_NOTES = 10
+
+
+class Readable(Protocol):
+    """What frames are read from: a pipe, or the judge's counting wrapper around one."""
+
+    def read(self, n: int, /) -> bytes: ...
 
 
 class ProtocolError(ValueError):
@@ -27,7 +33,7 @@ def frame(message: object) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-def read_frame(stream: BinaryIO, limit: int = MAX_FRAME) -> object | None:
+def read_frame(stream: Readable, limit: int = MAX_FRAME) -> object | None:
     """The next message, or None at a clean end of stream."""
     head = _read_exactly(stream, 4)
     if head is None:
@@ -44,7 +50,7 @@ def read_frame(stream: BinaryIO, limit: int = MAX_FRAME) -> object | None:
         raise ProtocolError(str(exc)) from None
 
 
-def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:
+def _read_exactly(stream: Readable, n: int) -> bytes | None:
     chunks, got = [], 0
     while got < n:
         chunk = stream.read(n - got)

@@ -94,7 +94,7 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
     try:
         exec(compile(source, label, "exec"), ns)
         return None
-    except BaseException as exc:
+    except BaseException as exc:  # student code may raise anything, SystemExit included
         line = ""
         tb = exc.__traceback__
         while tb is not None:
