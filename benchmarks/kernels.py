@@ -1,11 +1,17 @@
 """Lesson 10's kernels against the native op and the composite: time and memory held between passes.
 
-* CPU (always): the C++ extension ``course_cpp::silu`` (fused forward and backward, saves
-  only ``x``) against ``F.silu`` and the composite ``x * sigmoid(x)``, with the machinery
-  of the ``silu`` benchmark (exact memory, median of 7 interleaved rounds, ratios to F.silu).
+* CPU (always): the C++ extension ``course_cpp::silu`` (vectorised forward and backward, saves
+  only ``x``) against ``F.silu`` and the composite ``x * sigmoid(x)``, forward+backward, with
+  the machinery of the ``silu`` benchmark (exact memory, median of 7 interleaved rounds,
+  ratios to F.silu), on one thread and on every thread torch has; and the forward alone of
+  the scalar loop ``course_cpp::silu_scalar`` against the vectorised one and ``F.silu``.
+  Goal: the vectorised op within 1.5x of ``F.silu`` on one thread, and faster with threads.
 * GPU (only when ``torch.cuda.is_available()``): the Triton SwiGLU against the composite
-  ``F.silu(a) * b``, and the Triton RMSNorm against the composite and ``F.rms_norm``. Goal:
-  forward+backward within 1.2x of the native op, at most half the composite's saved memory.
+  ``F.silu(a) * b`` at 1M and 16M elements, and the Triton RMSNorm against ``F.rms_norm`` and
+  the composite at 256x4096 and 4096x4096, in float32 and bfloat16, timed with
+  ``triton.testing.do_bench`` (CUDA events; median), every variant in the same run. Goal
+  (issue 30's P7): RMSNorm forward+backward within 1.2x of ``F.rms_norm``; SwiGLU at most
+  1.0x the composite's time and at most half its saved memory.
   Without a GPU the table says so; no GPU number is ever written that was not measured.
 Triton's interpreter is never timed: it runs kernels in NumPy, one program at a time.
 """
@@ -19,75 +25,101 @@ from course_utils import measure
 from . import silu
 
 CPU_SIZES = [2**14, 2**18, 2**22]
-GPU_SIZES = [2**20, 2**24]  # SwiGLU elements; RMSNorm uses rows of 4096
+SWIGLU_SIZES = [2**20, 2**24]
+RMSNORM_ROWS = [256, 4096]  # rows of 4096
+GPU_DTYPES = [torch.float32, torch.bfloat16]
 NO_GPU = "not measured (no GPU)"
+
+
+def _forward_only(n: int, variants: dict) -> str:
+    x = silu._input(n).detach()
+    seconds = measure.time_interleaved({name: (lambda fn=fn: fn(x)) for name, fn in variants.items()})
+    ref = seconds["F.silu"]
+    lines = ["| forward only | time | ratio to F.silu |", "| --- | ---: | ---: |"]
+    lines += [f"| {name} | {s * 1e3:.3f} ms | {s / ref:.2f}x |" for name, s in seconds.items()]
+    return "\n".join(lines)
 
 
 def cpu_section(sizes=CPU_SIZES) -> list[str]:
     from course_utils.kernels import cpp_silu
 
     silu_cpp = cpp_silu.load()
-    variants = {"composite x * sigmoid(x)": silu.composite, "C++ extension course_cpp::silu": silu_cpp,
+    variants = {"composite x * sigmoid(x)": silu.composite, "C++ extension course_cpp::silu (vectorised)": silu_cpp,
                 "F.silu": F.silu}
+    forward = {"C++ scalar loop course_cpp::silu_scalar": torch.ops.course_cpp.silu_scalar,
+               "C++ vectorised course_cpp::silu": silu_cpp, "F.silu": F.silu}
     before = torch.get_num_threads()
-    torch.set_num_threads(silu.THREADS)
+    parts = ["### CPU: the C++ extension's SiLU (forward + backward)", "",
+             f"torch {torch.__version__}, compiled with `{' '.join(cpp_silu.compile_flags())}`, float32, `y = f(x)` then "
+             "`y.sum().backward()`; memory exact, time the median of 7 interleaved rounds; ratios to `F.silu` "
+             "measured in the same table."]
     try:
-        parts = ["### CPU: the C++ extension's SiLU (forward + backward)", "",
-                 f"torch {torch.__version__}, {torch.get_num_threads()} thread, float32, `y = f(x)` then "
-                 "`y.sum().backward()`; memory exact, time the median of 7 interleaved rounds; ratios to `F.silu`."]
-        for n in sizes:
-            rows = silu.measure_size(n, variants=variants, reference="F.silu")
-            parts += ["", f"#### {n} elements ({measure.megabytes(4 * n)} per tensor)", "", silu.format_rows(rows)]
+        for threads in sorted({silu.THREADS, before}):
+            torch.set_num_threads(threads)
+            for n in sizes:
+                rows = silu.measure_size(n, variants=variants, reference="F.silu")
+                parts += ["", f"#### {n} elements ({measure.megabytes(4 * n)} per tensor), {threads} thread(s)", "",
+                          silu.format_rows(rows), "", _forward_only(n, forward)]
     finally:
         torch.set_num_threads(before)
     return parts
 
 
-def _cuda_step(fn, inputs):
-    def run():
+def _bench(fn, inputs) -> float:
+    """Median milliseconds of one forward+backward, from CUDA events (``triton.testing.do_bench``)."""
+    import triton.testing
+
+    def step():
         for t in inputs:
             t.grad = None
-        fn(*inputs).sum().backward()
-        torch.cuda.synchronize()
-    return run
+        fn(*inputs).backward(grad)
+
+    grad = torch.ones_like(fn(*inputs))
+    return float(triton.testing.do_bench(step, warmup=25, rep=200, return_mode="median"))
 
 
-def _gpu_table(variants: dict, inputs: list[torch.Tensor], reference: str) -> str:
+def _gpu_table(variants: dict, inputs: list[torch.Tensor], reference: str, target: float) -> str:
     rows = []
     for name, fn in variants.items():
         mem = measure.pass_memory(lambda fn=fn: fn(*inputs))
-        rows.append({"variant": name, "held": mem.held, "graph": mem.graph})
-    seconds = measure.time_interleaved({name: _cuda_step(fn, inputs) for name, fn in variants.items()})
+        rows.append({"variant": name, "graph": mem.graph, "ms": _bench(fn, inputs)})
     ref = next(r for r in rows if r["variant"] == reference)
-    lines = ["| variant | saved between passes (not the output) | ratio | time per fwd+bwd | ratio |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| variant | saved between passes (not the output) | ratio | time per fwd+bwd | ratio | target |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
-        s = seconds[r["variant"]]
-        lines.append(f"| {r['variant']} | {measure.megabytes(r['graph'])} | "
-                     f"{r['graph'] / max(ref['graph'], 1):.2f}x | {s * 1e3:.3f} ms | {s / seconds[reference]:.2f}x |")
+        ratio = r["ms"] / ref["ms"]
+        verdict = "" if r is ref or not r["variant"].startswith("Triton") else \
+            (f"<= {target:.1f}x: " + ("met" if ratio <= target else "NOT met"))
+        lines.append(f"| {r['variant']} | {measure.megabytes(r['graph'])} | {r['graph'] / max(ref['graph'], 1):.2f}x | "
+                     f"{r['ms']:.3f} ms | {ratio:.2f}x | {verdict} |")
     return "\n".join(lines)
 
 
-def gpu_section(sizes=GPU_SIZES) -> list[str]:
+def gpu_section(sizes=SWIGLU_SIZES, rows=RMSNORM_ROWS, dtypes=GPU_DTYPES) -> list[str]:
     parts = ["### GPU: Triton SwiGLU and RMSNorm (forward + backward)", ""]
     if not torch.cuda.is_available():
         return parts + [f"SwiGLU: {NO_GPU}.", "", f"RMSNorm: {NO_GPU}."]
+    import triton
+
     from course_utils.kernels import triton_rmsnorm as rn, triton_swiglu as sw
 
     gen = torch.Generator(device="cuda").manual_seed(0)
-    parts.append(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, float32; ratios to the first row.")
-    for n in sizes:
-        a, b = (torch.randn(n, generator=gen, device="cuda", requires_grad=True) for _ in range(2))
-        parts += ["", f"#### SwiGLU, {n} elements", "",
-                  _gpu_table({"composite F.silu(a) * b": sw.swiglu_reference, "Triton SwiGLU": sw.SwiGLU.apply},
-                             [a, b], "composite F.silu(a) * b")]
-        rows = n // 4096
-        x = torch.randn(rows, 4096, generator=gen, device="cuda", requires_grad=True)
-        w = torch.randn(4096, generator=gen, device="cuda", requires_grad=True)
-        parts += ["", f"#### RMSNorm, {rows} rows of 4096", "",
-                  _gpu_table({"F.rms_norm": lambda x, w: F.rms_norm(x, (4096,), w, 1e-6),
-                              "composite": lambda x, w: rn.rmsnorm_reference(x, w, 1e-6),
-                              "Triton RMSNorm": lambda x, w: rn.RMSNorm.apply(x, w, 1e-6)}, [x, w], "F.rms_norm")]
+    parts.append(f"{torch.cuda.get_device_name()} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), "
+                 f"torch {torch.__version__}, triton {triton.__version__}; median of `triton.testing.do_bench` "
+                 "(CUDA events); ratios to the first row of each table, measured in the same run.")
+    for dtype in dtypes:
+        for n in sizes:
+            a, b = (torch.randn(n, generator=gen, device="cuda").to(dtype).requires_grad_() for _ in range(2))
+            parts += ["", f"#### SwiGLU, {n} elements, {dtype}", "",
+                      _gpu_table({"composite F.silu(a) * b": sw.swiglu_reference, "Triton SwiGLU": sw.SwiGLU.apply},
+                                 [a, b], "composite F.silu(a) * b", 1.0)]
+        for r in rows:
+            x = torch.randn(r, 4096, generator=gen, device="cuda").to(dtype).requires_grad_()
+            w = torch.randn(4096, generator=gen, device="cuda").to(dtype).requires_grad_()
+            parts += ["", f"#### RMSNorm, {r} rows of 4096, {dtype}", "",
+                      _gpu_table({"F.rms_norm": lambda x, w: F.rms_norm(x, (4096,), w, 1e-6),
+                                  "composite": lambda x, w: rn.rmsnorm_reference(x, w, 1e-6),
+                                  "Triton RMSNorm": lambda x, w: rn.RMSNorm.apply(x, w, 1e-6)}, [x, w], "F.rms_norm", 1.2)]
     return parts
 
 

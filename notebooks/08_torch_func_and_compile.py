@@ -874,6 +874,34 @@ for fn, requires_grad in [(NumpyCubicAuto, True), (ExpAllModes, False), (ExpAllM
 # graph, with a backward, and the very same NumPy inside.
 
 # %% [markdown]
+# One condition hides in "NumPy, C: yes" for `autograd.Function` under `torch.func.grad`:
+# `NumpyCubicAuto` above has NumPy in `forward` and PyTorch ops in `backward`. The transform
+# runs `forward` on plain tensors, but hands `backward` its own wrapped tensors, whose memory
+# NumPy (or C, or a Triton kernel) cannot read. The same Function with the derivative in NumPy:
+
+# %%
+class NumpyCubicBothWays(NumpyCubicAuto):
+    """NumpyCubicAuto with the derivative computed in NumPy too."""
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        slope = torch.from_numpy(np.polyval([3.0, 0.0, -2.0], x.numpy(force=True))).to(x.device, x.dtype)
+        return grad_output * slope
+
+
+point = torch.tensor([0.5, 2.0], dtype=torch.float64)
+for fn in (NumpyCubicAuto, NumpyCubicBothWays):
+    grad_fn = torch.func.grad(lambda t, fn=fn: fn.apply(t).sum())
+    outcome = error_summary(lambda: grad_fn(point))
+    print(f"{fn.__name__:18s} torch.func.grad:", grad_fn(point).tolist() if outcome == "no error" else outcome)
+
+# %% [markdown]
+# With `setup_context`, NumPy or C in `forward` works under `torch.func.grad`; in `backward`
+# it fails. A Function meant for `torch.func` keeps its `backward` in PyTorch ops (or calls
+# another Function there).
+
+# %% [markdown]
 # ## Which tool?
 #
 # What each tool supports in torch 2.13, as demonstrated in this lesson:
@@ -882,7 +910,7 @@ for fn, requires_grad in [(NumpyCubicAuto, True), (ExpAllModes, False), (ExpAllM
 # | --- | --- | --- | --- |
 # | code autograd cannot see (NumPy, C) | no | yes | yes |
 # | `.backward()` | yes | yes | with `register_autograd` |
-# | `torch.func.grad`, `jacrev` | yes | yes | **no** (error) |
+# | `torch.func.grad`, `jacrev` | yes | yes, if `backward` is PyTorch ops (NumPy or C in `forward` only: shown below) | **no** (error) |
 # | `vmap` | yes | `generate_vmap_rule = True`, or a `vmap` staticmethod | yes: a per-sample fallback, or `register_vmap` |
 # | forward mode: `jvp`, `jacfwd`, dual tensors | yes | if you write `jvp` | **no** (a dual tensor's tangent is silently dropped) |
 # | `torch.compile(fullgraph=True)` | yes | if Dynamo can trace forward and backward, and (when training) no `jvp` | yes, with `register_fake`: one opaque node |

@@ -169,7 +169,9 @@ print(inspect.getsource(sw.swiglu_forward_kernel.fn))
 #   $n$ is not a multiple of `BLOCK`, and must neither read nor write there;
 # * `.to(tl.int64)` before multiplying: a program id times a block size overflows 32 bits
 #   for tensors of more than $2^{31}$ elements;
-# * the pointer arithmetic assumes **contiguous** memory: element $i$ sits at `ptr + i`.
+# * the pointer arithmetic assumes **contiguous** memory: element $i$ sits at `ptr + i`;
+# * half types are loaded, **computed in float32** (`UPCAST`) and stored back in their own
+#   dtype: `tl.sigmoid` has no bfloat16 version, and float32 keeps the gradient accurate.
 #
 # The backward kernel loads what forward loaded plus the incoming gradient, recomputes
 # $\sigma(a)$, and writes both gradients. With $s = \sigma(a)$:
@@ -181,11 +183,19 @@ print(inspect.getsource(sw.swiglu_backward_kernel.fn))
 
 # %% [markdown]
 # The Function around them is short. Forward makes its inputs contiguous, saves them and
-# launches; backward launches the other kernel on what forward saved:
+# launches; backward launches the other kernel on what forward saved. Every output is made with
+# `torch.empty(shape)`, contiguous whatever the input's layout (`torch.empty_like` would copy a
+# transposed input's strides, and the kernel writes as if they were not there):
 
 # %%
 print(inspect.getsource(sw.swiglu_backward))
 print(inspect.getsource(sw.SwiGLU))
+
+A = torch.randn(300, 200, generator=gen, device=device)
+B = torch.randn(200, 300, generator=gen, device=device)
+y_t = sw.SwiGLU.apply(A.t(), B)  # a transposed input, as a model's weight.t() gives
+print("transposed input: right:", torch.allclose(y_t, sw.swiglu_reference(A.t(), B), atol=1e-6),
+      "| output contiguous:", y_t.is_contiguous())
 
 # %% [markdown]
 # Checked against the plain-torch composite, values and gradients, in float32 and float64,
@@ -209,6 +219,31 @@ for shape, dtype, tol in (((3000,), torch.float32, 1e-6), ((7, 129), torch.float
 
 a2, b2 = (torch.randn(5, 7, generator=gen, device=device, dtype=torch.float64, requires_grad=True) for _ in range(2))
 print("gradcheck (float64):", torch.autograd.gradcheck(sw.SwiGLU.apply, (a2, b2)))
+
+# %% [markdown]
+# Models run in bfloat16 or float16, so that is the case that matters. A half-precision
+# result can only be as good as its dtype's rounding (`torch.finfo(dtype).eps`: 2**-8 for
+# bfloat16), so the check is against a **float64** reference, with a tolerance per dtype:
+
+# %%
+def outputs_and_grads(fn, inputs, grad):
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    out = fn(*leaves)
+    return [out.detach(), *torch.autograd.grad(out, leaves, grad)]
+
+
+def max_error_vs_float64(fn, reference, inputs, grad):
+    """Largest error of output and gradients against a float64 run, relative to the largest value."""
+    got = [t.double() for t in outputs_and_grads(fn, inputs, grad)]
+    want = outputs_and_grads(reference, [t.double() for t in inputs], grad.double())
+    return max((p - q).abs().max().item() / (q.abs().max().item() + 1e-30) for p, q in zip(got, want))
+
+
+for dtype in (torch.bfloat16, torch.float16, torch.float32):
+    a1, b1, g1 = (torch.randn(4, 1000, generator=gen, device=device).to(dtype) for _ in range(3))
+    error = max_error_vs_float64(sw.SwiGLU.apply, sw.swiglu_reference, (a1, b1), g1)
+    eps = torch.finfo(dtype).eps
+    print(f"{str(dtype):15} largest error relative to the largest value: within 4 eps ({4 * eps:.1e}): {error <= 4 * eps}")
 
 # %% [markdown]
 # ### The common mistake: trusting `grad_output`'s layout
@@ -314,22 +349,50 @@ for shape, dtype, tol in (((37, 100), torch.float32, 1e-5), ((3, 5, 24), torch.f
 x2 = torch.randn(6, 5, generator=gen, device=device, dtype=torch.float64, requires_grad=True)
 w2 = torch.randn(5, generator=gen, device=device, dtype=torch.float64, requires_grad=True)
 print("gradcheck (float64):", torch.autograd.gradcheck(lambda x, w: rn.RMSNorm.apply(x, w, 0.1), (x2, w2)))
+for dtype in (torch.bfloat16, torch.float16):
+    x3 = (torch.randn(8, 2048, generator=gen, device=device) + 3).to(dtype)
+    w3, g3 = torch.randn(2048, generator=gen, device=device).to(dtype), torch.randn(8, 2048, generator=gen, device=device).to(dtype)
+    error = max_error_vs_float64(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), lambda x, w: rn.rmsnorm_reference(x, w, 1e-6),
+                                 (x3.t().contiguous().t(), w3), g3)  # a transposed x as well
+    print(f"{str(dtype):15} (transposed x) within 4 eps: {error <= 4 * torch.finfo(dtype).eps}")
+squares = ((torch.randn(4096, generator=gen) + 3).to(torch.bfloat16) ** 2).tolist()
+running = {torch.bfloat16: torch.zeros((), dtype=torch.bfloat16), torch.float32: torch.zeros(())}
+for value in squares:  # one row's sum of squares, added one value at a time as a loop over a row would
+    for dtype in running:
+        running[dtype] = running[dtype] + torch.tensor(value, dtype=dtype)
+exact = sum(squares)
+print("sum of 4096 squares, relative error: kept in bfloat16",
+      f"{abs(running[torch.bfloat16].item() / exact - 1):.2f}, kept in float32 {abs(running[torch.float32].item() / exact - 1):.0e}")
 print("saved by the Function:")
 for s in saved_tensors(lambda: rn.RMSNorm.apply(x, w, 1e-6)):
     print(" ", s)
 
 # %% [markdown]
 # Against section 1's composite: no new tensor of $x$'s size is kept, only the 256 values
-# of $r$ (1 KiB); $x$ and $w$ are the caller's own tensors.
+# of $r$ (1 KiB, float32 whatever $x$'s dtype); $x$ and $w$ are the caller's own tensors.
+# The kernels load every dtype, accumulate in float32 and store in the input's dtype. The
+# line "sum of 4096 squares" shows why: a running sum kept in bfloat16 stops growing once each
+# new square is smaller than half its rounding step, and ends 79% short.
+#
+# On a GPU, backward's band count is the number of streaming multiprocessors (`rn.bands`:
+# 132 on an H100), so every SM has a band and the partial sums stay small (SMs $\times d$).
+# A fixed 8 bands left 124 of an H100's 132 SMs idle; `num_warps` grows with the row width
+# so that each thread holds 8 to 32 values of a row. These choices are not measured here
+# (no GPU): `./course bench` times them where there is one.
 
 # %% [markdown]
 # ## 4. `triton_op`: the kernel as an operator `torch.compile` can see into
 #
-# A Function is a Python object: `torch.compile` traces *through* it. A Triton kernel is
-# better registered as an **operator** with `torch.library.triton_op`, launching through
-# `wrap_triton`. Then the compiler knows the kernel's inputs and outputs, can put it in its
-# graph with the ops around it, and on a GPU Inductor can even read the kernel. Autograd is
-# attached to the operator with `register_autograd`, the lesson 08 way:
+# A Function is a Python object: `torch.compile` traces *through* it. On a GPU that already
+# works for a plain Function that launches a Triton kernel: Dynamo recognises the launch and
+# keeps it in one graph (measured for this course on an H100: `explain` gives 1 graph, 0
+# breaks), and PyTorch's own documentation recommends trying exactly that first.
+# `torch.library.triton_op` registers the kernel as an **operator** instead, launching through
+# `wrap_triton`: worth it when you need an operator (a schema other code, `torch.export` or
+# C++ can call) while Inductor can still read the kernel. Its Python body runs on fake
+# tensors to learn the outputs, so it must only allocate and launch. Autograd is attached
+# with `register_autograd`, the lesson 08 way. The body makes its inputs contiguous and its
+# output with `torch.empty(shape)`, as section 2 taught:
 
 # %%
 from torch.library import triton_op, wrap_triton
@@ -337,14 +400,16 @@ from torch.library import triton_op, wrap_triton
 
 @triton_op("course10::swiglu", mutates_args=())
 def swiglu_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    y = torch.empty_like(a)
+    a, b = a.contiguous(), b.contiguous()
+    y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
     wrap_triton(sw.swiglu_forward_kernel)[(triton.cdiv(a.numel(), 256),)](a, b, y, a.numel(), BLOCK=256)
     return y
 
 
 @triton_op("course10::swiglu_backward", mutates_args=())
 def swiglu_backward_op(grad_y: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> list[torch.Tensor]:
-    grad_a, grad_b = torch.empty_like(a), torch.empty_like(b)
+    grad_y, a, b = grad_y.contiguous(), a.contiguous(), b.contiguous()
+    grad_a, grad_b = torch.empty(a.shape, dtype=a.dtype, device=a.device), torch.empty(b.shape, dtype=b.dtype, device=b.device)
     wrap_triton(sw.swiglu_backward_kernel)[(triton.cdiv(a.numel(), 256),)](
         a, b, grad_y, grad_a, grad_b, a.numel(), BLOCK=256)
     return [grad_a, grad_b]
@@ -356,7 +421,7 @@ def setup_context(ctx, inputs, output):
 
 def backward(ctx, grad_y):
     a, b = ctx.saved_tensors
-    return tuple(swiglu_backward_op(grad_y.contiguous(), a, b))
+    return tuple(swiglu_backward_op(grad_y, a, b))
 
 
 swiglu_op.register_autograd(backward, setup_context=setup_context)
@@ -364,6 +429,9 @@ swiglu_op.register_autograd(backward, setup_context=setup_context)
 a4, b4 = (torch.randn(300, generator=gen, device=device, requires_grad=True) for _ in range(2))
 errors = max_errors(swiglu_op, sw.swiglu_reference, (a4, b4), torch.ones(300, device=device))
 print("eager: y, grad a, grad b within 1e-6:", all(e <= 1e-6 for e in errors))
+A4, B4 = torch.randn(30, 20, generator=gen, device=device), torch.randn(20, 30, generator=gen, device=device)
+errors = max_errors(swiglu_op, sw.swiglu_reference, (A4.t(), B4), torch.ones(20, 30, device=device))
+print("eager, transposed a: within 1e-6:", all(e <= 1e-6 for e in errors))
 
 # %% [markdown]
 # Eagerly it works everywhere. Under `torch.compile(fullgraph=True)` the compiler first runs
@@ -414,7 +482,7 @@ def swiglu_opaque(a: Tensor, b: Tensor) -> Tensor:
 
 @swiglu_opaque.register_fake
 def _(a, b):
-    return torch.empty_like(a)
+    return a.new_empty(a.shape)  # contiguous, as the real op returns (empty_like would keep a.t()'s strides)
 
 
 @torch.library.custom_op("course10::swiglu_opaque_backward", mutates_args=())
@@ -424,7 +492,7 @@ def swiglu_opaque_backward(grad_y: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor
 
 @swiglu_opaque_backward.register_fake
 def _(grad_y, a, b):
-    return torch.empty_like(a), torch.empty_like(b)
+    return a.new_empty(a.shape), b.new_empty(b.shape)
 
 
 swiglu_opaque.register_autograd(lambda ctx, g: swiglu_opaque_backward(g, *ctx.saved_tensors),
@@ -450,7 +518,9 @@ print("compiled (fullgraph): y, grad a, grad b within 1e-6:", all(e <= 1e-6 for 
 print("forward graph: ", recorder.ops("forward"))
 print("backward graph:", recorder.ops("backward"))
 torch.library.opcheck(swiglu_opaque, (a6, b6))
-print("opcheck: passed")
+A6 = torch.randn(30, 10, generator=gen, device=device)
+torch.library.opcheck(swiglu_opaque, (A6.t().requires_grad_(), torch.randn(10, 30, generator=gen, device=device)))
+print("opcheck, contiguous and transposed inputs: passed")
 
 # %% [markdown]
 # What the two routes and a plain Function give you:
@@ -459,7 +529,7 @@ print("opcheck: passed")
 # | --- | --- | --- | --- |
 # | eager | yes | yes | yes |
 # | `torch.compile(fullgraph=True)` | the compiler traces into `forward`/`backward` | one node; the kernel is never looked at | one node; on a GPU Inductor sees the kernel and can optimise around it |
-# | needs a fake implementation | no | yes | no (derived from the kernel) |
+# | needs a fake implementation | no | yes | no: its Python body runs on fake tensors |
 # | with Triton's interpreter | compiles only if its code is traceable | yes (section 5) | eager only (section 4) |
 #
 # The first column's "traceable" decides a lot, as the next section shows.
@@ -543,12 +613,14 @@ torch._dynamo.reset()
 # * `Exp` is PyTorch ops only: **one graph**, forward and backward compiled with it.
 # * `NumpyCumsum` is also one graph: Dynamo traces NumPy calls by translating them to torch
 #   ops, so this Function compiles although it never calls torch in its arithmetic.
-# * `HalveIfLarge` breaks: `.item()` turns a tensor into a Python number, and Dynamo cannot
-#   keep a data-dependent Python value inside a graph. The graph ends before it and a new
-#   one starts after.
-# * The Triton SwiGLU: on a GPU Dynamo recognises the kernel launch and it is one graph. With
-#   the interpreter, Dynamo tries to trace the interpreter's own Python, and `explain`
-#   itself fails. That is why section 5 hides the launch in an opaque operator.
+# * `HalveIfLarge` prints 3 graphs and 2 breaks, and the only reason it reports is the
+#   `.item()` call: `.item()` turns a tensor into a Python number, and Dynamo cannot keep a
+#   data-dependent Python value inside a graph, so the code is cut into several graphs with
+#   the `.item()` run eagerly between them.
+# * The Triton SwiGLU: on a GPU Dynamo recognises the kernel launch and it is one graph
+#   (measured on an H100; this notebook's stored output comes from a CPU). With the
+#   interpreter, Dynamo tries to trace the interpreter's own Python, and `explain` itself
+#   fails, as printed. That is why section 5 hides the launch in an opaque operator.
 
 # %% [markdown]
 # ## 7. The third way: a C++ extension registered as an operator
@@ -565,9 +637,20 @@ from course_utils.kernels import cpp_silu
 print(cpp_silu.SOURCE)
 
 # %% [markdown]
-# The Python side registers a fake implementation of each operator and the autograd
-# formula: forward saves only $x$, backward calls the C++ backward operator. Building takes
-# about half a minute the first time; the build directory is cached after that.
+# Two versions of the forward are in the source. `silu_scalar` computes one element per loop
+# iteration; `silu_forward` and `silu_backward` use `at::vec::Vectorized`, which holds 16
+# floats in one AVX-512 register (8 with AVX2) and computes `exp` for all of them in one call
+# (SLEEF's vectorised `exp`, the one ATen's own kernels use; `cpp_silu.compile_flags()` picks
+# the instructions this CPU and torch's build both use). The scalar loop loses because
+# `std::exp` is a function call per element that the compiler cannot turn into vector
+# instructions, so each instruction does one element's work instead of 8 or 16; both split
+# the tensor across threads with `at::parallel_for`. `benchmarks/results.md` has the measured times against `F.silu`
+# (no timing is printed here).
+#
+# The Python side registers a fake implementation of each operator (a contiguous tensor, as
+# the C++ returns) and the autograd formula: forward saves only $x$, backward calls the C++
+# backward operator. Building takes about a minute the first time; the build directory is
+# cached after that.
 
 # %%
 print(inspect.getsource(cpp_silu.load))
@@ -578,8 +661,12 @@ print("matches F.silu, values and gradients:",
       all(e <= 1e-14 for e in max_errors(silu_cpp, F.silu, (x8,), torch.ones_like(x8))))
 print("gradcheck (float64):", torch.autograd.gradcheck(silu_cpp, (x8[:20].clone().requires_grad_(),)))
 torch.library.opcheck(silu_cpp, (x8[:20].float().requires_grad_(),))
-print("opcheck: passed")
-print("saved for backward:", *saved_tensors(lambda: silu_cpp(x8.clone().requires_grad_())))
+torch.library.opcheck(silu_cpp, (x8[:20].float().view(4, 5).t().requires_grad_(),))  # transposed: the fake must agree
+print("opcheck, contiguous and transposed: passed")
+print("scalar loop and vectorised forward agree to 1e-14:",
+      torch.allclose(torch.ops.course_cpp.silu_scalar(x8), silu_cpp(x8), rtol=1e-14, atol=1e-14))
+x8_leaf = x8.clone().requires_grad_()
+print("saved for backward:", *saved_tensors(lambda: silu_cpp(x8_leaf)))
 
 # %% [markdown]
 # Registered with a schema, the C++ operator is opaque to the compiler like section 5's:
@@ -607,28 +694,76 @@ compiled_composite = torch.compile(composite)
 _, codes = run_and_get_code(lambda: compiled_composite(a10, b10).sum().backward())
 kernels = sorted(set(re.findall(r"(?:cpp|triton)_\w*fused_\w+", "\n".join(codes))))
 print("generated kernels (forward and backward):", kernels)
-print("saved by the compiled composite:")
-for s in saved_tensors(lambda: compiled_composite(a10, b10)):
-    print(" ", s)
 
 # %% [markdown]
-# The traffic of section 1 is gone; the compiled composite still keeps a new tensor of the
-# input's size for backward here, where the Function of section 2 keeps none. So:
+# What does the compiled graph keep for backward? `saved_tensors` from section 1 cannot say:
+# it watches ops with a `TorchDispatchMode`, and under such a mode `torch.compile` runs the
+# function eagerly, so it would list the eager composite's `silu(a)`. A saved-tensor hook is
+# no mode; it sees what the compiled graph itself saves:
+
+# %%
+kept = []
+with torch.autograd.graph.saved_tensors_hooks(lambda t: kept.append(t) or t, lambda t: t):
+    y10 = compiled_composite(a10, b10)
+print("backward node:", type(y10.grad_fn).__name__)
+names = {a10.data_ptr(): "a", b10.data_ptr(): "b"}
+print("saved:", [names.get(t.data_ptr(), f"a new {tuple(t.shape)} tensor") for t in kept])
+
+
+# %% [markdown]
+# The compiled composite keeps only $a$ and $b$: Inductor recomputes $\operatorname{silu}(a)$
+# in its backward kernel, the same choice section 2's Function makes by hand. With the
+# traffic of section 1 gone as well, the compiler matches the fused kernel here. So:
 #
 # * **Let `torch.compile` do it** when the op is a chain of elementwise and reduction ops
 #   and memory is not what limits you. It fuses, recomputes cheap values, and nobody has to
 #   maintain kernels.
 # * **Write a kernel** when the compiler cannot see the whole computation (across graph
-#   breaks, in eager code, in a loop it does not unroll), when you must control what is saved
-#   (activation memory in long sequences), or when the algorithm is not a composition of
+#   breaks, in eager code, in a loop it does not unroll), when what is saved must not depend
+#   on what the compiler decides (activation memory in long sequences, eager training), or
+#   when the algorithm is not a composition of
 #   existing ops at all (online softmax in attention, fused cross-entropy that never forms
 #   the logits' softmax). Measure it: `./course bench` compares each kernel with the native op
 #   and the composite.
 # * **What it costs**: one kernel per pass and per layout, float16/bfloat16 handling,
 #   non-contiguous inputs, `int64` offsets for large tensors, tests against a reference in
-#   every dtype, `gradcheck` in float64, and re-tuning for each new GPU. A Function around a
-#   kernel is also invisible to `torch.func` transforms unless you add `vmap`/`jvp` rules
-#   (lesson 08).
+#   every dtype, `gradcheck` in float64, and re-tuning for each new GPU. And `torch.func`:
+#   `torch.func.grad` needs a Function written with `setup_context` (lesson 08), and even then
+#   a kernel launched in *backward* fails under it, because the transform hands backward
+#   wrapped tensors whose memory a kernel cannot read. Under `torch.func.grad`, backward must
+#   be torch ops (or another Function); `vmap` and `jvp` need rules of their own:
+#
+#
+
+# %%
+class SwiGLUForFunc(torch.autograd.Function):
+    """Section 2's Function in the setup_context style that torch.func requires."""
+
+    @staticmethod
+    def forward(a, b):
+        return sw.swiglu_forward(a, b)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        return sw.swiglu_backward(grad_y, *ctx.saved_tensors)
+
+
+a11, b11 = torch.randn(6, generator=gen, device=device), torch.randn(6, generator=gen, device=device)
+for label, cls in (("forward(ctx, ...) style", sw.SwiGLU), ("setup_context style", SwiGLUForFunc)):
+    try:
+        torch.func.grad(lambda a: cls.apply(a, b11).sum())(a11)
+        print(f"{label:24} torch.func.grad: works")
+    except Exception as err:
+        print(f"{label:24} torch.func.grad: {type(err).__name__}: {str(err).splitlines()[0][:90]}")
+
+# %% [markdown]
+# The first fails because `torch.func` cannot know what a `forward(ctx, ...)` Function saves;
+# the second gets through forward (the kernel reads real tensors there) and fails in
+# backward, where the kernel would read the transform's wrapped `grad_output`.
 #
 # The exercise asks you to write a backward kernel yourself, for SwiGLU on the packed layout
 # language models actually use.

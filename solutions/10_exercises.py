@@ -44,7 +44,9 @@
 # `grad_output` that is an expanded view (what `y.sum().backward()` sends). Torch may
 # allocate and copy memory around your launches, but every number of the output and of
 # the gradient must come from a kernel: the check records the ops each pass runs, and runs
-# backward once more with your kernel launches skipped.
+# backward once more giving your kernel other values of `x` and `grad_output` while it runs
+# (the gradient must follow them). On a GPU the check's inputs are CUDA tensors, as your
+# compiled kernels need; without one they stay on the CPU for Triton's interpreter.
 #
 # Lesson 10, sections 2 and 3, launch a flat kernel over two separate tensors; here one
 # program handles part of one row of a packed tensor, so the offsets are yours to work out.

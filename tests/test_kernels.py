@@ -97,6 +97,11 @@ def test_the_cpp_extension_is_silu_with_its_own_backward():
                                                                       dtype=torch.float64), torch.float64)
     assert torch.autograd.gradcheck(silu, (x[::50].clone().requires_grad_(),))
     torch.library.opcheck(silu, (torch.randn(3, 4, generator=torch.Generator().manual_seed(3)).requires_grad_(),))
+    # the fake says what the C++ returns for a transposed input: a contiguous tensor (empty_like would not)
+    torch.library.opcheck(silu, (torch.randn(4, 5, generator=torch.Generator().manual_seed(5)).t().requires_grad_(),))
+    x32 = torch.randn(1027, generator=torch.Generator().manual_seed(6))  # not a multiple of the vector width
+    torch.testing.assert_close(torch.ops.course_cpp.silu_scalar(x32), torch.nn.functional.silu(x32))
+    torch.testing.assert_close(silu(x32[::2]), torch.nn.functional.silu(x32[::2]))
     t = torch.randn(4, 3, generator=torch.Generator().manual_seed(4), requires_grad=True)
     (silu(t).t() * torch.arange(12.0).view(3, 4)).sum().backward()  # grad_output arrives transposed
     torch.testing.assert_close(t.grad, torch.autograd.grad((torch.nn.functional.silu(t).t() *
@@ -108,3 +113,128 @@ def test_the_cpp_extension_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(cpp_silu.shutil, "which", lambda tool: None if tool == "ninja" else "/usr/bin/" + tool)
     with pytest.raises(RuntimeError, match="needs ninja: run ./course lab"):
         cpp_silu.load()
+
+
+# ---- every layout and dtype a model gives the kernels (issue 30) ----
+
+HALF_TOL = {torch.bfloat16: 3e-2, torch.float16: 4e-3, torch.float32: 2e-5, torch.float64: 1e-12}
+
+
+class Recorder:
+    """Stands in for a kernel: records the layout of every tensor a launch receives, then launches."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches.append([t for t in args if isinstance(t, torch.Tensor)])
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+def record(monkeypatch, module, *names):
+    recorders = [Recorder(getattr(module, name)) for name in names]
+    for name, r in zip(names, recorders):
+        monkeypatch.setattr(module, name, r)
+    return recorders
+
+
+def assert_kernels_saw_contiguous_memory(recorders):
+    launched = [t for r in recorders for launch in r.launches for t in launch]
+    assert launched, "no kernel was launched"
+    assert all(t.is_contiguous() for t in launched), [t.stride() for t in launched]
+
+
+def layouts(shape, gen, dtype):
+    """(name, tensor) pairs of equal values in the layouts models produce: contiguous, transposed, sliced, expanded."""
+    base = torch.randn(shape, generator=gen, device=DEVICE, dtype=torch.float64).to(dtype)
+    flipped = base.transpose(0, -1).contiguous().transpose(0, -1)  # same values, strides reversed
+    wide = torch.randn(*shape[:-1], 2 * shape[-1] + 1, generator=gen, device=DEVICE, dtype=dtype)
+    wide[..., 1::2] = base  # same values, every other column of a wider tensor
+    row = base.reshape(-1)[: shape[-1]]
+    return [("contiguous", base), ("transposed", flipped), ("sliced", wide[..., 1::2]),
+            ("expanded", row.expand(shape))]
+
+
+def reference_grads(fn, inputs, g):
+    leaves = [t.detach().double().requires_grad_() for t in inputs]
+    out = fn(*leaves)
+    return [out] + list(torch.autograd.grad(out, leaves, g.double()))
+
+
+def assert_close_to_float64(got, want, dtype):
+    for p, q in zip(got, want):
+        assert p.dtype == dtype and p.is_contiguous()
+        torch.testing.assert_close(p.double(), q, atol=HALF_TOL[dtype], rtol=HALF_TOL[dtype])
+
+
+SHAPES = [(1030,), (5, 37), (3, 4, 21), (2, 3, 2, 9)]  # 1-D to 4-D, none a multiple of a block
+DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_swiglu_kernels_see_contiguous_memory_whatever_the_layout(monkeypatch, shape):
+    recorders = record(monkeypatch, sw, "swiglu_forward_kernel", "swiglu_backward_kernel")
+    gen = torch.Generator(device=DEVICE).manual_seed(len(shape))
+    g_base = torch.randn(shape, generator=gen, device=DEVICE)
+    for (name_a, a), (name_b, b) in zip(layouts(shape, gen, torch.float32), reversed(layouts(shape, gen, torch.float32))):
+        for g in (g_base, g_base.transpose(0, -1).contiguous().transpose(0, -1), torch.ones((), device=DEVICE).expand(shape)):
+            assert_close_to_float64(grads(sw.SwiGLU.apply, (a, b), g), reference_grads(sw.swiglu_reference, (a, b), g),
+                                    torch.float32)
+    assert_kernels_saw_contiguous_memory(recorders)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_rmsnorm_kernels_see_contiguous_memory_whatever_the_layout(monkeypatch, shape):
+    recorders = record(monkeypatch, rn, "rmsnorm_forward_kernel", "rmsnorm_backward_kernel")
+    gen = torch.Generator(device=DEVICE).manual_seed(10 + len(shape))
+    w_wide = torch.randn(2 * shape[-1], generator=gen, device=DEVICE)
+    g = torch.randn(shape, generator=gen, device=DEVICE).transpose(0, -1).contiguous().transpose(0, -1)
+    for name, x in layouts(shape, gen, torch.float32):
+        for w in (w_wide[: shape[-1]], w_wide[::2]):  # a contiguous and a strided weight
+            assert_close_to_float64(grads(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), (x, w), g),
+                                    reference_grads(lambda x, w: rn.rmsnorm_reference(x, w, 1e-6), (x, w), g),
+                                    torch.float32)
+    assert_kernels_saw_contiguous_memory(recorders)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_swiglu_in_every_dtype_matches_a_float64_reference(dtype):
+    gen = torch.Generator(device=DEVICE).manual_seed(5)
+    a, b, g = (torch.randn(3, 700, generator=gen, device=DEVICE).mul(3).to(dtype) for _ in range(3))
+    assert_close_to_float64(grads(sw.SwiGLU.apply, (a.t(), b.t()), g.t()),
+                            reference_grads(sw.swiglu_reference, (a.t(), b.t()), g.t()), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rmsnorm_in_every_dtype_accumulates_in_float32(dtype):
+    gen = torch.Generator(device=DEVICE).manual_seed(6)
+    x = (torch.randn(6, 2048, generator=gen, device=DEVICE) + 4).to(dtype)  # a bfloat16 sum of squares would be off
+    w, g = torch.randn(2048, generator=gen, device=DEVICE).to(dtype), torch.randn(6, 2048, generator=gen, device=DEVICE).to(dtype)
+    got = grads(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), (x, w), g)
+    want = reference_grads(lambda x, w: rn.rmsnorm_reference(x, w, 1e-6), (x, w), g)
+    tol = HALF_TOL[dtype]
+    assert_close_to_float64(got[:2], want[:2], dtype)
+    # grad_weight sums 6 rows of rounded products: compare relative to its size
+    torch.testing.assert_close(got[2].double(), want[2], atol=tol * want[2].abs().max().item(), rtol=tol)
+
+
+def test_empty_inputs_give_empty_outputs_without_a_launch():
+    y = sw.SwiGLU.apply(torch.zeros(0, 3, device=DEVICE, requires_grad=True), torch.zeros(0, 3, device=DEVICE))
+    assert y.shape == (0, 3)
+    x, w = torch.zeros(0, 4, device=DEVICE, requires_grad=True), torch.ones(4, device=DEVICE, requires_grad=True)
+    rn.RMSNorm.apply(x, w, 1e-6).sum().backward()
+    assert x.grad.shape == (0, 4) and torch.equal(w.grad, torch.zeros(4, device=DEVICE))
+
+
+def test_rmsnorm_backward_runs_one_program_per_multiprocessor(monkeypatch):
+    assert rn.bands(1000, torch.device("cpu")) == rn.CPU_BANDS and rn.bands(3, torch.device("cpu")) == 3
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"multi_processor_count": 132}))
+    assert rn.bands(4096, torch.device("cuda")) == 132 and rn.bands(40, torch.device("cuda")) == 40
+    assert [rn.num_warps(b) for b in (128, 4096, 8192, 65536)] == [4, 8, 16, 32]
+
+
+def test_rmsnorm_refuses_a_mismatched_weight_in_one_sentence():
+    with pytest.raises(ValueError, match="weight of shape"):
+        rn.RMSNorm.apply(torch.zeros(2, 4, device=DEVICE), torch.zeros(3, device=DEVICE), 1e-6)

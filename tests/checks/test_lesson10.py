@@ -84,6 +84,25 @@ NUMPY_BACKWARD = answer(backward=GOOD_BACKWARD.replace("return dx", """import nu
         a, b = xn[..., :d], xn[..., d:]
         s = 1 / (1 + np.exp(-a))
         return torch.from_numpy(np.concatenate([gn * b * s * (1 + a * (1 - s)), gn * a * s], -1))"""))
+# the gradient in NumPy, then a Triton kernel that only copies it into the returned buffer (issue 29)
+MEMCPY_KERNEL = PRELUDE + KERNEL.replace("GRAD_A", "a").replace("GRAD_B", "b") + '''
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    k = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + k, tl.load(src_ptr + k, mask=k < n), mask=k < n)
+''' + FUNCTION.replace("FORWARD", GOOD_FORWARD).replace("BACKWARD", """(x,) = ctx.saved_tensors
+        import numpy as np
+        d = x.shape[-1] // 2
+        xn, gn = x.detach().cpu().numpy(), grad_y.detach().cpu().numpy()
+        a, b = xn[..., :d], xn[..., d:]
+        s = 1 / (1 + np.exp(-a))
+        done = torch.from_numpy(np.ascontiguousarray(np.concatenate([gn * b * s * (1 + a * (1 - s)), gn * a * s], -1)))
+        dx = torch.empty_like(x)
+        copy_kernel[(triton.cdiv(dx.numel(), 128),)](done.to(x.device), dx, dx.numel(), BLOCK=128)
+        return dx""")
+# the kernel's row offset ignores the packed layout's stride: rows > 0 read and write other rows' memory
+WRONG_ROWS = answer(kernel=KERNEL.replace("row = tl.program_id(0).to(tl.int64)",
+                                          "row = tl.program_id(0).to(tl.int64)\n    row = row - row % 2"))
 TORCH_FORWARD = answer(forward="""ctx.save_for_backward(x)
         a, b = x.chunk(2, -1)
         return torch.nn.functional.silu(a) * b""", backward=GOOD_BACKWARD.replace(
@@ -93,8 +112,9 @@ BUGS = {
     "triton_no_kernel": ("triton_swiglu", TORCH_BACKWARD, ["backward launched no Triton kernel"]),
     "triton_torch_math": ("triton_swiglu", SHOW_LAUNCH, ["backward computes with torch", "sigmoid",
                                                           "swiglu_packed_backward_kernel"]),
-    "triton_not_from_kernel": ("triton_swiglu", NUMPY_BACKWARD, ["output was replaced by NaN"]),
-    "triton_expanded_grad": ("triton_swiglu", answer(grad_y="grad_y"), ["expanded view", ".contiguous()"]),
+    "triton_not_from_kernel": ("triton_swiglu", NUMPY_BACKWARD, ["does not come from its kernel", "NumPy"]),
+    "triton_expanded_grad": ("triton_swiglu", answer(grad_y="grad_y"), ["expanded view", "raw memory"]),
+    "triton_wrong_rows": ("triton_swiglu", WRONG_ROWS, ["grad_x is right in", "rows 1, 3", "row's offset"]),
     "triton_halves_swapped": ("triton_swiglu", answer(grad_a=GRAD_B, grad_b=GRAD_A), ["the other half", "the other way round"]),
 }
 
@@ -111,8 +131,13 @@ def test_a_forward_in_torch_fails_even_with_a_right_backward_kernel():
 
 
 def test_laziest_answers_earn_at_most_the_forward_point():
-    for source in (TORCH_BACKWARD, SHOW_LAUNCH, NUMPY_BACKWARD):
+    for source in (TORCH_BACKWARD, SHOW_LAUNCH, NUMPY_BACKWARD, MEMCPY_KERNEL):
         assert checks.run_check("triton_swiglu", ns_from(source)).points == 1
+
+
+def test_a_numpy_gradient_copied_by_a_kernel_is_not_from_the_kernel():
+    result = assert_diagnosed("triton_not_from_kernel", "triton_swiglu", MEMCPY_KERNEL, ["does not come from its kernel"])
+    assert result.points == 1
 
 
 def test_wrong_formulas_in_the_kernel_are_named():
@@ -120,10 +145,22 @@ def test_wrong_formulas_in_the_kernel_are_named():
                                                                             grad_b="a * s"), ["grad_output"])
     assert forgot.points == 2  # forward and the kernel stage
     assert_diagnosed("gradient_wrong", "triton_swiglu", answer(grad_a="g * b * s"), ["first (gate, a) half"])
-    # b read from the wrong place: row * d instead of row * 2 * d
-    assert_diagnosed("gradient_wrong", "triton_swiglu", answer(
+    # b read from the wrong place: row * d instead of row * 2 * d; row 0 is right, the others are not
+    assert_diagnosed("triton_wrong_rows", "triton_swiglu", answer(
         kernel=KERNEL.replace("b = tl.load(x_ptr + row * 2 * d + d + cols", "b = tl.load(x_ptr + row * d + d + cols")),
-        ["wrong"])
+        ["rows 1, 2, 3", "offset"])
+
+
+def test_rows_never_written_are_named_not_blamed_on_the_derivative():
+    # half the rows are left as torch.empty made them: garbage or NaN there, right values elsewhere
+    skip_odd = answer(kernel=KERNEL.replace("m = cols < d", "m = (cols < d) & (row % 2 == 0)"))
+    result = assert_diagnosed("triton_wrong_rows", "triton_swiglu", skip_odd.replace("torch.empty_like(x)",
+                                                                                        "torch.full_like(x, float('nan'))"),
+                              ["rows 1, 3", "NaN, inf or huge values"])
+    assert "re-derive" not in result.report()
+    skip_forward = answer(forward=GOOD_FORWARD.replace("x.new_empty(", "x.new_full(").replace(
+        "(d,))", "(d,), 1e33)").replace("(y.numel() // d,", "(y.numel() // d - 1,"))
+    assert_diagnosed("triton_wrong_rows", "triton_swiglu", skip_forward, ["forward's output is right in", "huge values"])
 
 
 # --------------------------------------------------------------------------- unusual but correct
@@ -209,3 +246,41 @@ def test_a_kernel_body_left_as_the_stub_is_not_attempted():
     stub = KERNEL.split("    row =")[0] + '    raise NotImplementedError("Exercise not attempted yet")\n'
     result = checks.run_check("triton_swiglu", ns_from(answer(kernel=stub)))
     assert result.mistakes == ["not_attempted"] and "kernel" in result.report(), result.report()
+
+
+def test_the_check_hands_the_kernels_tensors_on_the_device_they_run_on(monkeypatch):
+    """Where Triton compiles (a GPU), a CPU tensor cannot reach a kernel: every tensor the student's Function
+    receives must be on probes.kernel_device. Simulated here with the meta device, which no kernel reads."""
+    from course_utils.probes import lesson10 as probes
+
+    devices = []
+    source = PRELUDE + '''
+class TritonSwiGLU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        DEVICES.append(x.device.type)
+        ctx.save_for_backward(x)
+        return x[..., : x.shape[-1] // 2] * 1.0
+    @staticmethod
+    def backward(ctx, grad_y):
+        DEVICES.append(grad_y.device.type)
+        (x,) = ctx.saved_tensors
+        return torch.empty_like(x)
+'''
+    ns = ns_from(source)
+    ns["DEVICES"] = devices
+    monkeypatch.setattr(probes, "kernel_device", lambda ns: __import__("torch").device("meta"))
+    checks.run_check("triton_swiglu", ns)
+    assert devices and set(devices) == {"meta"}, devices
+
+
+def test_the_kernel_device_is_the_gpu_only_where_triton_compiles(monkeypatch):
+    import torch
+    from course_utils.probes import lesson10 as probes
+
+    ns = ns_from(answer())
+    assert probes.kernel_device(ns).type == "cpu"  # interpreted kernels read CPU memory
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert probes.kernel_device(ns).type == "cpu"  # the student's kernels are interpreted ones
+    monkeypatch.setattr(probes, "_interpreted", lambda ns: False)
+    assert probes.kernel_device(ns).type == "cuda"
