@@ -10,6 +10,13 @@
    nbval can test every cell); in an exercise notebook a check cell shows the "not attempted
    yet" prompt, never a score, until the student writes an answer.
 
+In an exercise notebook (``solutions/``, hence ``exercises/``) every answer cell starts with a
+banner naming its exercise (``checks.cells.ANSWER_BANNER``: the kernel tracks answer cells by
+it) and carries the tag ``answer``; locked cells carry ``editable: false`` and ``deletable:
+false`` (JupyterLab honours both). A notebook that has a shared set-up cell (a code cell
+starting with ``checks.cells.SETUP_MARK``) gets every leading import of its answer cells moved
+there, so one answer cell's typo never breaks another exercise.
+
 NAME filters by substring (e.g. ``03`` or ``exp``); without it everything is built.
 """
 from __future__ import annotations
@@ -140,13 +147,71 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def _leading_imports(source: str) -> tuple[list[str], str]:
+    """(the import lines a cell starts with, the rest); comments and blank lines between them go with the rest."""
+    lines = source.splitlines()
+    imports, rest, leading = [], [], True
+    for line in lines:
+        stripped = line.strip()
+        if leading and stripped.startswith(("import ", "from ")) and line == stripped:
+            imports.append(line)
+        elif leading and (not stripped or stripped.startswith("#")):
+            rest.append(line)
+        else:
+            leading = False
+            rest.append(line)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    return imports, "\n".join(rest)
+
+
+def shared_setup(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Mark every answer cell with its banner and tag; hoist answer cells' imports into the shared set-up cell.
+
+    Idempotent; only in a notebook that has a shared set-up cell (opt-in: add a code cell holding
+    ``checks.cells.SETUP_BANNER`` after the Colab set-up cell).
+    """
+    from .checks.cells import ANSWER_BANNER, ANSWER_MARK, SETUP_BANNER, SETUP_MARK
+    from .release import exercise_id
+
+    setup = next((c for c in nb.cells if c.cell_type == "code" and c.source.startswith(SETUP_MARK)), None)
+    if setup is None:  # a notebook opts in by having a shared set-up cell
+        return nb
+    hoisted: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        body = cell.source.partition("\n")[2] if ANSWER_MARK.match(cell.source) else cell.source
+        imports, body = _leading_imports(body)
+        hoisted += [i for i in imports if i not in hoisted]
+        cell.source = ANSWER_BANNER.format(grade_id=exercise_id(cell)) + "\n" + body
+        tags = cell.metadata.setdefault("tags", [])
+        if "answer" not in tags:
+            tags.append("answer")
+    existing = [line for line in setup.source.splitlines()[1:] if line.strip()]
+    merged = existing + [i for i in [*hoisted, CHECK_IMPORT] if i not in existing]
+    setup.source = "\n".join([SETUP_BANNER, *sorted(merged, key=_import_order)])
+    return nb
+
+
+# the shared set-up cell's first course import registers the kernel's cell hooks before any answer cell runs; it
+# runs in the grader's sandbox too, which holds the probes but no checks
+CHECK_IMPORT = "import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code"
+
+
+def _import_order(line: str) -> int:
+    """The standard library first, then torch and the rest, the course last (first seen first within each)."""
+    module = line.split()[1]
+    return 0 if module in ("math", "os", "sys", "time") else 2 if module.startswith("course_utils") else 1
+
+
 def refresh_source(py: Path) -> None:
     """Rewrite a text source with the current set-up cell (no change when already current)."""
     nb = with_setup_cell(jupytext.read(py))
     if py.parent.name == "solutions":
         from .release import tag_cells
 
-        nb = tag_cells(nb, py.stem)
+        nb = shared_setup(tag_cells(nb, py.stem))
     text = jupytext.writes(normalise(nb), fmt="py:percent")
     if py.read_text() != text:
         py.write_text(text)
@@ -168,9 +233,24 @@ def cell_id(name: str, index: int, source: str) -> str:
     return hashlib.sha1(f"{name}:{index}:{source}".encode()).hexdigest()[:8]
 
 
+def lock_cells(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """JupyterLab's own flags for nbgrader's locks: a locked cell can be neither edited nor deleted."""
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        if meta.get("locked") and not meta.get("solution"):
+            cell.metadata["editable"] = False
+            cell.metadata["deletable"] = False
+        else:
+            cell.metadata.pop("editable", None)
+            cell.metadata["deletable"] = False  # an answer cell is edited, never deleted (its check needs it)
+    return nb
+
+
 def build_one(py: Path) -> Path:
     """Source -> .ipynb next to it, executed in a fresh kernel."""
-    nb = normalise(jupytext.read(py))
+    nb = lock_cells(normalise(jupytext.read(py)))
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
         cell.id = cell_id(py.name, i, cell.source)

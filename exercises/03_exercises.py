@@ -39,11 +39,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "exp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "exp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `exp`: edit this cell, run it, then run the check below it.
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
@@ -59,7 +63,8 @@ from course_utils.checks import check
 
 check("exp", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `sigmoid` (3 points)
 #
 # The same idea for a function the lesson did not show. $\sigma(x) = 1 / (1 + e^{-x})$
@@ -73,11 +78,8 @@ check("exp", globals())
 #
 # The check also looks at what your forward saved.
 
-# %% nbgrader={"grade": false, "grade_id": "sigmoid_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "sigmoid_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `sigmoid`: edit this cell, run it, then run the check below it.
 class Sigmoid(Function):
     @staticmethod
     def forward(ctx, x):

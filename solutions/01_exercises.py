@@ -56,10 +56,14 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "01_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import math
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `scalar_engine`: edit this cell, run it, then run the check below it.
 class Scalar:
     def __init__(self, data, parents=()):
         ### BEGIN SOLUTION
@@ -130,7 +134,8 @@ from course_utils.checks import check
 
 check("scalar_engine", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_ops` (3 points)
 #
 # The lesson gave `Scalar` two binary operations and two functions. Add four more, each
@@ -152,10 +157,8 @@ check("scalar_engine", globals())
 # `__radd__ = __add__` was fine; is `/`? And tanh, like exp, has a derivative that is
 # cheapest to write with its **output**.
 
-# %% nbgrader={"grade": false, "grade_id": "scalar_ops_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import math
-
-
+# %% nbgrader={"grade": false, "grade_id": "scalar_ops_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `scalar_ops`: edit this cell, run it, then run the check below it.
 class Scalar(Scalar):  # extends the Scalar above
     def __truediv__(self, other):
         ### BEGIN SOLUTION

@@ -46,11 +46,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "mul_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "mul_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `mul`: edit this cell, run it, then run the check below it.
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -72,7 +76,8 @@ from course_utils.checks import check
 
 check("mul", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `div` (3 points)
 #
 # Now a Function the lesson did not show: `Div.apply(a, b)` must return `a / b`
@@ -84,11 +89,8 @@ check("mul", globals())
 # The check compares values and both gradients with PyTorch's `a / b` (float32 and
 # float64, non-contiguous inputs included) and runs `torch.autograd.gradcheck` in float64.
 
-# %% nbgrader={"grade": false, "grade_id": "div_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "div_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `div`: edit this cell, run it, then run the check below it.
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):

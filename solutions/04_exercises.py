@@ -45,14 +45,18 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "linear_function_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "04_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import math
-
 import torch
 from torch import nn
 from torch.autograd import Function
+import torch.nn.functional as F
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "linear_function_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `linear_function`: edit this cell, run it, then run the check below it.
 class LinearFunction(Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):
@@ -84,7 +88,7 @@ from course_utils.checks import check
 
 check("linear_function", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `linear_module` (3 points)
 #
 # Write `Linear(in_features, out_features, bias=True)`, an `nn.Module` that
@@ -97,7 +101,8 @@ check("linear_function", globals())
 # * computes its output with `LinearFunction.apply`;
 # * shows `in_features=..., out_features=..., bias=...` in its repr via `extra_repr`.
 
-# %% nbgrader={"grade": false, "grade_id": "linear_module_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "linear_module_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `linear_module`: edit this cell, run it, then run the check below it.
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
@@ -134,7 +139,8 @@ class Linear(nn.Module):
 # %% nbgrader={"grade": true, "grade_id": "linear_module", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("linear_module", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `linear_nd` (5 points): a Linear for any number of leading dimensions
 #
 # `F.linear` accepts an input of shape $(*, \text{in})$: any number of leading dimensions
@@ -157,12 +163,8 @@ check("linear_module", globals())
 #
 # Test it on an input of shape `(3,)`, `(4, 3)` and `(2, 5, 3)` before you run the check.
 
-# %% nbgrader={"grade": false, "grade_id": "linear_nd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-import torch.nn.functional as F
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "linear_nd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `linear_nd`: edit this cell, run it, then run the check below it.
 class LinearND(Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -42,11 +42,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "killhead_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "05_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "killhead_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `killhead`: edit this cell, run it, then run the check below it.
 class KillHead(Function):
     @staticmethod
     def forward(ctx, input, n):
@@ -71,7 +75,8 @@ from course_utils.checks import check
 
 check("killhead", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clip_grad` (3 points): a backward that is not the true gradient
 #
 # A custom Function may return *any* gradient you decide on, not only the derivative of its
@@ -90,11 +95,8 @@ check("killhead", globals())
 # Do not expect `torch.autograd.gradcheck` to approve it: `gradcheck(ClipGrad.apply, (x, 0.5))`
 # fails, because this backward is deliberately not the derivative of the forward.
 
-# %% nbgrader={"grade": false, "grade_id": "clip_grad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "clip_grad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `clip_grad`: edit this cell, run it, then run the check below it.
 class ClipGrad(Function):
     @staticmethod
     def forward(ctx, x, max_norm):
@@ -114,12 +116,13 @@ class ClipGrad(Function):
 # %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("clip_grad", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `embedding` (3 points)
 #
 # `EmbeddingFunction.apply(indices, weight)` looks rows up in a table: `indices` is an
-# int64 tensor of any shape with values in $[0, 	ext{num})$, `weight` a float tensor of
-# shape $(	ext{num}, 	ext{dim})$, and the result is `weight[indices]`, of shape
+# int64 tensor of any shape with values in $[0, \text{num})$, `weight` a float tensor of
+# shape $(\text{num}, \text{dim})$, and the result is `weight[indices]`, of shape
 # `indices.shape + (dim,)`. This is `torch.nn.functional.embedding`, the first layer of
 # every language model.
 #
@@ -130,11 +133,8 @@ check("clip_grad", globals())
 #   tensor with `numel(indices) * num` elements or more. Lesson 05's section "An integer
 #   argument, and a gradient that adds up" shows the tool.
 
-# %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `embedding`: edit this cell, run it, then run the check below it.
 class EmbeddingFunction(Function):
     @staticmethod
     def forward(ctx, indices, weight):

@@ -40,11 +40,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "abs_prod_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
+# %% nbgrader={"grade": false, "grade_id": "abs_prod_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `abs_prod`: edit this cell, run it, then run the check below it.
 class AbsProd(Function):
     @staticmethod
     def forward(ctx, u, v):
@@ -66,7 +70,8 @@ from course_utils.checks import check
 
 check("abs_prod", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `maximum` (3 points): a kink where two inputs tie
 #
 # Write `Maximum(Function)` with `Maximum.apply(u, v)` = the elementwise maximum of two
@@ -82,11 +87,8 @@ check("abs_prod", globals())
 #
 # Your gradients must equal `torch.maximum`'s everywhere, ties included.
 
-# %% nbgrader={"grade": false, "grade_id": "maximum_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "maximum_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `maximum`: edit this cell, run it, then run the check below it.
 class Maximum(Function):
     @staticmethod
     def forward(ctx, u, v):
@@ -108,7 +110,8 @@ class Maximum(Function):
 # %% nbgrader={"grade": true, "grade_id": "maximum", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
 check("maximum", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `gradient_test` (4 points)
 #
 # Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns
@@ -132,10 +135,8 @@ check("maximum", globals())
 # `gradcheck` alone catches only some of these (lesson 06, "Testing beyond gradcheck").
 # Each call must finish within 10 s.
 
-# %% nbgrader={"grade": false, "grade_id": "gradient_test_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-
-
+# %% nbgrader={"grade": false, "grade_id": "gradient_test_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `gradient_test`: edit this cell, run it, then run the check below it.
 def backward_is_correct(function_class, *inputs) -> bool:
     ### BEGIN SOLUTION
     def fresh(x):

@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 07 · the ctx toolbox
-# > Put `mark_dirty`, `mark_non_differentiable` and double backward to work on three Functions the lesson did not show, then find three bugs in a fourth.
+# > Put `mark_dirty`, `mark_non_differentiable` and double backward to work on three Functions the lesson did not show, then find four bugs in a fourth.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 # Each check compares your Function with PyTorch's own op on fresh inputs and names the
@@ -36,8 +36,11 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "07_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `relu_inplace` (3 points)
@@ -55,11 +58,8 @@ from torch.autograd import Function
 # The lesson's `SquareInPlace` cloned its input before overwriting it. ReLU does not need
 # a copy: which tensor still tells you, after the overwrite, where the gradient passes?
 
-# %% nbgrader={"grade": false, "grade_id": "relu_inplace_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "relu_inplace_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `relu_inplace`: edit this cell, run it, then run the check below it.
 class ReluInplace(Function):
     @staticmethod
     def forward(ctx, x):
@@ -83,6 +83,7 @@ from course_utils.checks import check
 
 check("relu_inplace", globals())
 
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clamp_with_mask` (3 points)
 #
@@ -98,11 +99,8 @@ check("relu_inplace", globals())
 # Backward receives one gradient per output. The mask you compute in forward is also
 # exactly what backward needs.
 
-# %% nbgrader={"grade": false, "grade_id": "clamp_with_mask_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "clamp_with_mask_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `clamp_with_mask`: edit this cell, run it, then run the check below it.
 class ClampWithMask(Function):
     @staticmethod
     def forward(ctx, x, lo, hi):
@@ -126,6 +124,7 @@ from course_utils.checks import check
 
 check("clamp_with_mask", globals())
 
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `tanh_twice` (4 points)
 #
@@ -139,11 +138,8 @@ check("clamp_with_mask", globals())
 # derivative is simplest in terms of its **output**: can you save that instead, and
 # still be differentiable twice? (`gradcheck` alone will not tell you.)
 
-# %% nbgrader={"grade": false, "grade_id": "tanh_twice_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "tanh_twice_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `tanh_twice`: edit this cell, run it, then run the check below it.
 class Tanh(Function):
     @staticmethod
     def forward(ctx, x):
@@ -166,12 +162,13 @@ from course_utils.checks import check
 
 check("tanh_twice", globals())
 
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `normalize_fix` (3 points)
 #
 # Find the bugs. The cell below ships `Normalize`, which scales each row to unit length,
 # $y = x / \lVert x \rVert$ over the last dimension (cosine similarity and many attention
-# variants start with it). It runs, and it is wrong in three ways. Fix it so that:
+# variants start with it). It runs, and it is wrong in four ways. Fix it so that:
 #
 # * values and gradients are right for any shape (the VJP is
 #   $\frac{1}{\lVert x \rVert}\big(g - y\,(g \cdot y)\big)$ per row: $y$ changes with $x$ also
@@ -182,11 +179,8 @@ check("tanh_twice", globals())
 #
 # Each bug breaks a rule from lessons 02 to 07; the check names the first one it meets.
 
-# %% nbgrader={"grade": false, "grade_id": "normalize_fix_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "normalize_fix_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `normalize_fix`: edit this cell, run it, then run the check below it.
 class Normalize(Function):
     @staticmethod
     def forward(ctx, x):

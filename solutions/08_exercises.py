@@ -109,7 +109,10 @@ check("func_softmax", globals())
 #
 # * `row_norm(x)` computes the L2 norm over the last dimension **with NumPy**
 #   (`np.linalg.norm(..., axis=-1)`) and returns a tensor of shape `x.shape[:-1]` with the
-#   dtype and device of `x`;
+#   dtype and device of `x`. The body stands for code PyTorch cannot see into: the check
+#   records which PyTorch operators it runs, and any arithmetic there (a norm, a sum, a
+#   square) fails. For a 1-D `x` the norm is one number, which NumPy returns as a NumPy
+#   scalar, not an array (`torch.from_numpy` accepts only arrays; `torch.as_tensor` takes both);
 # * its fake implementation says what the output looks like without computing it (no
 #   NumPy there: it receives tensors without data);
 # * `register_autograd` gives it a gradient: $\partial \lVert x \rVert / \partial x = x / \lVert x \rVert$

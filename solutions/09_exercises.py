@@ -46,9 +46,11 @@ if "google.colab" in sys.modules:
 #   Where $e^{-x}$ underflows the value may be $-0.0$ or a tiny negative number.
 # * The check also runs float64 `gradcheck` on $x \in [0.01, 20]$.
 #
-# Lesson 09, section 1, shows how softplus went wrong at both ends. Here too, each of
-# `torch.log(1 - torch.exp(-x))` and `torch.log(-torch.expm1(-x))` fails at one end:
-# find which, and combine.
+# Lesson 09, section 1, shows how softplus went wrong at both ends. Here the naive
+# `torch.log(1 - torch.exp(-x))` goes wrong at **both** ends; `torch.log(-torch.expm1(-x))`
+# repairs the small-$x$ end only. For large $x$, $1 - e^{-x}$ is so close to 1 that a `log`
+# of it keeps few digits (or gives 0) however it is computed: there you need a function
+# that takes the small part, $-e^{-x}$, by itself. Use each form where it is accurate.
 
 # %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -89,9 +91,13 @@ check("log1mexp", globals())
 #
 # * Values to a relative $10^{-12}$ in float64 on $[0, 10^{300}]$ and $10^{-5}$ in float32 on
 #   $[0, 10^{30}]$. Careful: $e^{w}$ overflows for $w > 709$.
+# * Stop on the relative change, but also after a fixed maximum number of steps: in the
+#   last bit, an iteration can oscillate between two neighbouring floats forever.
 # * Backward by the implicit function theorem on $F(w, x) = w e^{w} - x = 0$ (lesson 09,
-#   section 3), written with the $W$ that forward saved. Do not iterate again in backward:
-#   the check changes the saved $W$ behind autograd's back and expects the gradient to follow.
+#   section 3), written with the $W$ that forward saved, and **finite on the whole domain**:
+#   $x = 0$ is among the test points, where a form with $x$ in a denominator is $0/0$;
+#   eliminate $x$ with $x = W e^{W}$. Do not iterate again in backward: the check changes the
+#   saved $W$ behind autograd's back and expects the gradient to follow.
 # * What forward keeps must not depend on the number of iterations (the check compares $x$
 #   near $0.1$ with $x$ near $10^{300}$), and the iterations must not be recorded by autograd.
 # * float64 `gradcheck` on $[0.01, 100]$.
@@ -107,7 +113,7 @@ class LambertW(Function):
         ### BEGIN SOLUTION
         eps = torch.finfo(x.dtype).eps
         w = torch.log1p(x)  # W(x) <= log(1 + x): a start that never overflows
-        while True:
+        for _ in range(100):  # Halley needs a handful; the cap stops an oscillation in the last bit
             e = w.exp()
             f = w * e - x
             step = f / (e * (w + 1) - (w + 2) * f / (2 * w + 2))  # Halley
@@ -144,7 +150,8 @@ check("lambert_w", globals())
 #   input"): $r$
 #   depends on $x$ too.
 # * Respect `ctx.needs_input_grad`: no `grad_weight` work when `weight` does not require a
-#   gradient (and no `grad_x` work when `x` does not).
+#   gradient (and no `grad_x` work when `x` does not). The check measures the work backward
+#   does (the operators it runs), not only which gradients it returns.
 # * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$): recompute
 #   the normalised $x$ in backward instead of keeping another tensor of $x$'s size.
 
@@ -190,11 +197,17 @@ check("rmsnorm", globals())
 # $(n, k)$, returns $x = A^{-1} b$, computed with `torch.linalg.lu_factor` and
 # `torch.linalg.lu_solve` (values must match `torch.linalg.solve`).
 #
+# * `lu_solve` wants its right-hand side as a matrix $(n, k)$: a 1-D `b` (and its
+#   `grad_output`) needs a trailing dimension of size 1 on the way in, and the result loses it
+#   on the way out.
 # * Backward: $g_b = A^{-\top} g$ and $g_A = -g_b\, x^\top$ (for a 1-D `b`, the outer
 #   product). Get $g_b$ from the LU factors **saved in forward**: `lu_solve` can solve with
 #   $A^\top$ (look up its `adjoint` argument). No second factorisation, no inverse, no
-#   `torch.linalg.solve` in backward: the check watches which operators run.
-# * Respect `ctx.needs_input_grad`; float64 `gradcheck`.
+#   `torch.linalg.solve` in backward: the check watches which operators run, and it changes
+#   the saved factors behind autograd's back and expects $g_b$ to follow them (a solve with
+#   $A$ in NumPy would not).
+# * Respect `ctx.needs_input_grad` (the check measures the work backward does, not only which
+#   gradients it returns); float64 `gradcheck`.
 
 # %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch

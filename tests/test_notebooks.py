@@ -119,3 +119,21 @@ def test_cell_ids_are_the_builders_so_a_rebuild_changes_only_what_changed(py: Pa
     nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
     expected = [build.cell_id(py.name, i, c.source) for i, c in enumerate(nb.cells)]
     assert [c.id for c in nb.cells] == expected, f"{py.with_suffix('.ipynb').name}: run ./course build"
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # \t, \b, \f, \r, \v... : "\text", "\frac" typed as escapes
+
+
+@pytest.mark.parametrize("py", SOURCES, ids=IDS)
+def test_twin_and_notebook_hold_the_same_cells_free_of_control_characters(py: Path):
+    """Both files of a pair, cell by cell, and no markdown cell with a TAB or another control character:
+    that is a LaTeX command (\\text, \\frac, \\beta) written through a string escape, broken in both files
+    when the notebook was built from its twin (the pair test alone cannot see it)."""
+    ipynb = py.with_suffix(".ipynb")
+    twin, built = jupytext.read(py), nbformat.read(ipynb, as_version=4)
+    assert cells(twin) == cells(built), f"{py.name} and {ipynb.name} differ: run ./course build"
+    for name, nb in ((py.name, twin), (ipynb.name, built)):
+        for i, c in enumerate(nb.cells):
+            bad = CONTROL.search(c.source) or (re.search("\t", c.source) if c.cell_type == "markdown" else None)
+            where = c.source[max(bad.start() - 20, 0):bad.start() + 10] if bad else ""
+            assert bad is None, f"{name}, cell {i}: a control character near {where!r}"

@@ -5,6 +5,8 @@ the verdict (``verdict``). The grader uses the same exercises split in two: the 
 beside the student's code in a sandbox and reports plain data, the judge decides the
 points in a process that never runs student code (``engine``).
 
+``cells`` reads which cells ran in a Jupyter kernel (``probes.cells`` records them), so a check never
+grades stale code.
 One module per lesson's exercises (``lessonNN``), collected by ``registry``; custom-Function
 exercises are built with ``autograd_function``; ``MISTAKES`` is the catalogue of recognised
 mistakes.
@@ -12,12 +14,12 @@ mistakes.
 from __future__ import annotations
 
 from ..errors import CourseError
+from .cells import watch_cells
 from .engine import MISTAKES, Exercise, Mistake, Result, judge, probe
 from .notebook import check, run_check
 from .registry import EXERCISES, LESSON_MODULES
-from .verdict import watch_cells
 
-watch_cells()  # in a Jupyter kernel: remember answer cells that failed, so a check can name them
+watch_cells()  # in a Jupyter kernel: record every cell's last run, so a check never grades stale code
 
 __all__ = [
            "EXERCISES",

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..probes import autograd_function as probes
 from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
@@ -36,7 +35,7 @@ catalogue({
     "forgot_grad_output": "backward did not multiply by grad_output",
     "gradcheck_failed": "torch.autograd.gradcheck fails in float64",
     "ignores_needs_input_grad": "backward computes gradients that ctx.needs_input_grad says are not needed",
-    "autograd_in_backward": "backward turns autograd on and differentiates a recomputation instead of computing the VJP",
+    "autograd_in_backward": "backward runs ops through autograd (grad mode on, or its engine) instead of computing the VJP",
     "native_op_in_backward": "backward calls PyTorch's own op (or its backward) for what the exercise asks to write",
 })
 
@@ -108,6 +107,8 @@ class FunctionSpec:
     diagnose: Diagnose | None = None
     gradcheck_args: Callable[[int], list[dict]] | None = None
     patterns: tuple[tuple[bool, ...], ...] = ()  # requires_grad patterns for the needs_input_grad stage
+    # patterns whose gradients cost no less than all of them (solve: g_A needs g_b): only the Nones are checked
+    same_work: tuple[tuple[bool, ...], ...] = ()
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
 
 
@@ -145,7 +146,8 @@ def judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
                           "compute in the input's dtype (no .float(), .double() or dtype=...).")
         for i in got["changed"]:
             raise Mistake("forward_modifies_input", f"{gid}: forward changed {describe_input(spec.arg_names, int(i))} "
-                          "in place; work on a copy (e.g. input.clone()).")
+                          "in place; the caller's tensor must stay as it was.",
+                          fix="work on a copy (e.g. input.clone()) or with out-of-place ops.")
     if len(facts["cases"]) != len(req["cases"]):
         raise Malformed("missing cases")
 
@@ -170,7 +172,8 @@ def _diagnose_forward(spec: FunctionSpec, label: str, out: torch.Tensor, want: t
                       "formula so that no step overflows.")
 
 
-def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> None:
+def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> list[str]:
+    """Each case's gradients against the reference, then gradcheck; returns the autograd-in-backward remark."""
     for case, got in zip(req["cases"], facts["cases"]):
         _judge_one_backward(spec, case, unwrap(got))
     if len(facts["cases"]) != len(req["cases"]):
@@ -179,6 +182,23 @@ def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> None:
         raise Mistake("gradcheck_failed", f"{spec.grade_id}: torch.autograd.gradcheck fails in float64 although the "
                       "gradients matched PyTorch on the test inputs; does backward depend on something that changes "
                       "between calls?")
+    return autograd_flags(spec.grade_id, spec.cls_name, [unwrap(got) for got in facts["cases"]])
+
+
+def autograd_flags(gid: str, cls_name: str, records: list[dict]) -> list[str]:
+    """The remark for the largest ``autograd_ops`` count a probe reported over ``records`` (none if 0 or absent)."""
+    counts = [r.get("autograd_ops", 0) for r in records]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        raise Malformed("autograd_ops is not a count")
+    n = max(counts, default=0)
+    return [autograd_remark(gid, cls_name, n)] if n else []
+
+
+def autograd_remark(gid: str, cls_name: str, n: int) -> str:
+    """The remark (a flag: the instructor's grader lists it, the notebook's verdict shows it) for a backward
+    that asked autograd for its gradient: seen at run time, however autograd was reached."""
+    return (f"{gid}: {cls_name}.backward calls autograd itself ({n} operations ran through autograd during "
+            "backward) instead of computing the gradient by hand")
 
 
 def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
@@ -187,12 +207,12 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
         raise Mistake("no_graph", f"{gid}: the output of {spec.cls_name}.apply has no {spec.cls_name}Backward node; "
                       "return a tensor computed in forward, and call the Function with .apply.")
     if got["ctx_tensors"]:
-        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{got['ctx_tensors'][0]}; save tensors "
-                      "with ctx.save_for_backward(...) and read them with ctx.saved_tensors (plain attributes bypass "
-                      "autograd's checks and can leak memory).")
+        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{got['ctx_tensors'][0]}, a plain "
+                      "attribute: it bypasses autograd's checks on saved tensors and can leak memory.",
+                      fix="save tensors with ctx.save_for_backward(...) and read them with ctx.saved_tensors.")
     if got["g_modified"]:
         raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; autograd may share "
-                      "that tensor with other nodes. Work on a copy (grad_output.clone()) or use out-of-place ops.")
+                      "that tensor with other nodes.", fix="work on a copy (grad_output.clone()) or use out-of-place ops.")
     raw, args = got["raw"], [materialize(a) for a in case["args"]]
     n_args = len(args)
     tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
@@ -200,8 +220,8 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
         if len(raw) == len(tensor_positions) and len(tensor_positions) < n_args:
             missing = [names[i] for i in range(n_args) if i not in tensor_positions]
             raise Mistake("missing_none", f"{gid}: backward returned {len(raw)} value(s) but forward takes {n_args} "
-                          f"arguments; return None for the non-tensor argument `{missing[0]}` "
-                          "(e.g. `return grad_input, None`).")
+                          f"arguments: the non-tensor argument `{missing[0]}` has no place among them.",
+                          fix=f"return None for `{missing[0]}` (e.g. `return grad_input, None`).")
         raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward takes "
                       f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
     if any(r is not None for r in raw[n_args:]):
@@ -277,28 +297,51 @@ def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str
     if not isinstance(ops, list) or not isinstance(with_grad, int):
         raise Malformed("no op record")
     if with_grad > 0:
-        raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations with grad mode on: it "
-                      "recomputes forward under torch.enable_grad() and lets autograd differentiate it. That is "
-                      "the composite op again, with its memory; write the vector-Jacobian product directly.")
+        raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations through autograd (with "
+                      "grad mode on, as under torch.enable_grad(), or inside autograd's engine, as torch.autograd.grad "
+                      "runs them): it lets autograd differentiate a recomputation instead of computing the "
+                      "vector-Jacobian product itself. That is the composite op again, with its memory.",
+                      fix="write the vector-Jacobian product from the saved tensors with plain torch ops, under "
+                      "the no_grad mode backward runs in.")
     used = sorted(op_names(ops) & native)
     if used:
         raise Mistake("native_op_in_backward", f"{gid}: backward calls {', '.join(used)}, PyTorch's own version "
                       "of what this exercise asks you to write; compute the gradient from its formula.")
 
 
+def _count(record: dict, key: str) -> int:
+    n = record.get(key)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise Malformed(f"{key} is not a count")
+    return n
+
+
 def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
-    base = req["cases"][0]["args"]
+    """Per requires_grad pattern: None for every input that needs no gradient, and less work than with all of
+    them (the ops backward ran, seen below autograd): a gradient computed and dropped costs the same."""
+    base, gid = req["cases"][0]["args"], spec.grade_id
+    every = unwrap(facts["every"])
     for pattern, got in zip(req["patterns"], facts["patterns"]):
-        computed = unwrap(got)["computed"]
-        if computed is None:
+        got = unwrap(got)
+        computed = got["computed"]
+        if computed is None or every["computed"] is None:
             continue
-        for i, a in enumerate(base):
-            needs = "t" in a and i < len(pattern) and pattern[i]
-            if "t" in a and not needs and i < len(computed) and computed[i]:
-                raise Mistake("ignores_needs_input_grad", f"{spec.grade_id}: with requires_grad pattern "
-                              f"{tuple(pattern)} backward still computed a gradient for "
-                              f"{describe_input(spec.arg_names, i)}; compute it only if ctx.needs_input_grad[{i}] "
-                              "and return None otherwise.")
+        skipped = [i for i, a in enumerate(base) if "t" in a and not (i < len(pattern) and pattern[i])]
+        for i in skipped:
+            if i < len(computed) and computed[i]:
+                raise Mistake("ignores_needs_input_grad", f"{gid}: with requires_grad pattern {tuple(pattern)} "
+                              f"backward still returned a gradient for {describe_input(spec.arg_names, i)}, which "
+                              "needs none: backward ignores what autograd asks for.",
+                              fix=f"compute it only when ctx.needs_input_grad[{i}] is True, and return None otherwise.")
+        if tuple(pattern) in spec.same_work or not skipped:
+            continue
+        ops, done, full = _count(got, "ops"), _count(got, "work"), _count(every, "work")
+        if done >= full:
+            names = ", ".join(describe_input(spec.arg_names, i) for i in skipped)
+            raise Mistake("ignores_needs_input_grad", f"{gid}: with requires_grad pattern {tuple(pattern)} backward "
+                          f"returned None for {names} but did as much work as when every input needs a gradient "
+                          f"({ops} operations, {done} elements produced): it still computes that gradient and drops "
+                          "it.", fix=f"guard the computation itself with ctx.needs_input_grad[{skipped[0]}].")
     if len(facts["patterns"]) != len(req["patterns"]):
         raise Malformed("missing patterns")
 
@@ -307,12 +350,12 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
                       needs_input_grad_points: float = 0) -> Exercise:
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
-              probe=probes.forward, judge=lambda req, f: judge_forward(spec, req, f)),
+              judge=lambda req, f: judge_forward(spec, req, f)),
         Stage(name="backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", points=backward_points,
-              probe=probes.backward, judge=lambda req, f: judge_backward(spec, req, f)),
+              judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
-                            probe=probes.needs_input_grad, judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+                            judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
     return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages),
                     request=lambda seed: request(spec, seed))

@@ -11,7 +11,9 @@ An exercise is a list of stages worth points. Each stage has two halves:
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
 
-Points come only from judging. The first failing stage stops the exercise. Student code
+Points come only from judging. The first failing stage stops the exercise. The result keeps
+every stage's outcome (points, diagnosis, fix, mistake code: ``StageOutcome``); the verdict, the
+plain report and the grader read those fields, never text parsed back. Student code
 that raises, loops or prints is handled by ``probes.guard.call``: an exception becomes a one-line
 message naming the function and line, a loop past the time limit is interrupted (POSIX
 main thread), printed output is captured and summarised.
@@ -47,23 +49,30 @@ catalogue({
     "raised": "student code raised an exception",
     "timeout": "student code ran past the time limit",
     "malformed_result": "the data reported from beside the student's code was not what the check asked for",
+    "stale_answer": "the answer cell's last run failed, or it has not run in this kernel: nothing was graded",
 })
 
 
 
 class Mistake(guard.Mistake):
-    """A diagnosed failure: ``code`` is a key of MISTAKES, the message is the hint."""
+    """A diagnosed failure: ``code`` is a key of MISTAKES, ``hint`` the diagnosis, ``fix`` the cure.
 
-    def __init__(self, code: str, hint: str) -> None:
+    Two levels of help: the hint (level 1, always shown) says what is wrong and where (which
+    gradient, stage, input, shape, likely cause), never the code or formula of the fix; ``fix``
+    (level 2, optional) may, and is shown only on request (``check("div", fix=True)``, the
+    verdict's closed "Show the fix" toggle, the grader's ``--feedback-fix``).
+    """
+
+    def __init__(self, code: str, hint: str, fix: str | None = None) -> None:
         assert code in MISTAKES, code
-        super().__init__(code, hint)
+        super().__init__(code, hint, fix)
 
 
 class Partial(Mistake):
     """A stage that earns part of its points (``fraction`` in [0, 1]); only a judge raises it."""
 
-    def __init__(self, code: str, hint: str, fraction: float) -> None:
-        super().__init__(code, hint)
+    def __init__(self, code: str, hint: str, fraction: float, fix: str | None = None) -> None:
+        super().__init__(code, hint, fix)
         self.fraction = min(max(float(fraction), 0.0), 1.0)
 
 
@@ -71,30 +80,88 @@ class Malformed(Exception):
     """Facts from a probe do not have the shape the judge asked for."""
 
 
+PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = "passed", "failed", "not attempted", "not reached"
+
+
+@dataclass
+class StageOutcome:
+    """What one stage of a check found: its points, and for a failure the diagnosis and the fix."""
+
+    stage: str
+    points: float
+    possible: float
+    status: str  # passed | failed | not attempted | not reached
+    diagnosis: str = ""  # level 1: what is wrong and where
+    fix: str | None = None  # level 2: how to cure it, only on request
+    code: str = ""  # the mistake's catalogue code
+
+
 @dataclass
 class Result:
-    """The outcome of one exercise: points, and feedback a student can act on."""
+    """The outcome of one exercise: its stages' outcomes, or a problem before any stage.
+
+    ``problem`` is a failure that belongs to no stage (an answer cell that did not run, a time
+    limit of the grader, unreadable facts), with its mistake codes in ``problem_codes``. Every
+    reader (the verdict, the plain report, the grader's results) reads these fields; nothing
+    parses text back.
+    """
 
     grade_id: str
     points: float
     max_points: float
     status: str  # "passed" | "failed" | "not attempted"
-    feedback: str
-    mistakes: list[str] = field(default_factory=list)
-    passed_stages: list[str] = field(default_factory=list)
+    problem: str = ""
+    problem_codes: list[str] = field(default_factory=list)
+    stages: list[StageOutcome] = field(default_factory=list)
     output_note: str = ""
     flags: list[str] = field(default_factory=list)
 
-    def report(self) -> str:
+    @property
+    def failing(self) -> StageOutcome | None:
+        """The stage that stopped the check, if one did."""
+        return next((o for o in self.stages if o.status in (FAILED, NOT_ATTEMPTED)), None)
+
+    @property
+    def mistakes(self) -> list[str]:
+        return list(self.problem_codes) + [o.code for o in self.stages if o.code]
+
+    @property
+    def passed_stages(self) -> list[str]:
+        return [o.stage for o in self.stages if o.status == PASSED]
+
+    @property
+    def diagnosis(self) -> str:
+        """Level 1 alone: the problem, or the failing stage's diagnosis ("" when passed)."""
+        failing = self.failing
+        return self.problem or (failing.diagnosis if failing else "")
+
+    @property
+    def fix(self) -> str | None:
+        failing = self.failing
+        return None if self.problem or failing is None else failing.fix
+
+    @property
+    def feedback(self) -> str:
+        """One line: the problem, or "<stage>: <diagnosis>" (the stage's name omitted when not attempted)."""
+        failing = self.failing
+        if self.problem or failing is None:
+            return self.problem
+        return failing.diagnosis if self.status == NOT_ATTEMPTED else f"{failing.stage}: {failing.diagnosis}"
+
+    def report(self, fix: bool = False) -> str:
+        """The plain verdict; ``fix=True`` adds the failing stage's fix (level 2) where one exists."""
         head = f"{self.grade_id}: {self.points:g}/{self.max_points:g} points"
-        if self.status == "passed":
+        if self.status == PASSED:
             text = f"✓ {head}. All checks passed."
-        elif self.status == "not attempted":
+        elif self.status == NOT_ATTEMPTED:
             text = f"· {head}. Not attempted yet: {self.feedback}"
         else:
             done = "".join(f"\n  ✓ {s}" for s in self.passed_stages)
             text = f"✗ {head}.{done}\n  ✗ {self.feedback}"
-        return text + (f"\n  note: {self.output_note}" if self.output_note else "")
+            if fix:
+                text += f"\n  fix: {self.fix}" if self.fix else "\n  (no fix to show for this one: the hint is all)"
+        text += f"\n  note: {self.output_note}" if self.output_note else ""
+        return text + "".join(f"\n  note: {flag}" for flag in self.flags)  # a judge's remarks, as the grader flags them
 
     __str__ = report
 
@@ -105,10 +172,16 @@ Judge = Callable[[dict, Any], "list[str] | None"]  # may return flags for the in
 
 @dataclass(frozen=True, kw_only=True)
 class Stage:
+    """One part of an exercise worth ``points``: its judge; its probe is declared once, in ``probes.PROBES``.
+
+    ``probe`` is kept for modules written before that rule and unused by the engine: when given,
+    it must be the probe ``probes.PROBES[grade_id]`` lists at this stage's place (tests/probes).
+    """
+
     name: str
     points: float
-    probe: Probe
     judge: Judge
+    probe: Probe | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +195,11 @@ class Exercise:
     @property
     def points(self) -> float:
         return sum(s.points for s in self.stages)
+
+    @property
+    def probes(self) -> tuple[Probe, ...]:
+        """The stages' probes, in order: what runs beside the student's code (``probes.PROBES``)."""
+        return probes.PROBES[self.grade_id]
 
 
 def unwrap(facts: object) -> dict:
@@ -152,47 +230,51 @@ def judge(ex: Exercise, request: dict, facts: object) -> Result:
 
 
 def _judge(ex: Exercise, request: dict, facts: object) -> Result:
-    passed: list[str] = []
-    points = 0.0
+    outcomes: list[StageOutcome] = []
     flags: list[str] = []
-    status, feedback, mistakes = "passed", "", []
     try:
         if not isinstance(facts, dict) or not isinstance(facts.get("stages"), list) or \
                 len(facts["stages"]) != len(ex.stages):
             raise Malformed("wrong number of stages")
         for stage, stage_facts in zip(ex.stages, facts["stages"]):
+            if outcomes and outcomes[-1].status != PASSED:  # the first failing stage stops the exercise
+                outcomes.append(StageOutcome(stage.name, 0.0, stage.points, NOT_REACHED))
+                continue
             try:
                 if isinstance(stage_facts, dict) and "$error" in stage_facts:
                     raise_error(stage_facts["$error"])
                 flags += stage.judge(request, stage_facts) or []
             except NotAttempted as na:
-                mistakes = ["not_attempted"]
-                if not passed:
-                    status, feedback = "not attempted", f"{na.what} still raises NotImplementedError."
+                if not outcomes:
+                    outcomes.append(StageOutcome(stage.name, 0.0, stage.points, NOT_ATTEMPTED,
+                                                 f"{na.what} still raises NotImplementedError.", None, "not_attempted"))
                 else:
-                    status, feedback = "failed", f"{stage.name}: {na.what} is not written yet."
-                break
+                    outcomes.append(StageOutcome(stage.name, 0.0, stage.points, FAILED,
+                                                 f"{na.what} is not written yet.", None, "not_attempted"))
+                continue
             except Mistake as m:
-                status, feedback, mistakes = "failed", f"{stage.name}: {m.hint}", [m.code]
-                if isinstance(m, Partial):  # raised by the judge itself, never rebuilt from a probe's record
-                    points += stage.points * m.fraction
-                break
-            passed.append(stage.name)
-            points += stage.points
+                # a Partial is raised by the judge itself, never rebuilt from a probe's record
+                earned = stage.points * m.fraction if isinstance(m, Partial) else 0.0
+                outcomes.append(StageOutcome(stage.name, earned, stage.points, FAILED, m.hint, m.fix, m.code))
+                continue
+            outcomes.append(StageOutcome(stage.name, stage.points, stage.points, PASSED))
+        failing = next((o for o in outcomes if o.status != PASSED), None)
+        status = PASSED if failing is None else failing.status
+        result = Result(ex.grade_id, sum(o.points for o in outcomes), ex.points, status, stages=outcomes)
     except Exception as exc:  # whatever the facts are, garbage earns nothing and crashes nothing
-        points, status, mistakes = 0.0, "failed", ["malformed_result"]
-        feedback = ("the grader could not read what the check computed beside your code "
-                    f"({type(exc).__name__}); 0 points for this exercise.")
+        result = Result(ex.grade_id, 0.0, ex.points, FAILED,
+                        "the grader could not read what the check computed beside your code "
+                        f"({type(exc).__name__}); 0 points for this exercise.", ["malformed_result"])
         flags.append(f"{ex.grade_id}: malformed data from beside the student's code ({type(exc).__name__}: "
                      f"{str(exc)[:80]})")
-    note = ""
     record = facts if isinstance(facts, dict) else {}
     printed = record.get("printed", 0)
     if isinstance(printed, int) and printed > 0:
         first = record.get("first_line", "")
-        note = f"your code printed {printed} characters during the check (hidden)" + (
+        result.output_note = f"your code printed {printed} characters during the check (hidden)" + (
             f"; first line: {first[:80]!r}" if isinstance(first, str) and first else "")
-    return Result(ex.grade_id, points, ex.points, status, feedback, mistakes, passed, note, sorted(set(flags)))
+    result.flags = sorted(set(flags))
+    return result
 
 
 def raise_error(error: object) -> None:
@@ -203,4 +285,5 @@ def raise_error(error: object) -> None:
     hint = error["hint"][:HINT_LIMIT]
     if error["code"] == "not_attempted":
         raise NotAttempted(hint)
-    raise Mistake(error["code"], hint)
+    fix = error.get("fix")
+    raise Mistake(error["code"], hint, fix[:HINT_LIMIT] if isinstance(fix, str) else None)

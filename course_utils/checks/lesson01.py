@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 import torch
 
-from ..probes import lesson01 as probes
 from ..probes.lesson01 import EFFICIENCY_SECONDS, ENGINE_API, ENGINE_EXPRESSIONS, LAYERS, VISIT_LIMIT
 from .engine import Exercise, Mistake, Stage, catalogue, unwrap
 
@@ -113,11 +112,13 @@ def _judge_backward(req, facts):
         where = describe_grads(label, inputs, ours, want)
         if kind == "accumulate":
             raise Mistake("scalar_no_accumulation", f"scalar_engine: {where}. A node used twice must receive the sum "
-                          "of both contributions: use parent.grad += ..., not parent.grad = ....")
+                          "of both contributions, and one of them is lost (overwritten?).",
+                          fix="use parent.grad += ..., not parent.grad = ....")
         if kind == "order":
             raise Mistake("scalar_wrong_order", f"scalar_engine: {where}. Simple expressions are right, so a node is "
-                          "processed before all its contributions arrived: visit nodes in reverse topological order "
-                          "(build the order with a depth-first search, then walk it from the output back).")
+                          "processed before all its contributions arrived (the order in which backward visits nodes).",
+                          fix="visit nodes in reverse topological order (build the order with a depth-first search, "
+                          "then walk it from the output back).")
         raise Mistake("scalar_local_derivative", f"scalar_engine: {where}; check the local derivative that "
                       "operation records.")
     if len(facts["probes"]) != len(PROBES):
@@ -132,22 +133,20 @@ def _judge_efficiency(req, facts):
     fix = "visit each node once, in reverse topological order (build that order once with a depth-first search)."
     if facts["stopped"] is True:
         raise Mistake("scalar_exponential", f"{what} updated x.grad more than {VISIT_LIMIT} times because it walks "
-                      f"every path (2**{LAYERS} of them); {fix}")
+                      f"every path (2**{LAYERS} of them) instead of visiting each node once.", fix=fix)
     if facts["finished"] is not True:
         raise Mistake("scalar_exponential", f"{what} did not finish within {EFFICIENCY_SECONDS:g} s, so it probably "
-                      f"walks every path (2**{LAYERS} of them); {fix}")
+                      f"walks every path (2**{LAYERS} of them) instead of visiting each node once.", fix=fix)
     grad = facts["grad"]
     if type(grad) is not float or grad != 2.0 ** LAYERS:
         raise Mistake("scalar_wrong_order", f"{what} gives x.grad = {grad}, expected 2**{LAYERS} = {2 ** LAYERS}: "
-                      "every node must pass on its complete gradient once, in reverse topological order.")
+                      "some node passes on its gradient before it is complete.", fix="every node must pass on its "
+                      "complete gradient once, in reverse topological order.")
 
 
 SCALAR_ENGINE = Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
-    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe=probes.engine_api,
-          judge=_judge_api),
-    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe=probes.engine_backward,
-          judge=_judge_backward),
-    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, probe=probes.engine_efficiency,
-          judge=_judge_efficiency),
+    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, judge=_judge_api),
+    Stage(name="backward matches torch.autograd, shared nodes included", points=2, judge=_judge_backward),
+    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, judge=_judge_efficiency),
 ), request=_request)
 EXERCISES = [SCALAR_ENGINE]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from ..probes import lesson01 as probes
 from ..probes.lesson01 import OPS_API, OPS_EXPRESSIONS
 from .engine import Exercise, Mistake, Stage, catalogue, unwrap
 from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
@@ -47,9 +46,9 @@ def _request(seed: int) -> dict:
 
 def _diagnose_value(label: str, value: float) -> Mistake | None:
     if label == "3 / Scalar(2)" and math.isclose(value, 2 / 3):
-        return Mistake("scalar_reflected_order", f"{GID}: 3 / Scalar(2) gives {value:.6g} = 2 / 3: __rtruediv__(self, "
-                       "other) computes other / self, so it cannot be __truediv__ (unlike + and *, / is not "
-                       "commutative).")
+        return Mistake("scalar_reflected_order", f"{GID}: 3 / Scalar(2) gives {value:.6g} = 2 / 3: the operands of the "
+                       "reflected division are swapped (unlike + and *, / is not commutative).",
+                       fix="__rtruediv__(self, other) computes other / self, so it cannot be __truediv__.")
     return None
 
 
@@ -62,36 +61,37 @@ def _judge_backward(req, facts):
     for (label, build, _, kind), inputs, got in zip(PROBES, req["inputs"], facts["probes"]):
         if kind == "pow0" and isinstance(got, dict) and "$error" in got:
             raise Mistake("scalar_pow_at_zero", f"{GID}: {label} at x = 0 failed in backward or while building it "
-                          "(the power rule probably divides by x, as in p * x**p / x); record the local derivative "
-                          "p * x ** (p - 1), which is defined at 0.")
+                          "(the power rule probably divides by x, as in p * x**p / x, which is undefined at 0).",
+                          fix="record the local derivative p * x ** (p - 1), which is defined at 0.")
         ours = unwrap(got)["grads"]
         want = torch_grads(build, inputs)
         if kind == "pow0" and not grads_match(ours, want):
             raise Mistake("scalar_pow_at_zero", f"{GID}: {describe_grads(label, inputs, ours, want)}; at x = 0 the "
-                          "power rule must still give p * x ** (p - 1) (a rule written p * x**p / x gives nan or "
-                          "divides by zero there).")
+                          "power rule is wrong (a rule written p * x**p / x gives nan or divides by zero there).",
+                          fix="record p * x ** (p - 1), which is defined at 0.")
         if grads_match(ours, want):
             continue
         where = describe_grads(label, inputs, ours, want)
         if kind in ("div", "rdiv") and (kind == "rdiv" or grads_match(ours[:1], want[:1])):
             raise Mistake("scalar_div_denominator", f"{GID}: {where}; the local derivative of a / b with respect "
-                          "to the denominator b is -a / b ** 2 (minus sign, b squared).")
+                          "to the denominator b is wrong (re-derive its sign and the power of b).",
+                          fix="d(a / b)/db = -a / b ** 2 (minus sign, b squared).")
         if kind == "tanh" and type(ours[0]) is float and math.isclose(ours[0], 1 - inputs[0] ** 2, rel_tol=1e-9):
-            raise Mistake("scalar_tanh_input", f"{GID}: {where}; {ours[0]:.6g} is 1 - x**2, but the derivative "
-                          "of tanh is 1 - tanh(x)**2: record 1 - t * t with t = math.tanh(x), the output.")
+            raise Mistake("scalar_tanh_input", f"{GID}: {where}; {ours[0]:.6g} is 1 - x**2, built from the input: "
+                          "the derivative of tanh is written with its output, not its input.",
+                          fix="record 1 - t * t with t = math.tanh(x), the output.")
         if kind == "shared":
             raise Mistake("scalar_local_derivative", f"{GID}: {where}, although each operation alone is right; does "
                           "an operation read a value (e.g. other.data) later, when backward runs, instead of "
                           "recording its local derivative when the node is built?")
-        raise Mistake("scalar_local_derivative", f"{GID}: {where}; check the local derivative it records "
-                      f"({RULES[kind]}).")
+        raise Mistake("scalar_local_derivative", f"{GID}: {where}; check the local derivative that operation records.",
+                      fix=RULES[kind] + ".")
     if len(facts["probes"]) != len(PROBES):
         raise ValueError("missing probes")
 
 
 SCALAR_OPS = Exercise(grade_id=GID, title="More Scalar operations", names=("Scalar",), stages=(
-    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe=probes.ops_api, judge=_judge_api),
-    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe=probes.ops_backward,
-          judge=_judge_backward),
+    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, judge=_judge_api),
+    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, judge=_judge_backward),
 ), request=_request)
 EXERCISES = [SCALAR_OPS]

@@ -24,8 +24,9 @@ def _diagnose(i, got, want, args, g):
     own = args[i].detach()  # swapped gradients return g * (own value)
     if got.shape == want.shape and close(got, g * own, want.dtype):
         name = "ab"[i]
-        return Mistake("swapped_gradients", f"mul: the gradient for input {i} (`{name}`) is grad_output * {name}; "
-                       f"d(a*b)/d{name} is the *other* input, so return grad_output * {'ba'[i]} (gradients swapped?).")
+        return Mistake("swapped_gradients", f"mul: the gradient for input {i} (`{name}`) is grad_output "
+                       f"times `{name}` itself: the two gradients look swapped (which input does d(a*b)/d{name} "
+                       "leave over?).", fix=f"return grad_output * {'ba'[i]} as the gradient for `{name}`.")
     return None
 
 
@@ -60,13 +61,17 @@ def _div_diagnose(i, got, want, args, g):
         return None
     if (i == 0 and close(got, g * b, want.dtype)) or (i == 1 and close(got, g * a, want.dtype)):
         return Mistake("div_mul_gradients", f"div: the gradient for input {i} (`{'ab'[i]}`) is grad_output * "
-                       f"{'ba'[i]}, Mul's gradient; for a / b they are grad_output / b and -grad_output * a / b**2.")
+                       f"{'ba'[i]}, Mul's gradient: backward differentiates a * b, not a / b; derive d(a/b)/da and "
+                       "d(a/b)/db on paper first.",
+                       fix="for a / b the gradients are grad_output / b and -grad_output * a / b**2.")
     if i == 1 and close(got, -want, want.dtype):
-        return Mistake("div_denominator_sign", "div: the gradient for input 1 (`b`) has the wrong sign; "
-                       "d(a/b)/db = -a / b**2, so return -grad_output * a / b**2.")
+        return Mistake("div_denominator_sign", "div: the gradient for input 1 (`b`) has the wrong sign (its size "
+                       "is right): where a > 0, a larger b makes a / b smaller; re-derive the sign of d(a/b)/db.",
+                       fix="d(a/b)/db = -a / b**2, so return -grad_output * a / b**2.")
     if i == 1 and close(got, want * b, want.dtype):  # -g a / b instead of -g a / b**2
-        return Mistake("div_denominator_power", "div: the gradient for input 1 (`b`) is -grad_output * a / b; "
-                       "d(a/b)/db = -a / b**2 (b squared).")
+        return Mistake("div_denominator_power", "div: the gradient for input 1 (`b`) is -grad_output * a / b: the "
+                       "sign is right but it is off by a factor of b (the power of b in d(a/b)/db).",
+                       fix="d(a/b)/db = -a / b**2 (b squared).")
     return None
 
 

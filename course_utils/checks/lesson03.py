@@ -7,7 +7,7 @@ import torch
 
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Mistake, Stage, catalogue
-from .saved_tensors import judge_saves_output_only, probe_saved
+from .saved_tensors import judge_saves_output_only
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
 
@@ -25,11 +25,13 @@ def _diagnose(i, got, want, args, g):
     x = args[0].detach()
     if got.shape == want.shape and close(got, g * x, want.dtype):
         return Mistake("saved_wrong_tensor", "exp: backward returned grad_output * x: the saved tensor is the input, "
-                       "but the derivative of exp is its output. Save the output in forward "
-                       "(ctx.save_for_backward(result)) and use it in backward.")
+                       "but the derivative of exp is not written with the input (lesson 03: what does exp's "
+                       "derivative equal?).", fix="save the output in forward (ctx.save_for_backward(result)) and "
+                       "return grad_output * result in backward.")
     if got.shape == want.shape and close(got, g * torch.exp(torch.exp(x)), want.dtype):
         return Mistake("saved_wrong_tensor", "exp: backward applied exp to the saved tensor, but it already is the "
-                       "output e^x; multiply grad_output by it directly.")
+                       "output e^x: the gradient is exp applied twice.", fix="multiply grad_output by the saved "
+                       "output directly.")
     return None
 
 
@@ -61,10 +63,12 @@ def _sigmoid_diagnose(i, got, want, args, g):
     s = torch.sigmoid(y)
     if close(got, g * s * (1 - s), want.dtype):
         return Mistake("sigmoid_of_output", "sigmoid: backward applied sigmoid to the saved tensor, but it already "
-                       "is the output y = sigmoid(x); return grad_output * y * (1 - y).")
+                       "is the output y = sigmoid(x): sigmoid is applied twice in the gradient.",
+                       fix="return grad_output * y * (1 - y) with y the saved output.")
     if close(got, g * x * (1 - x), want.dtype):
         return Mistake("saved_wrong_tensor", "sigmoid: backward returned grad_output * x * (1 - x): the saved tensor "
-                       "is the input, but the formula needs the output y = sigmoid(x); save the output in forward.")
+                       "is the input, but that formula is written with the output y = sigmoid(x).",
+                       fix="save the output in forward and use it as y in backward.")
     return None
 
 
@@ -72,7 +76,6 @@ SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",),
                        describe="sigmoid(x) = 1 / (1 + exp(-x))",
                        diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 _SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
-                      probe=probe_saved,
                       judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
 _sigmoid = function_exercise(spec=SIGMOID, title="Sigmoid", forward_points=1, backward_points=1)
 EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))

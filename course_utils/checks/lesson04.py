@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..probes import lesson04 as probes
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -53,24 +52,27 @@ def _diagnose(i, got, want, args, g):
     if i == 1:
         if got.shape == want.t().shape and got.shape != want.shape:
             return Mistake("transposed_weight_grad", f"linear_function: the gradient for input 1 (`weight`) has shape "
-                           f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: use "
-                           "grad_output.t() @ input, not input.t() @ grad_output.")
+                           f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: the matrix product "
+                           "is taken in the wrong order (a gradient has its input's shape).",
+                           fix="use grad_output.t() @ input, not input.t() @ grad_output.")
         if got.shape == want.shape and got.dim() == 2 and got.shape[0] == got.shape[1] and close(got.t(), want, want.dtype):
             return Mistake("transposed_weight_grad", "linear_function: the gradient for input 1 (`weight`) is the "
-                           "transpose of the right one (only visible with a square weight): use "
-                           "grad_output.t() @ input, not input.t() @ grad_output.")
+                           "transpose of the right one (only visible with a square weight): the matrix product is "
+                           "taken in the wrong order.", fix="use grad_output.t() @ input, not input.t() @ grad_output.")
     if i == 2:
         n = args[0].shape[0]
         if got.shape == want.shape and n > 1 and close(got * n, want, want.dtype):
             return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) is the batch mean; "
-                           "the same bias is added to every row, so sum grad_output over the batch: grad_output.sum(0).")
+                           "the same bias is added to every row, so every row's contribution counts in full.",
+                           fix="sum grad_output over the batch: grad_output.sum(0).")
         if got.shape == want.shape and n > 1 and close(got, g[0], want.dtype):
             return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) uses only the first "
-                           "row of grad_output; sum over the whole batch: grad_output.sum(0).")
+                           "row of grad_output, but the bias is added to every row of the batch.",
+                           fix="sum over the whole batch: grad_output.sum(0).")
         if got.shape != want.shape and not reducible(got.shape, want.shape):
             return Mistake("bias_not_summed", f"linear_function: the gradient for input 2 (`bias`) has shape "
-                           f"{tuple(got.shape)}, bias has {tuple(want.shape)}: sum grad_output over the batch "
-                           "dimension, grad_output.sum(0).")
+                           f"{tuple(got.shape)}, bias has {tuple(want.shape)}: the batch dimension was not reduced.",
+                           fix="sum grad_output over the batch dimension, grad_output.sum(0).")
     return None
 
 
@@ -129,16 +131,18 @@ def _judge_init(req, facts):
             cause = ("weights exceed the bound 1/sqrt(in_features)" if too_big
                      else "same seed, different numbers: initialise the weight first, then the bias")
             raise Mistake("module_init", f"linear_module: Linear({fan_in}, {fan_out}) is not initialised like "
-                          f"nn.Linear ({cause}); use nn.init.kaiming_uniform_(weight, a=math.sqrt(5)) and "
-                          "bias ~ U(-1/sqrt(in_features), 1/sqrt(in_features)) in reset_parameters.")
+                          f"nn.Linear ({cause}); compare your reset_parameters with nn.Linear's.",
+                          fix="use nn.init.kaiming_uniform_(weight, a=math.sqrt(5)) and bias ~ U(-1/sqrt(in_features), "
+                          "1/sqrt(in_features)) in reset_parameters.")
     if len(facts) != len(req["init"]):
         raise ValueError("missing init cases")
 
 
 def _judge_forward(req, facts):
     if "LinearFunction" not in facts["grad_fn"]:
-        raise Mistake("module_not_using_function", "linear_module: Linear.forward should return "
-                      f"LinearFunction.apply(input, self.weight, self.bias); its output's grad_fn is {facts['grad_fn']}.")
+        raise Mistake("module_not_using_function", "linear_module: Linear.forward does not go through your "
+                      f"LinearFunction: its output's grad_fn is {facts['grad_fn']}, not LinearFunction's backward node.",
+                      fix="return LinearFunction.apply(input, self.weight, self.bias) in Linear.forward.")
     w, b = facts["weight"], facts["bias"]
     ref = nn.Linear(4, 3, device="meta").to_empty(device="cpu")  # no RNG: the weights are copied in below
     with torch.no_grad():
@@ -161,10 +165,9 @@ def _module_request(seed: int) -> dict:
 
 
 LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
-    Stage(name="parameters, shapes and extra_repr", points=1, probe=probes.module_structure, judge=_judge_structure),
-    Stage(name="initialised like nn.Linear", points=1, probe=probes.module_init, judge=_judge_init),
-    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe=probes.module_forward,
-          judge=_judge_forward),
+    Stage(name="parameters, shapes and extra_repr", points=1, judge=_judge_structure),
+    Stage(name="initialised like nn.Linear", points=1, judge=_judge_init),
+    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, judge=_judge_forward),
 ), request=_module_request)
 
 EXERCISES = [function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2,
@@ -205,8 +208,8 @@ def _nd_diagnose(i, got, want, args, g):
         return None
     if i == 1 and got.dim() == 2 and got.shape == want.t().shape != want.shape:
         return Mistake("transposed_weight_grad", f"linear_nd: the gradient for input 1 (`weight`) has shape "
-                       f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: use "
-                       f"{_nd_formula(1)}, not input.T @ grad_output.")
+                       f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: the matrix product "
+                       "is taken in the wrong order.", fix=f"use {_nd_formula(1)}, not input.T @ grad_output.")
     if got.shape != want.shape:
         if not reducible(got.shape, want.shape):
             return None
@@ -221,19 +224,20 @@ def _nd_diagnose(i, got, want, args, g):
 
     if rows > 1 and close(got * rows, want, dt):
         return Mistake("nd_grad_not_summed", f"linear_nd: the gradient for input {i} (`{name}`) is the mean over the "
-                       f"{rows} rows of the leading dims {lead}; every row adds its share, so sum over all of them: "
-                       f"{_nd_formula(i)}.")
+                       f"{rows} rows of the leading dims {lead}; every row adds its share in full.",
+                       fix=f"sum over all of them: {_nd_formula(i)}.")
     if x.dim() >= 2 and x.shape[0] > 1 and close(got, grad(g[0], x[0]), dt):
         return Mistake("nd_grad_not_summed", f"linear_nd: the gradient for input {i} (`{name}`) uses only "
-                       f"grad_output[0] (the first slice of the leading dims {lead}); sum over every leading dim: "
-                       f"{_nd_formula(i)}.")
+                       f"grad_output[0] (the first slice of the leading dims {lead}); every slice contributes.",
+                       fix=f"sum over every leading dim: {_nd_formula(i)}.")
     if i == 1:
         g_bad, x_bad = g.reshape(out, -1), x.reshape(inn, -1).t()
         for bad in (g_bad @ x.reshape(-1, inn), g.reshape(-1, out).t() @ x_bad, g_bad @ x_bad):
             if close(got, bad, dt):
                 return Mistake("nd_reshape_order", f"linear_nd: the gradient for input 1 (`weight`) mixes up rows for "
                                f"an input of shape {tuple(x.shape)}: reshape(out, -1) is not the transpose of "
-                               f"reshape(-1, out). Flatten the leading dims first, then transpose: {_nd_formula(1)}.")
+                               "reshape(-1, out) (a reshape keeps memory order, a transpose does not).",
+                               fix=f"flatten the leading dims first, then transpose: {_nd_formula(1)}.")
     return None
 
 
@@ -252,8 +256,9 @@ def _nd_labelled(judge: Judge) -> Judge:
             shape = tuple(req["cases"][k]["args"][0]["t"].shape)
             if len(shape) != 2 and any(c["args"][0]["t"].dim() == 2 for c in req["cases"][:k]):
                 raise Mistake("nd_only_2d", f"linear_nd: for an input of shape {shape}, {m.hint.rstrip('.')}. "
-                              "The input may have any number of leading dims (also none): use `input @ weight.T`, "
-                              "or flatten them with input.reshape(-1, in) and restore them at the end.") from None
+                              "The input may have any number of leading dims (also none), and the code assumes "
+                              "exactly one.", fix="use `input @ weight.T`, or flatten the leading dims with "
+                              "input.reshape(-1, in) and restore them at the end.") from None
             raise Mistake("raised", f"{m.hint.rstrip('.')} (for {req['cases'][k]['label']}).") from None
     return wrapped
 
@@ -280,8 +285,8 @@ def _judge_permuted(req: dict, facts: object) -> None:
             raise
         if "view" in m.hint:
             raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {m.hint.rstrip('.')}. "
-                          "view only works when the memory allows it; flatten with reshape(-1, in), which copies "
-                          "when it must.") from None
+                          "view only works when the memory allows it, and a non-contiguous input does not.",
+                          fix="flatten with reshape(-1, in), which copies when it must.") from None
         raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
 
 
@@ -300,7 +305,7 @@ def _linear_nd_exercise() -> Exercise:
                                                  needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
-                    probe=probes.nd_permuted, judge=_judge_permuted), needs)
+                    judge=_judge_permuted), needs)
     return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages, request=_nd_request)
 
 

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import torch
 
-from ..probes.recorded_ops import backward_ops
 from .autograd_function import FunctionSpec, close, function_exercise, judge_own_backward, request, tensor_arg, value_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
@@ -33,8 +32,8 @@ def _cases(base: int):
 def _diagnose(i, got, want, args, g):
     if i == 0 and got.shape == want.shape and close(got, g, want.dtype) and args[1] > 0:
         return Mistake("killhead_backward_not_masked", "killhead: the gradient for input 0 (`input`) still flows "
-                       "into the first n columns; the output does not depend on them, so backward must set "
-                       "grad_input[:, :n] = 0 too.")
+                       "into the first n columns, although the output does not depend on them.",
+                       fix="set grad_input[:, :n] = 0 in backward too.")
     return None
 
 
@@ -98,19 +97,21 @@ def _clip_diagnose(i, got, want, args, g):
     max_norm, dt, norm = args[1], want.dtype, g.norm()
     if norm < max_norm and close(got, g * (max_norm / norm), dt):
         return Mistake("clip_below_max_norm", f"clip_grad: the gradient for input 0 (`x`) was rescaled to norm "
-                       f"max_norm = {max_norm:.3g} although norm(grad_output) = {norm:.3g} is already below max_norm; "
-                       "the factor is min(1, max_norm / norm), so a small gradient passes unchanged.")
+                       f"max_norm = {max_norm:.3g} although norm(grad_output) = {norm:.3g} is already below max_norm: "
+                       "clipping scales large gradients down, never small ones up.",
+                       fix="the factor is min(1, max_norm / norm), so a small gradient passes unchanged.")
     if g.dim() >= 2:
         for norms, how in ((g.norm(dim=-1, keepdim=True), "per row (dim=-1)"),
                            (g.flatten(1).norm(dim=1).reshape(-1, *[1] * (g.dim() - 1)), "per sample (all dims but 0)")):
             if close(got, g * (max_norm / norms).clamp(max=1), dt):
                 return Mistake("clip_per_row", f"clip_grad: the gradient for input 0 (`x`) is clipped by the norm "
-                               f"{how} of grad_output, shape {tuple(g.shape)}; clip by the norm of the whole tensor, "
-                               "grad_output.norm() (one number), so the direction of the gradient does not change.")
+                               f"{how} of grad_output, shape {tuple(g.shape)}, which changes the gradient's direction; "
+                               "the exercise clips by one number for the whole tensor.",
+                               fix="clip by the norm of the whole tensor, grad_output.norm().")
     if close(got, g * (max_norm / norm ** 2).clamp(max=1), dt):
-        return Mistake("clip_squared_norm", "clip_grad: the gradient for input 0 (`x`) divides max_norm by the squared norm "
-                       "(sum of squares); the norm is its square root: grad_output.norm() or "
-                       "grad_output.pow(2).sum().sqrt().")
+        return Mistake("clip_squared_norm", "clip_grad: the gradient for input 0 (`x`) divides max_norm by the squared "
+                       "norm (sum of squares), not by the norm.",
+                       fix="the norm is its square root: grad_output.norm() or grad_output.pow(2).sum().sqrt().")
     return None
 
 
@@ -156,8 +157,8 @@ def _embedding_diagnose(i, got, want, args, g):
     if close(got[single], want[single], want.dtype):
         return Mistake("embedding_repeats_not_summed", "embedding: grad_weight is right for rows looked up once but "
                        "wrong for rows whose index repeats: each lookup adds its grad_output row, so repeated rows "
-                       "must be summed. grad_weight[indices] = g (or += g) keeps only one of them; use "
-                       "grad_weight.index_add_(0, indices.reshape(-1), g.reshape(-1, dim)).")
+                       "must be summed. Indexed assignment (grad_weight[indices] = g, or += g) keeps only one of them.",
+                       fix="use grad_weight.index_add_(0, indices.reshape(-1), g.reshape(-1, dim)).")
     return None
 
 
@@ -181,15 +182,16 @@ def _judge_no_one_hot(req: dict, facts: dict) -> None:
         if biggest >= n * num:
             op = next(str(o) for o, size in got["backward"] if int(size) == biggest)
             raise Mistake("embedding_one_hot", f"embedding: for {n} indices into {num} rows backward made a tensor of "
-                          f"{biggest} elements ({op}): a one-hot matrix, numel(indices) x num. Add each grad_output "
-                          "row into its row of a zero grad_weight instead: index_add_ (or scatter_add_).")
+                          f"{biggest} elements ({op}): a one-hot matrix, numel(indices) x num, far more memory than the "
+                          "gradient itself.", fix="add each grad_output row into its row of a zero grad_weight "
+                          "instead: index_add_ (or scatter_add_).")
     if len(facts["cases"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
 
 
 def _embedding_exercise() -> Exercise:
     base = function_exercise(spec=EMBEDDING, title="EmbeddingFunction", forward_points=1, backward_points=1)
-    no_one_hot = Stage(name="backward sums rows with index_add_/scatter_add_: no one-hot matrix", points=1, probe=backward_ops,
+    no_one_hot = Stage(name="backward sums rows with index_add_/scatter_add_: no one-hot matrix", points=1,
                        judge=_judge_no_one_hot)
 
     def req(seed: int) -> dict:

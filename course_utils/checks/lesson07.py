@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from ..probes import lesson07 as probes
 from ..wire import Opaque
-from .autograd_function import close, fmt, grad_output, max_err, tensor_arg, unwrap
+from .autograd_function import autograd_flags, close, fmt, grad_output, max_err, tensor_arg, unwrap
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 
 catalogue({
@@ -45,9 +44,9 @@ def _pairs(req: dict, facts: dict) -> list[tuple[dict, dict]]:
 
 def ctx_mistake(gid: str, names: list) -> None:
     if names:
-        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{names[0]}; save tensors with "
-                      "ctx.save_for_backward(...) and read them with ctx.saved_tensors (plain attributes bypass "
-                      "autograd's checks).")
+        raise Mistake("tensor_on_ctx", f"{gid}: forward stored a tensor as ctx.{names[0]}, a plain attribute that "
+                      "bypasses autograd's checks on saved tensors (lesson 07).", fix="save tensors with "
+                      "ctx.save_for_backward(...) and read them with ctx.saved_tensors.")
 
 
 # --------------------------------------------------------------------------- relu_inplace
@@ -69,8 +68,9 @@ def _judge_relu_forward(req: dict, facts: dict) -> None:
     for _case, got in zip(req["cases"], facts["cases"]):
         error = got.get("$error") if isinstance(got, dict) else None
         if isinstance(error, dict) and "marked as dirty" in str(error.get("hint")):
-            raise Mistake("inplace_returns_new", f"{gid}: forward marked x dirty but returned another tensor; "
-                          "return x itself, the tensor you modified.")
+            raise Mistake("inplace_returns_new", f"{gid}: forward marked x dirty but returned another tensor: a "
+                          "Function that works in place returns the tensor it modified.",
+                          fix="return x itself.")
     for case, got in _pairs(req, facts):
         x, label, out = case["x"]["t"], case["label"], got["out"]
         want = torch.relu(x)
@@ -84,25 +84,26 @@ def _judge_relu_forward(req: dict, facts: dict) -> None:
         if not got["same_storage"] or not isinstance(after, torch.Tensor) or torch.equal(after, x):
             what = "left x unchanged" if isinstance(after, torch.Tensor) and torch.equal(after, x) else "changed x"
             raise Mistake("inplace_returns_new", f"{gid}: ReluInplace.apply(x) returned a new tensor and {what} "
-                          f"({label}); modify x itself (x.relu_() or x.clamp_(min=0)), mark it dirty and return x.")
+                          f"({label}): forward works out of place, the exercise asks to modify x's own memory.",
+                          fix="modify x itself (x.relu_() or x.clamp_(min=0)), mark it dirty and return x.")
         if not got["same_object"] or got["versions"][1] <= got["versions"][0]:
-            raise Mistake("inplace_not_marked", f"{gid}: forward changed x in place but the result is not x "
-                          "itself: without ctx.mark_dirty(x) autograd keeps x's old history, so code that goes on "
-                          "using x gets wrong gradients. Call ctx.mark_dirty(x) before returning x.")
+            raise Mistake("inplace_not_marked", f"{gid}: forward changed x in place but did not tell autograd: the "
+                          "result is not x itself and x keeps its old history, so code that goes on using x gets "
+                          "wrong gradients.", fix="call ctx.mark_dirty(x) before returning x.")
         if got["node"] != "custom":
             raise Mistake("no_graph", f"{gid}: the result of ReluInplace.apply has no ReluInplaceBackward node "
                           f"(grad_fn: {got['node']}); call the Function with .apply.")
 
 
-def _judge_relu_backward(req: dict, facts: dict) -> None:
+def _judge_relu_backward(req: dict, facts: dict) -> list[str]:
     gid = "relu_inplace"
     for case, got in _pairs(req, facts):
         x, g, label, grad = case["x"]["t"], case["g"], case["label"], got["grad"]
         ctx_mistake(gid, got["ctx"])
         want = g * (x > 0)
         if got["node"] != "custom" or grad is None:
-            raise Mistake("missing_gradient", f"{gid}: no gradient reaches x through ReluInplace for {label}; "
-                          "backward must return grad_output * (y > 0).")
+            raise Mistake("missing_gradient", f"{gid}: no gradient reaches x through ReluInplace for {label}: "
+                          "backward returned None for it.", fix="backward must return grad_output * (y > 0).")
         if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
             raise Mistake("wrong_shape", f"{gid}: the gradient for x is a {type_name(grad)} of shape "
                           f"{tuple(getattr(grad, 'shape', ()))}; it must have x's shape {tuple(x.shape)}.")
@@ -112,15 +113,17 @@ def _judge_relu_backward(req: dict, facts: dict) -> None:
         if neg.any() and close(grad[neg], g[neg], x.dtype):
             raise Mistake("relu_grad_through_negatives", f"{gid}: the gradient for x is nonzero where x < 0 "
                           f"({label}). After the in-place ReLU the saved tensor holds relu(x) >= 0, so a test like "
-                          "y >= 0 lets everything through; use y > 0.")
+                          "y >= 0 lets everything through.", fix="test y > 0.")
         if close(grad[~zero], want[~zero], x.dtype):
-            raise Mistake("relu_kink", f"{gid}: the gradient for x is right except where x == 0 ({label}); "
-                          "torch.relu's gradient there is 0, so test y > 0, not >= 0.")
+            raise Mistake("relu_kink", f"{gid}: the gradient for x is right except where x == 0 ({label}): "
+                          "torch.relu's gradient there is 0.", fix="test y > 0, not >= 0.")
         if close(grad, (x > 0).to(x.dtype), x.dtype):
-            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output; "
-                          "return grad_output * (y > 0).")
+            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
+                          "is only the local derivative (a 0/1 mask), the chain rule's other factor is not there.",
+                          fix="return grad_output * (y > 0).")
         raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
                       f"{fmt(max_err(grad, want))}); it should be grad_output where x > 0 and 0 elsewhere.")
+    return autograd_flags(gid, "ReluInplace", [got for _, got in _pairs(req, facts)])  # issue 31
 
 
 def _judge_relu_guards(req: dict, facts: dict) -> None:
@@ -130,23 +133,24 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
         done = "changed the leaf's values" if facts["leaf_changed"] else "returned a result"
         raise Mistake("inplace_on_leaf", f"{gid}: ReluInplace.apply(leaf) on a leaf that requires grad {done} "
                       "without an error; like torch.relu_(leaf) it must refuse (RuntimeError: a leaf Variable that "
-                      "requires grad ...). ctx.mark_dirty(x) on the input itself does that: do not copy leaves.")
+                      "requires grad ...): forward copies the leaf or does not mark what it modified.",
+                      fix="ctx.mark_dirty(x) on the input itself makes autograd refuse: do not copy leaves.")
     error = facts["version_error"]
     if error is None:
         raise Mistake("inplace_not_marked", f"{gid}: b = x * x saved x, then ReluInplace changed x, yet b's backward "
-                      "ran and returned a gradient from the new values; x's version counter was not bumped. Modify "
-                      "x with a PyTorch in-place op and call ctx.mark_dirty(x).")
+                      "ran and returned a gradient from the new values: x's version counter was not bumped, so "
+                      "autograd never learnt of the change.",
+                      fix="modify x with a PyTorch in-place op and call ctx.mark_dirty(x).")
     if "modified by an inplace operation" not in str(error):
         raise Mistake("raised", str(error))
 
 
 RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
-    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe=probes.relu_forward,
-          judge=_judge_relu_forward),
+    Stage(name="modifies x in place, marks it dirty and returns it", points=1, judge=_judge_relu_forward),
     Stage(name="gradients match torch.relu (zeros included, float32/float64, non-contiguous)", points=1,
-          probe=probes.relu_backward, judge=_judge_relu_backward),
+          judge=_judge_relu_backward),
     Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
-          probe=probes.relu_guards, judge=_judge_relu_guards),
+          judge=_judge_relu_guards),
 ), request=_relu_request)
 
 
@@ -185,21 +189,22 @@ def _judge_clamp_forward(req: dict, facts: dict) -> None:
             raise Mistake("forward_wrong", f"{gid}: the first output y is wrong for {label}; it should equal "
                           "x.clamp(lo, hi).")
         if got["changed"]:
-            raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; use x.clamp(lo, hi), "
-                          "not x.clamp_(lo, hi).")
+            raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; the caller's x must stay "
+                          "as it was.", fix="use x.clamp(lo, hi), not x.clamp_(lo, hi).")
         if got["node"] != "custom":
             raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
                           "return a tensor computed in forward and call the Function with .apply.")
         inside, edge = _inside(case)
         if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
             raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
-                          f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}; "
-                          "convert the comparison with .to(x.dtype).")
+                          f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}.",
+                          fix="convert the comparison with .to(x.dtype).")
         want_mask = inside.to(x.dtype)
         if not torch.equal(mask, want_mask):
             if torch.equal(mask[~edge], want_mask[~edge]):
                 raise Mistake("clamp_boundary", f"{gid}: the mask is 0 where x == lo or x == hi ({label}); the "
-                              "boundaries count as inside: use lo <= x <= hi, not strict comparisons.")
+                              "boundaries count as inside (strict comparisons?).",
+                              fix="use lo <= x <= hi, not strict comparisons.")
             raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
                           "lo <= x <= hi and 0.0 elsewhere.")
 
@@ -208,25 +213,28 @@ def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
     for case, got in _pairs(req, facts):
         if got["kind"] != "pair" or got["mask_requires_grad"] is not False:
             raise Mistake("mask_differentiable", f"clamp_with_mask: mask.requires_grad is True ({case['label']}), so "
-                          "code downstream can backpropagate into a 0/1 mask and its gradient is silently dropped; "
-                          "call ctx.mark_non_differentiable(mask) in forward.")
+                          "code downstream can backpropagate into a 0/1 mask and its gradient is silently dropped: "
+                          "forward does not declare the mask non-differentiable.",
+                          fix="call ctx.mark_non_differentiable(mask) in forward.")
 
 
-def _judge_clamp_backward(req: dict, facts: dict) -> None:
+def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
     gid = "clamp_with_mask"
     for case, got in _pairs(req, facts):
         x, g, label, raw = case["x"]["t"], case["g"], case["label"], got["raw"]
         ctx_mistake(gid, got["ctx"])
         if got["g_modified"]:
-            raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; use "
-                          "out-of-place ops (grad_output * mask).")
+            raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; autograd may "
+                          "share that tensor with other nodes.", fix="use out-of-place ops (grad_output * mask).")
         if len(raw) < 3 or any(r is not None for r in raw[3:]):
             raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward "
-                          "takes 3 arguments (x, lo, hi); return grad_x, None, None.")
+                          "takes 3 arguments (x, lo, hi): one return value per argument, in order.",
+                          fix="return grad_x, None, None.")
         if raw[1] is not None or raw[2] is not None:
             which = "lo" if raw[1] is not None else "hi"
             raise Mistake("missing_none", f"{gid}: backward returned a value for the number `{which}`; lo and hi "
-                          "are Python numbers, not tensors: return None in their places.")
+                          "are Python numbers, not tensors, and have no gradient.",
+                          fix="return None in their places.")
         grad = raw[0]
         if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
             raise Mistake("wrong_shape" if grad is not None else "missing_gradient",
@@ -238,21 +246,22 @@ def _judge_clamp_backward(req: dict, facts: dict) -> None:
             continue
         if close(grad[~edge], want[~edge], x.dtype) and not grad[edge].any():
             raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where x == lo or x == hi "
-                          f"({label}); torch.clamp lets the gradient through there (1), so use lo <= x <= hi.")
+                          f"({label}); torch.clamp lets the gradient through at the boundaries.",
+                          fix="use lo <= x <= hi for the mask.")
         if close(grad, inside.to(x.dtype), x.dtype):
-            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output; "
-                          "return grad_output * mask.")
+            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
+                          "is only the local derivative (the mask).", fix="return grad_output * mask.")
         raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
                       f"{fmt(max_err(grad, want))}); it is grad_output where lo <= x <= hi and 0 elsewhere.")
+    return autograd_flags(gid, "ClampWithMask", [got for _, got in _pairs(req, facts)])  # issue 31
 
 
 CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
-    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe=probes.clamp_forward,
-          judge=_judge_clamp_forward),
+    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, judge=_judge_clamp_forward),
     Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
-          probe=probes.clamp_backward, judge=_judge_clamp_backward),
+          judge=_judge_clamp_backward),
     Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
-          probe=probes.clamp_forward, judge=_judge_clamp_mask_flag),
+          judge=_judge_clamp_mask_flag),
 ), request=_clamp_request)
 
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]

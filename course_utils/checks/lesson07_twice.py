@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import torch
 
-from ..probes import lesson07 as probes
 from .autograd_function import FunctionSpec, close, fmt, function_exercise, grad_output, materialize, max_err, tensor_arg, unwrap
 from .autograd_function import request as function_request
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
@@ -64,25 +63,27 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
         return
     if facts["once"]:
         raise Mistake("tanh_once_differentiable", f"{gid}: backward is marked @once_differentiable, so autograd "
-                      "cannot differentiate it (gradgradcheck fails, the Hessian comes out 0); remove the decorator: "
-                      "a backward made of PyTorch ops on saved inputs/outputs is differentiable.")
+                      "cannot differentiate it (gradgradcheck fails, the Hessian comes out 0).",
+                      fix="remove the decorator: a backward made of PyTorch ops on saved inputs/outputs is "
+                      "differentiable.")
     ctx_mistake(gid, facts["ctx"])
     if "other" in facts["saved"]:
         raise Mistake("tanh_saved_intermediate", f"{gid}: forward saved a tensor that is neither x nor the output; "
-                      "forward runs without a graph, so in the second derivative it is a constant. Save the output "
-                      "y and compute 1 - y * y in backward.")
+                      "forward runs without a graph, so in the second derivative it is a constant.",
+                      fix="save the output y and compute 1 - y * y in backward.")
     zero = isinstance(got, torch.Tensor) and got.numel() > 0 and got.abs().max().item() == 0
     if isinstance(sec, dict) and "$error" not in sec and (not sec["first_requires_grad"] or got is None or zero):
         raise Mistake("tanh_backward_detached", f"{gid}: the first gradient has no graph back to x (second "
-                      "derivative 0): backward computes without recording (.detach(), .data or torch.no_grad()). "
-                      "Use ordinary PyTorch ops on ctx.saved_tensors.")
+                      "derivative 0): backward computes without recording (.detach(), .data or torch.no_grad()).",
+                      fix="use ordinary PyTorch ops on ctx.saved_tensors.")
     unwrap(sec)
     if not isinstance(got, torch.Tensor):
         raise Malformed("no second derivative reported")
     if not ok[0]:
         raise Mistake("gradient_wrong", f"{gid}: the second derivative (a Hessian-vector product) is wrong, "
-                      f"largest error {fmt(max_err(got, want))}; d/dx of grad_output * (1 - y^2) is "
-                      "grad_output * (-2 y (1 - y^2)).")
+                      f"largest error {fmt(max_err(got, want))}, although the first is right: backward's own "
+                      "derivative with respect to x is off (how does y depend on x?).",
+                      fix="d/dx of grad_output * (1 - y^2) is grad_output * (-2 y (1 - y^2)).")
     if not unwrap(ggc)["ok"]:
         raise Mistake("gradient_wrong", f"{gid}: torch.autograd.gradgradcheck(Tanh.apply) fails in float64 although "
                       "the second derivative matched; is backward differentiable in grad_output too?")
@@ -94,7 +95,7 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
 _TANH_STAGES = function_exercise(spec=TANH, title="Tanh", forward_points=1, backward_points=1).stages
 TANH_TWICE = Exercise(grade_id="tanh_twice", title="Tanh, twice differentiable", names=("Tanh",), stages=_TANH_STAGES + (
     Stage(name="differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", points=2,
-          probe=probes.tanh_twice, judge=_judge_tanh_twice),
+          judge=_judge_tanh_twice),
 ), request=_tanh_request)
 
 EXERCISES = [TANH_TWICE]
@@ -124,8 +125,8 @@ def _normalize_diagnose(i, got, want, args, g):
     x = args[0].detach()
     if got.shape == want.shape and close(got, g / torch.linalg.vector_norm(x, dim=-1, keepdim=True), want.dtype):
         return Mistake("normalize_projection", "normalize_fix: backward returns grad_output / norm, the third bug: "
-                       "y = x / ||x|| also changes through the norm, which moves with x. The VJP subtracts the "
-                       "part of g along y: (g - y * (g * y).sum(-1, keepdim=True)) / norm.")
+                       "y = x / ||x|| also changes through the norm, which moves with x, and that term is missing.",
+                       fix="the VJP subtracts the part of g along y: (g - y * (g * y).sum(-1, keepdim=True)) / norm.")
     return None
 
 
@@ -139,14 +140,13 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
     if not unwrap(facts)["ok"]:
         raise Mistake("normalize_gradgrad", "normalize_fix: gradgradcheck fails, although the gradients are right: "
                       "backward uses a tensor forward computed and saved (the norm?), which double backward treats "
-                      "as a constant. Save the input x and recompute the norm in backward (lesson 07, \"The trap: "
-                      "saving an intermediate\").")
+                      "as a constant (lesson 07, \"The trap: saving an intermediate\").",
+                      fix="save the input x and recompute the norm in backward.")
 
 
 def _normalize_exercise() -> Exercise:
     forward, backward = function_exercise(spec=NORMALIZE, title="Normalize", forward_points=1, backward_points=1).stages
-    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe=probes.gradgrad,
-                     judge=_judge_gradgrad)
+    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, judge=_judge_gradgrad)
 
     def req(seed: int) -> dict:
         return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))

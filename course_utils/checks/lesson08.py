@@ -63,29 +63,34 @@ def softmax_vjp(y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 def _error(transform: str, error: str, style: dict | None = None) -> Mistake:
     """The diagnosis for an error message of one transform."""
     if "must override the setup_context" in error:
-        return Mistake("no_setup_context", f"{GID}: {transform} failed because FuncSoftmax has no setup_context: "
-                       "write forward(x) without ctx and save tensors in setup_context(ctx, inputs, output), as "
-                       "torch.func requires.")
+        return Mistake("no_setup_context", f"{GID}: {transform} failed because FuncSoftmax has no setup_context, "
+                       "which torch.func requires.", fix="write forward(x) without ctx and save tensors in "
+                       "setup_context(ctx, inputs, output).")
     if "missing a required argument" in error:
         return Mistake("ctx_in_forward", f"{GID}: {transform} raised {error.split(' (in ')[0]}: with setup_context "
-                       "defined, forward takes only the inputs (forward(x), no ctx).")
+                       "defined, forward takes only the inputs (forward(x), no ctx).", fix="def forward(x): ... and "
+                       "save in setup_context(ctx, inputs, output).")
     if "does not have vmap support" in error:
-        return Mistake("no_vmap_rule", f"{GID}: {transform} failed because FuncSoftmax has no vmap rule; add "
-                       "generate_vmap_rule = True (its forward is made of PyTorch ops) or a vmap staticmethod.")
+        return Mistake("no_vmap_rule", f"{GID}: {transform} failed because FuncSoftmax has no vmap rule (neither "
+                       "generated nor written).", fix="add generate_vmap_rule = True (its forward is made of PyTorch "
+                       "ops) or a vmap staticmethod.")
     if "must implement the jvp function" in error:
-        return Mistake("no_jvp", f"{GID}: {transform} failed because FuncSoftmax has no jvp staticmethod; add "
-                       "jvp(ctx, x_tangent) returning the output's tangent.")
+        return Mistake("no_jvp", f"{GID}: {transform} failed because FuncSoftmax has no jvp staticmethod, which "
+                       "forward mode calls.", fix="add jvp(ctx, x_tangent) returning the output's tangent.")
     if "not enough values to unpack" in error and "in jvp" in error:
-        return Mistake("jvp_not_saved", f"{GID}: {transform} failed: jvp found nothing in ctx.saved_tensors; call "
-                       "ctx.save_for_forward(output) in setup_context (save_for_backward only serves backward).")
+        return Mistake("jvp_not_saved", f"{GID}: {transform} failed: jvp found nothing in ctx.saved_tensors "
+                       "(save_for_backward only serves backward).", fix="call ctx.save_for_forward(output) in "
+                       "setup_context.")
     if "not enough values to unpack" in error:
-        return Mistake("nothing_saved", f"{GID}: {transform} failed: backward found nothing in ctx.saved_tensors; "
-                       "setup_context must call ctx.save_for_backward(output).")
+        return Mistake("nothing_saved", f"{GID}: {transform} failed: backward found nothing in ctx.saved_tensors: "
+                       "setup_context saved nothing for it.", fix="call ctx.save_for_backward(output) in "
+                       "setup_context.")
     if any(s in error for s in ("once_differentiable", "numpy", "does not require grad", "doesn't have storage",
                                 "differentiate twice")):
         return Mistake("softmax_not_differentiable", f"{GID}: {transform} needs to differentiate your backward, "
-                       f"and it failed ({error[:160]}); write backward with differentiable torch ops on the saved "
-                       "output (no once_differentiable, .detach(), .numpy()).")
+                       f"and it failed ({error[:160]}): your backward is not differentiable itself.",
+                       fix="write backward with differentiable torch ops on the saved output (no "
+                       "once_differentiable, .detach(), .numpy()).")
     if style and not style.get("setup_context"):
         return Mistake("no_setup_context", f"{GID}: {transform} raised {error}; FuncSoftmax has no setup_context, "
                        "which forward mode and torch.func need.")
@@ -109,24 +114,23 @@ def _compare(got: object, want: torch.Tensor, transform: str, code: str = "gradi
 
 def _judge_eager(req: dict, facts: dict) -> None:
     style = facts["style"]
-    for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
+    if style.get("setup_context") is not True:
+        raise Mistake("no_setup_context", f"{GID}: FuncSoftmax has no setup_context: its forward takes ctx (the "
+                      "style of lessons 02-07), which torch.func transforms and this exercise's style refuse.",
+                      fix="write forward(x) without ctx and save tensors in setup_context(ctx, inputs, output).")
+    for case, x in zip(facts["cases"], req["xs"]):
         what = f"FuncSoftmax.apply on a {x.dtype} input of shape {tuple(x.shape)}"
         out = _value_of(case["forward"], what, style)
         y = torch.softmax(x, -1)
         if isinstance(out, torch.Tensor) and out.shape == y.shape and not torch.isfinite(out).all():
             raise Mistake("softmax_unstable", f"{GID}: forward gives nan or inf for {what} with entries near 1e4: "
-                          "exp(1e4) overflows. Subtract each row's maximum first (softmax(x) = softmax(x - max)).")
+                          "exp(1e4) overflows to inf, and inf / inf is nan.",
+                          fix="Subtract each row's maximum before exp: softmax(x) = softmax(x - x.amax(-1, "
+                          "keepdim=True)), and no exponent is then above 0.")
         _compare(out, y, f"forward ({what})", "forward_wrong")
         if case["ctx_tensors"]:
-            raise Mistake("tensor_on_ctx", f"{GID}: a tensor is stored as ctx.{case['ctx_tensors'][0]}; save tensors "
-                          "with ctx.save_for_backward / ctx.save_for_forward in setup_context.")
-        _value_of(case["backward"], f".backward() ({x.dtype})", style)
-        got, want = case["grad"], softmax_vjp(y, g.to(y.dtype))
-        if not close(got, want, x.dtype) and close(got, g * y * (1 - y), x.dtype):
-            raise Mistake("softmax_elementwise", f"{GID}: the gradient from .backward() is grad_output * y * (1 - y), "
-                          "the diagonal of the Jacobian only; every output of a row depends on every input, so "
-                          "subtract the row sum: y * (g - (g * y).sum(-1, keepdim=True)).")
-        _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})")
+            raise Mistake("tensor_on_ctx", f"{GID}: a tensor is stored as ctx.{case['ctx_tensors'][0]}; tensors go "
+                          "through ctx.save_for_backward / ctx.save_for_forward in setup_context.")
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
 
@@ -134,8 +138,24 @@ def _judge_eager(req: dict, facts: dict) -> None:
 SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
 
 
-def _judge_memory(req: dict, facts: dict) -> None:
-    got = unwrap(facts)
+def _judge_backward(req: dict, facts: dict) -> None:
+    style = facts["style"]
+    for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
+        _value_of(case["backward"], f".backward() ({x.dtype})", style)
+        y = torch.softmax(x, -1)
+        got, want = case["grad"], softmax_vjp(y, g.to(y.dtype))
+        if not close(got, want, x.dtype) and close(got, g * y * (1 - y), x.dtype):
+            raise Mistake("softmax_elementwise", f"{GID}: the gradient from .backward() is y (1 - y) times grad_output, "
+                          "the diagonal of the Jacobian only; every output of a row depends on every input of that "
+                          "row, so the off-diagonal terms (a sum over the row) are missing.",
+                          fix="subtract the row sum: y * (g - (g * y).sum(-1, keepdim=True)).")
+        _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})")
+    if len(facts["cases"]) != len(req["xs"]):
+        raise Malformed("missing cases")
+    _judge_memory(req, unwrap(facts["memory"]))
+
+
+def _judge_memory(req: dict, got: dict) -> None:
     if got["node"] is not True:
         raise Mistake("no_graph", f"{GID}: the output of FuncSoftmax.apply has no FuncSoftmaxBackward node.")
     judge_own_backward(GID, got["ops"], got.get("with_grad"), SOFTMAX_NATIVE)
@@ -146,7 +166,8 @@ def _judge_memory(req: dict, facts: dict) -> None:
         op = next(str(o) for o, n in got["ops"] if int(n) == biggest)
         raise Mistake("softmax_jacobian", f"{GID}: for x of shape {tuple(x.shape)} backward made a tensor of "
                       f"{biggest} elements ({op}), more than twice x's {x.numel()}: it forms the Jacobian (or a "
-                      "batch of them). The vector-Jacobian product needs none: y * (g - (g * y).sum(-1, keepdim=True)).")
+                      "batch of them). A vector-Jacobian product needs only tensors of x's size.",
+                      fix="y * (g - (g * y).sum(-1, keepdim=True)) gives the product without the Jacobian.")
     want = softmax_vjp(torch.softmax(x, -1), req["big_g"])
     _compare(got["grad"], want, "backward for x of shape (64, 512)")
 
@@ -221,10 +242,10 @@ def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tenso
 
 
 FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
-    Stage(name="forward(x) + setup_context: stable values and .backward() match torch.softmax (any rank)", points=1,
+    Stage(name="forward(x) + setup_context: stable values match torch.softmax (any rank)", points=1,
           probe=probes.softmax_eager, judge=_judge_eager),
-    Stage(name="backward is a vector-Jacobian product: no Jacobian formed for a (64, 512) input", points=1,
-          probe=probes.softmax_memory, judge=_judge_memory),
+    Stage(name="backward: .backward() matches torch.softmax's gradient, as a vector-Jacobian product (no Jacobian "
+          "formed for a (64, 512) input)", points=1, probe=probes.softmax_backward, judge=_judge_backward),
     Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
           probe=probes.softmax_func,
           judge=_judge_func),

@@ -12,7 +12,7 @@ import torch
 
 from ..probes import lesson08 as probes
 from ..probes.lesson08 import OP_NAME
-from .autograd_function import close, grad_output, tensor_arg
+from .autograd_function import autograd_flags, close, grad_output, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .lesson08 import _value
 
@@ -25,7 +25,14 @@ catalogue({
     "fake_mismatch": "the fake implementation returns the wrong shape or dtype",
     "fake_raised": "the fake implementation raised on a fake tensor (it computed, or called the operator)",
     "no_autograd": "the custom op has no autograd formula (register_autograd)",
+    "row_norm_not_numpy": "row_norm's kernel computes with PyTorch ops instead of NumPy, so it is not opaque code",
+    "row_norm_numpy_scalar": "row_norm fails for a 1-D x: NumPy's norm of one vector is a NumPy scalar, not an array",
 })
+
+# what an opaque kernel may run in PyTorch: getting the data out and the result back, no arithmetic
+DATA_MOVEMENT = {"detach", "alias", "lift_fresh", "lift_fresh_copy", "_to_copy", "to", "copy_", "clone", "contiguous",
+                 "resolve_conj", "resolve_neg", "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "t",
+                 "transpose", "expand", "empty", "empty_like", "empty_strided", "_to_cpu"}
 
 
 
@@ -45,8 +52,9 @@ def _norm(x: torch.Tensor) -> torch.Tensor:
 
 def _judge_op_values(req: dict, facts: dict) -> None:
     if facts["is_custom_op"] is not True:
-        raise Mistake("not_custom_op", f"row_norm_op: `row_norm` is a {facts['type']}, not an operator; decorate it "
-                      f"with @torch.library.custom_op(\"{OP_NAME}\", mutates_args=()).")
+        raise Mistake("not_custom_op", f"row_norm_op: `row_norm` is a {facts['type']}, not an operator registered "
+                      f"with torch.library.", fix=f"decorate it with @torch.library.custom_op(\"{OP_NAME}\", "
+                      "mutates_args=()).")
     if facts["name"] != OP_NAME:
         raise Mistake("wrong_op_name", f"row_norm_op: `row_norm` is registered as {facts['name']!r}; the operator "
                       f"must be named \"{OP_NAME}\" (namespace exercises, name row_norm).")
@@ -60,6 +68,12 @@ def _judge_op_values(req: dict, facts: dict) -> None:
         "torch.ops.exercises.row_norm(x)"]
     for record, x, what in zip(records, xs, names):
         got = _value(record, what)
+        if "error" in record and "expected np.ndarray" in str(record["error"]) and x.dim() == 1:
+            raise Mistake("row_norm_numpy_scalar", f"row_norm_op: {what} raised {str(record['error'])[:120]}: for a "
+                          "1-D x the norm over axis=-1 is one number, which NumPy returns as a NumPy scalar (not an "
+                          "array), and torch.from_numpy accepts only arrays.",
+                          fix="turn NumPy's result into an array first (np.asarray(...)), or build the tensor with "
+                          "torch.as_tensor, which accepts NumPy scalars too.")
         if "error" in record:
             raise Mistake("raised", f"row_norm_op: {what} raised {record['error']}")
         want = _norm(x)
@@ -67,12 +81,22 @@ def _judge_op_values(req: dict, facts: dict) -> None:
             raise Mistake("forward_wrong", f"row_norm_op: {what} has shape {tuple(got.shape)}, expected "
                           f"{tuple(want.shape)} = x.shape[:-1] (one norm per row: NumPy's axis=-1).")
         if isinstance(got, torch.Tensor) and got.dtype != x.dtype:
-            raise Mistake("forward_wrong", f"row_norm_op: {what} returned {got.dtype}; convert NumPy's result "
-                          "back with .to(x.device, x.dtype).")
+            raise Mistake("forward_wrong", f"row_norm_op: {what} returned {got.dtype}: NumPy's result keeps "
+                          "NumPy's dtype, not x's.", fix="convert it back with .to(x.device, x.dtype).")
         if not close(got, want, x.dtype):
             raise Mistake("forward_wrong", f"row_norm_op: {what} does not match torch.linalg.vector_norm(x, dim=-1).")
     if len(records) != len(xs):
         raise Malformed("missing values")
+    ops = facts.get("kernel_ops")
+    if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
+        raise Malformed("the kernel's ops were not recorded")
+    computing = sorted(set(ops) - DATA_MOVEMENT)
+    if computing:
+        raise Mistake("row_norm_not_numpy", f"row_norm_op: row_norm's kernel runs PyTorch's {', '.join(computing[:4])}: "
+                      "the norm is computed in PyTorch, so this is not the opaque (NumPy) code the exercise wraps; "
+                      "PyTorch could trace and differentiate it without an operator.",
+                      fix="compute the norm on x.detach().cpu().numpy() with np.linalg.norm(..., axis=-1) and turn "
+                      "the result back into a tensor of x's dtype and device.")
 
 
 RERUN = ("(If you did register one: re-running only the @custom_op cell defines the operator anew and drops its "
@@ -81,14 +105,14 @@ RERUN = ("(If you did register one: re-running only the @custom_op cell defines 
 
 def _opcheck_error(error: str, grad: bool) -> Mistake:
     if "no fake impl registered" in error:
-        return Mistake("no_fake", "row_norm_op: opcheck failed because row_norm has no fake implementation, which "
-                       "torch.compile needs to trace it; add @row_norm.register_fake returning an empty tensor with "
-                       f"the output's shape and dtype. {RERUN}")
+        return Mistake("no_fake", "row_norm_op: opcheck failed because row_norm has no fake implementation (see "
+                       f"register_fake), which torch.compile needs to trace it. {RERUN}",
+                       fix="add @row_norm.register_fake returning an empty tensor with the output's shape and dtype.")
     if "mismatched tensor metadata" in error:
         detail = error.split("metadata: ", 1)[-1].split(" (scroll")[0]
         return Mistake("fake_mismatch", f"row_norm_op: opcheck compared your fake implementation with the real "
                        f"output and found: {detail} The fake must return what the kernel returns: same shape, "
-                       "dtype and device (e.g. torch.empty_like(x)).")
+                       "dtype and device.", fix="x.new_empty(x.shape[:-1]) has the output's shape, dtype and device.")
     if "test_faketensor failed with" in error:
         detail = error.split("failed with ", 1)[-1].split(" (scroll")[0]
         return Mistake("fake_raised", f"row_norm_op: opcheck ran your fake implementation on a fake tensor (shape "
@@ -96,7 +120,8 @@ def _opcheck_error(error: str, grad: bool) -> Mistake:
                        "operator; it only returns an empty tensor shaped like the output.")
     if grad and "no autograd formula" in error:
         return Mistake("no_autograd", "row_norm_op: backward through row_norm failed because no autograd formula "
-                       f"is registered; call row_norm.register_autograd(backward, setup_context=...). {RERUN}")
+                       f"is registered for it (see register_autograd). {RERUN}",
+                       fix="call row_norm.register_autograd(backward, setup_context=...).")
     where = "opcheck with requires_grad=True" if grad else "opcheck"
     return Mistake("raised", f"row_norm_op: torch.library.{where} raised {error}")
 
@@ -112,7 +137,7 @@ def _judge_op_fake(req: dict, facts: dict) -> None:
         raise Malformed("missing opcheck results")
 
 
-def _judge_op_autograd(req: dict, facts: dict) -> None:
+def _judge_op_autograd(req: dict, facts: dict) -> list[str]:
     for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
         record = case["backward"]
         _value(record, "backward")
@@ -123,13 +148,13 @@ def _judge_op_autograd(req: dict, facts: dict) -> None:
         got, want = case["grad"], xr.grad
         if isinstance(got, torch.Tensor) and got.shape == want.shape and not torch.isfinite(got).all():
             raise Mistake("row_norm_zero_row", f"row_norm_op: the gradient for x of shape {tuple(x.shape)} has nan "
-                          "where a row is all zeros: g * x / norm is 0 / 0 there. vector_norm's gradient is 0 for "
-                          "such rows; divide by a norm with zeros replaced by 1 (torch.where).")
+                          "where a row is all zeros: g * x / norm is 0 / 0 there, and vector_norm's gradient is 0 "
+                          "for such rows.", fix="divide by a norm with zeros replaced by 1 (torch.where).")
         if not close(got, want, x.dtype):
             raise Mistake("gradient_wrong", f"row_norm_op: the gradient for {x.dtype} x of shape {tuple(x.shape)} "
-                          "does not match torch.linalg.vector_norm's; backward should return "
-                          "grad_output[..., None] * x / norm[..., None] (opcheck does not compare gradient values: "
-                          "this check does).")
+                          "does not match torch.linalg.vector_norm's (opcheck does not compare gradient values: "
+                          "this check does).", fix="backward returns grad_output[..., None] * x / norm[..., None].")
+
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
     gc = facts["gradcheck"]
@@ -138,6 +163,7 @@ def _judge_op_autograd(req: dict, facts: dict) -> None:
     for record in facts["opcheck"]:
         if "error" in record or not isinstance(_value(record, "opcheck"), dict):
             raise _opcheck_error(str(record.get("error")), grad=True)
+    return autograd_flags("row_norm_op", "row_norm", facts["cases"])
 
 
 def _judge_op_compile(req: dict, facts: dict) -> None:
@@ -160,7 +186,8 @@ def _judge_op_compile(req: dict, facts: dict) -> None:
 
 
 ROW_NORM_OP = Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
-    Stage(name=f"{OP_NAME} is a custom op computing the norm of each row (1-D to 3-D, float32/float64)", points=1,
+    Stage(name=f"{OP_NAME} is a custom op whose kernel computes the norm of each row in NumPy (1-D to 3-D, "
+          "float32/float64)", points=1,
           probe=probes.op_values, judge=_judge_op_values),
     Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe=probes.op_fake,
           judge=_judge_op_fake),

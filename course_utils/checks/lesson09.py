@@ -21,11 +21,11 @@ from .autograd_function import (
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 
 catalogue({
-    "log1mexp_small_x": "forward loses precision for small x: 1 - exp(-x) cancels (use log(-expm1(-x)) there)",
-    "log1mexp_large_x": "forward loses precision (or gives 0) for large x: 1 - exp(-x) rounds to 1 (use log1p(-exp(-x)))",
+    "log1mexp_small_x": "forward loses precision for small x: 1 - exp(-x) cancels",
+    "log1mexp_large_x": "forward loses precision (or gives 0) for large x: the log of a number that rounds to 1",
     "log1mexp_gradient": "the gradient is inaccurate or not finite at one end: it should be 1 / expm1(x)",
     "lambert_not_converged": "forward stops iterating before W(x) has converged (a fixed number of steps)",
-    "lambert_gradient": "backward is not the implicit-function derivative W / (x (1 + W)) = exp(-W) / (1 + W)",
+    "lambert_gradient": "backward is not the implicit-function derivative of W, or is not finite at x = 0",
     "lambert_records_iterations": "forward records its iterations for autograd (ops inside it save tensors)",
     "lambert_saves_iterates": "forward keeps more for backward the more iterations it takes (it saves iterates)",
     "lambert_reiterates": "backward re-runs the iteration from x instead of using the W saved in forward",
@@ -124,14 +124,21 @@ def _judge_wide(req: dict, facts: dict) -> None:
                     "1 / expm1(x) = ")
             head += f"{right:.6g} (relative error allowed {RTOL[dtype]:g})"
             if key == "grad":
-                raise Mistake("log1mexp_gradient", f"{head}: write the derivative as 1 / torch.expm1(x) (or "
-                              "exp(-x) / -expm1(-x)), which neither cancels near 0 nor overflows for large x.")
+                end = "near 0 (a difference of nearly equal numbers)" if at < 1 else "for large x (an overflow or a " \
+                    "difference that rounds away)"
+                raise Mistake("log1mexp_gradient", f"{head}: the derivative's formula loses its digits {end}; write "
+                              "it in a form that neither cancels near 0 nor overflows for large x.",
+                              fix="1 / torch.expm1(x) (equal to exp(-x) / (1 - exp(-x))) is accurate at both ends.")
             if at < 1:
                 raise Mistake("log1mexp_small_x", f"{head}: for small x, 1 - exp(-x) subtracts two nearly equal "
-                              "numbers; -torch.expm1(-x) computes 1 - exp(-x) without that cancellation.")
-            raise Mistake("log1mexp_large_x", f"{head}: for large x, 1 - exp(-x) is so close to 1 that log(...) "
-                          "keeps few digits (or rounds to 0); torch.log1p(-torch.exp(-x)) keeps them. Use it above "
-                          "x = ln 2 and log(-expm1(-x)) below.")
+                              "numbers and loses its digits (cancellation) before log ever sees them.",
+                              fix="-torch.expm1(-x) computes 1 - exp(-x) without that cancellation: use "
+                              "log(-expm1(-x)) below x = ln 2.")
+            raise Mistake("log1mexp_large_x", f"{head}: for large x, 1 - exp(-x) is so close to 1 that it rounds to 1 "
+                          "(or keeps few digits), whether computed as 1 - exp(-x) or as -expm1(-x), and its log "
+                          "loses them: the small part exp(-x) must reach the logarithm by itself.",
+                          fix="torch.log1p(-torch.exp(-x)) keeps those digits: use it above x = ln 2, and "
+                          "log(-expm1(-x)) below.")
 
 
 def _log1mexp_exercise() -> Exercise:
@@ -180,12 +187,27 @@ def _lambert_cases(base: int):
 def _lambert_diagnose(i, got, want, args, g):
     w = lambert_reference(args[0].detach())
     if got.shape == want.shape and close(got, g * w, want.dtype):
-        return Mistake("lambert_gradient", "lambert_w: backward returns grad_output * W; differentiate "
-                       "F(w, x) = w e^w - x = 0 implicitly: dW/dx = -(dF/dx)/(dF/dw) = 1 / (e^W (1 + W)) = "
-                       "exp(-W) / (1 + W).")
-    return Mistake("lambert_gradient", "lambert_w: the gradient is wrong; by the implicit function theorem on "
-                   "F(w, x) = w e^w - x = 0, dW/dx = -(dF/dx)/(dF/dw) = exp(-W) / (1 + W) (= W / (x (1 + W)) for "
-                   "x > 0), written with the W saved in forward.")
+        return Mistake("lambert_gradient", "lambert_w: backward returns grad_output * W, the value instead of its "
+                       "derivative; differentiate F(w, x) = w e^w - x = 0 implicitly.", fix=LAMBERT_FIX)
+    return Mistake("lambert_gradient", "lambert_w: the gradient is wrong; use the implicit function theorem on "
+                   "F(w, x) = w e^w - x = 0 (dW/dx = -(dF/dx) / (dF/dw)), written with the W saved in forward.",
+                   fix=LAMBERT_FIX)
+
+
+LAMBERT_FIX = ("dW/dx = 1 / (e^W (1 + W)) = exp(-W) / (1 + W): finite for every x >= 0, x = 0 included, where the "
+               "form W / (x (1 + W)) is 0/0.")
+
+
+def _judge_lambert_backward(req: dict, facts: dict) -> list[str]:
+    """judge_backward, naming the 0/0 of a derivative written with x in a denominator (x = 0 is tested)."""
+    try:
+        return judge_backward(LAMBERT, req, facts)
+    except Mistake as m:
+        if m.code == "nan_gradient" and "x = [0," in m.hint:
+            raise Mistake("lambert_gradient", "lambert_w: the gradient contains NaN or inf for x = [0, 1e-300, ...]: "
+                          "at x = 0 (W = 0) a derivative written with x in a denominator is 0/0; write it with W "
+                          "alone (x = W e^W), so that it is finite on the whole domain.", fix=LAMBERT_FIX) from None
+        raise
 
 
 LAMBERT = FunctionSpec(grade_id="lambert_w", cls_name="LambertW", arg_names=("x",), reference=_LambertW.apply,
@@ -216,11 +238,12 @@ def _judge_lambert_forward(req: dict, facts: dict) -> None:
         head = (f"lambert_w: forward gives {out[k].item():.10g} for {NAME[dtype]} x = {x[k].item():.3g}, W(x) = "
                 f"{want[k].item():.10g} (relative error allowed {LAMBERT_RTOL[dtype]:g})")
         if torch.isfinite(out[k]):
-            raise Mistake("lambert_not_converged", f"{head}: the iteration stopped before it converged there; "
-                          "iterate until the relative change is below the dtype's eps (torch.finfo(x.dtype).eps), "
-                          "so that far-away x get the extra steps they need.")
-        raise Mistake("forward_not_finite", f"{head}: an intermediate overflows (exp(w) for a large start value?); "
-                      "start from log1p(x), which is never below W(x) and never overflows.")
+            raise Mistake("lambert_not_converged", f"{head}: the iteration stopped before it converged there "
+                          "(a fixed number of steps?); far-away x need more steps than x near 1.",
+                          fix="iterate until the relative change is below the dtype's eps (torch.finfo(x.dtype).eps), "
+                          "with a cap on the number of steps in case the last bit oscillates.")
+        raise Mistake("forward_not_finite", f"{head}: an intermediate overflows (exp(w) for a large start value?).",
+                      fix="start from log1p(x), which is never below W(x) and never overflows.")
     judge_forward(LAMBERT, req, facts["cases"])
 
 
@@ -237,13 +260,13 @@ def _judge_kept(req: dict, facts: dict) -> None:
     if many["events"] > many["node_saved"]:
         raise Mistake("lambert_records_iterations", f"lambert_w: operations inside forward saved "
                       f"{many['events'] - many['node_saved']} tensors for their own backward (for {n} values near "
-                      "1e300): forward records its iterations for autograd. Iterate on plain tensors (no "
-                      "torch.enable_grad(), no requires_grad_()): backward needs only W.")
+                      "1e300): forward records its iterations for autograd, which backward never needs.",
+                      fix="iterate on plain tensors (no torch.enable_grad(), no requires_grad_()); backward needs only W.")
     if many["bytes"] > few["bytes"] or many["tensors"] > 2:
         raise Mistake("lambert_saves_iterates", f"lambert_w: forward keeps {many['tensors']} tensors "
                       f"({many['bytes']} bytes) for backward for {n} values near 1e300 and {few['tensors']} "
-                      f"({few['bytes']} bytes) for values near 0.1: it keeps iterates. Backward needs only the "
-                      "converged W: ctx.save_for_backward(w).")
+                      f"({few['bytes']} bytes) for values near 0.1: it keeps iterates, and backward needs only "
+                      "the converged W.", fix="save only the final w with ctx.save_for_backward.")
 
 
 def _judge_uses_saved(req: dict, facts: dict) -> None:
@@ -258,8 +281,9 @@ def _judge_uses_saved(req: dict, facts: dict) -> None:
     if got["others"] == 0 or torch.equal(before, after):
         raise Mistake("lambert_reiterates", "lambert_w: backward gives the same gradient after the saved W was "
                       "changed behind autograd's back: it does not read W from ctx.saved_tensors but recomputes it "
-                      "(re-running the iteration). Save W in forward (ctx.save_for_backward(w)) and write the "
-                      "derivative with it: exp(-W) / (1 + W). That is what implicit differentiation buys.")
+                      "(re-running the iteration). Writing the derivative with the saved W is what implicit "
+                      "differentiation buys.", fix="save W in forward (ctx.save_for_backward(w)) and write the "
+                      "derivative with it: exp(-W) / (1 + W).")
 
 
 def _lambert_exercise() -> Exercise:
@@ -277,8 +301,9 @@ def _lambert_exercise() -> Exercise:
                     perturb_x=0.5 + 5 * torch.rand(8, generator=gen, dtype=torch.float64))
     forward = replace(forward, name="forward matches W(x) to 1e-12 (float64) on [0, 1e300] and 1e-5 (float32) "
                       "on [0, 1e30]", probe=probes.forward_and_wide, judge=_judge_lambert_forward)
-    backward = replace(backward, name="backward: dW/dx = W / (x (1 + W)) by the implicit function theorem, "
-                       "gradcheck on [0.01, 100]", judge=lambda r, f: judge_backward(LAMBERT, r, f))
+    backward = replace(backward, name="backward: the implicit-function derivative, finite on the whole domain "
+                       "(x = 0 included), several shapes and dtypes, gradcheck on [0.01, 100]",
+                       judge=_judge_lambert_backward)
     return Exercise(grade_id="lambert_w", title="LambertW", names=("LambertW",), stages=(forward, backward, kept, saved),
                     request=req)
 

@@ -2,14 +2,17 @@
 and ``Solve`` (LU factors saved in forward, an adjoint solve in backward)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ..probes import lesson09 as probes
-from ..probes.recorded_ops import backward_ops
 from .autograd_function import (
     FunctionSpec,
     close,
     function_exercise,
+    grad_output,
+    judge_forward,
     judge_own_backward,
     op_names,
     request,
@@ -25,6 +28,9 @@ catalogue({
     "solve_refactorises": "Solve's backward factorises A again, inverts it or calls a solver instead of reusing the LU factors",
     "solve_no_lu": "Solve's forward does not use torch.linalg.lu_factor (or inverts A)",
     "solve_grad_A": "Solve's gradient for A is not -g_b x^T",
+    "solve_ignores_saved_factors": "Solve's backward does not solve with the LU factors saved in forward "
+                                   "(it solves with A again some other way, NumPy included)",
+    "solve_1d_b": "Solve fails for a 1-D b: lu_solve wants b as a matrix (n, k)",
 })
 
 
@@ -50,8 +56,9 @@ def _rms_diagnose(i, got, want, args, g):
         return None
     x, w, eps = args[0].detach(), args[1].detach(), args[2]
     if close(got, g * w * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), want.dtype):
-        return Mistake("rmsnorm_missing_mean_term", "rmsnorm: grad_x is grad_output * weight * rstd, as if rstd "
-                       "were a constant; it depends on x too. With u = grad_output * weight and x_hat = x * rstd: "
+        return Mistake("rmsnorm_missing_mean_term", "rmsnorm: grad_x is rstd times weight times grad_output, as if "
+                       "rstd were a constant; rstd depends on every x of its row, so each row's gradient needs a second "
+                       "term, a sum over the row.", fix="with u = grad_output * weight and x_hat = x * rstd: "
                        "grad_x = rstd * (u - x_hat * mean(u * x_hat, dim=-1, keepdim=True)).")
     return None
 
@@ -83,8 +90,9 @@ def _judge_saved(req: dict, facts: dict) -> None:
             raise Malformed("numel is not a number")
         if s["numel"] > rows:
             raise Mistake("rmsnorm_saves_full", f"rmsnorm: forward saves a new tensor of {s['numel']} elements for "
-                          f"x of shape {tuple(x.shape)} (the normalised x or the output?); keep x, weight and rstd "
-                          f"(one value per row, {rows} here) and recompute x_hat = x * rstd in backward.")
+                          f"x of shape {tuple(x.shape)} (the normalised x or the output?); the exercise allows x, "
+                          f"weight and one value per row ({rows} here), and backward can recompute the rest.",
+                          fix="save x, weight and rstd (shape (..., 1)); recompute x_hat = x * rstd in backward.")
 
 
 def _rmsnorm_exercise() -> Exercise:
@@ -123,16 +131,18 @@ def _solve_diagnose(i, got, want, args, g):
     x = torch.linalg.solve(A, b)
     gb = torch.linalg.solve(A.mT, g.to(A.dtype))
     if close(got, gb.reshape(len(A), -1) @ x.reshape(len(A), -1).mT, want.dtype):
-        return Mistake("solve_grad_A", "solve: the gradient for A has the wrong sign: x = A^-1 b gives "
-                       "dA = -g_b x^T (g_b = A^-T grad_output).")
-    return Mistake("solve_grad_A", "solve: the gradient for A is wrong; with g_b = A^-T grad_output (an adjoint "
-                   "solve with the saved factors), g_A = -g_b x^T: torch.outer(g_b, x) for 1-D b, g_b @ x.mT for 2-D.")
+        return Mistake("solve_grad_A", "solve: the gradient for A has the wrong sign: differentiate A x = b "
+                       "(dA x + A dx = 0) again and look at the sign of dx.", fix="g_A = -g_b x^T, with g_b = "
+                       "A^-T grad_output.")
+    return Mistake("solve_grad_A", "solve: the gradient for A is wrong; it is built from g_b (the gradient for b) and "
+                   "the solution x, one outer product per column of b.",
+                   fix="g_A = -g_b x^T: -torch.outer(g_b, x) for a 1-D b, -g_b @ x.mT for a 2-D one.")
 
 
 SOLVE = FunctionSpec(grade_id="solve", cls_name="Solve", arg_names=("A", "b"), reference=torch.linalg.solve, cases=_solve_cases,
                      describe="x = A^-1 b", diagnose=_solve_diagnose,
                      gradcheck_args=lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
-                     patterns=((True, False), (False, True)))
+                     patterns=((True, False), (False, True)), same_work=((True, False),))  # g_A needs g_b
 FACTORISE = {"linalg_lu_factor_ex", "linalg_lu_factor", "linalg_lu", "_lu_with_info", "lu", "linalg_cholesky_ex",
              "linalg_qr", "_linalg_svd", "linalg_eig", "linalg_eigh", "_linalg_eigh"}
 INVERT = {"linalg_inv_ex", "linalg_inv", "inverse", "_linalg_solve_ex", "linalg_solve", "linalg_solve_ex",
@@ -140,7 +150,8 @@ INVERT = {"linalg_inv_ex", "linalg_inv", "inverse", "_linalg_solve_ex", "linalg_
 
 
 def _judge_ops(req: dict, facts: dict) -> None:
-    for case in facts["cases"]:
+    ops = facts["ops"]
+    for case in ops["cases"]:
         got = unwrap(case)
         if got["node"] is not True:
             raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
@@ -148,27 +159,86 @@ def _judge_ops(req: dict, facts: dict) -> None:
         forward, backward = op_names(got["forward"]), op_names(got["backward"])
         if forward & INVERT or not forward & {"linalg_lu_factor_ex", "linalg_lu_factor"}:
             used = ", ".join(sorted(forward & (INVERT | FACTORISE))) or "no factorisation"
-            raise Mistake("solve_no_lu", f"solve: forward runs {used}; factorise A once with torch.linalg.lu_factor "
-                          "and solve with torch.linalg.lu_solve, then save the factors (LU, pivots) for backward.")
+            raise Mistake("solve_no_lu", f"solve: forward runs {used}, not one LU factorisation of A whose factors "
+                          "backward can reuse.", fix="factorise A once with torch.linalg.lu_factor, solve with "
+                          "torch.linalg.lu_solve, and save the factors (LU, pivots) for backward.")
         wrong = sorted(backward & (FACTORISE | INVERT))
         if wrong:
-            raise Mistake("solve_refactorises", f"solve: backward runs {', '.join(wrong)}: it factorises or inverts "
-                          "A again, the O(n^3) work forward already did. Save LU and pivots in forward and solve "
-                          "with A^T in backward: torch.linalg.lu_solve(LU, pivots, grad, adjoint=True).")
-    if len(facts["cases"]) != len(req["op_cases"]):
+            raise Mistake("solve_refactorises", f"solve: backward runs {', '.join(wrong)}: it factorises, inverts or "
+                          "solves with A again, the O(n^3) work forward already did; A^T's solve can reuse the "
+                          "factors forward saved.", fix="torch.linalg.lu_solve(LU, pivots, grad, adjoint=True) with "
+                          "the LU and pivots saved in forward solves with A^T.")
+    if len(ops["cases"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
+    for case, got in zip(req["op_cases"], facts["factors"]):
+        _judge_factors_followed(case, got)
+    if len(facts["factors"]) != len(req["op_cases"]):
+        raise Malformed("missing cases")
+
+
+def _judge_factors_followed(case: list, got: dict) -> None:
+    """Backward's gradient for b must follow the saved LU factors when they are changed (scaled by 1.01)."""
+    A, b = case[0]["t"], case[1]["t"]
+    LU, piv = torch.linalg.lu_factor(A)
+    plain = unwrap(got["plain"])
+    if plain["node"] is not True:
+        raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
+    saved = plain["saved"]
+    if not isinstance(saved, list) or len(got["perturbed"]) != len(saved):
+        raise Malformed("saved tensors")
+    where = [k for k, t in enumerate(saved) if isinstance(t, torch.Tensor) and t.shape == LU.shape
+             and close(t, LU, A.dtype)]
+    shape = f"A {tuple(A.shape)}, b {tuple(b.shape)}"
+    if not where:
+        raise Mistake("solve_ignores_saved_factors", f"solve: for {shape} none of the tensors forward saves holds "
+                      "the LU factors of A, so backward cannot solve with them.",
+                      fix="save LU and pivots from torch.linalg.lu_factor with ctx.save_for_backward.")
+    col = b.dim() == 1
+    g = grad_output(b.shape, b.dtype, 11)  # the probe's grad_output for this output shape
+    G = g.unsqueeze(-1) if col else g
+    want = torch.linalg.lu_solve(LU * 1.01, piv, G, adjoint=True)
+    want = want.squeeze(-1) if col else want
+    for k in where:
+        after = unwrap(got["perturbed"][k])
+        grads = after.get("grads")
+        g_b = grads[1] if isinstance(grads, list) and len(grads) > 1 else None
+        if isinstance(g_b, torch.Tensor) and g_b.shape == want.shape and \
+                torch.allclose(g_b.double(), want, rtol=1e-8, atol=1e-10):
+            return
+    raise Mistake("solve_ignores_saved_factors", f"solve: for {shape}, when the LU factors forward saved were "
+                  "changed (behind autograd's back), backward's gradient for b did not change with them: backward "
+                  "does not solve with the saved factors but with A again, some other way (NumPy or Python "
+                  "arithmetic included).", fix="solve A^T g_b = grad_output with torch.linalg.lu_solve(LU, pivots, "
+                  "grad, adjoint=True) on the saved LU and pivots.")
+
+
+def _judge_solve_forward(req: dict, facts: dict) -> None:
+    """judge_forward, naming the cause of lu_solve's error for a 1-D b."""
+    try:
+        judge_forward(SOLVE, req, facts)
+    except Mistake as m:
+        if m.code == "raised" and "must have at least 2 dimensions" in m.hint:
+            raise Mistake("solve_1d_b", "solve: Solve.apply(A, b) raised for a 1-D b of shape (n,): "
+                          "torch.linalg.lu_solve wants the right-hand side as a matrix (n, k), and b may be a "
+                          "vector; the result must then be a vector (n,) too.",
+                          fix="solve with b.unsqueeze(-1) when b.dim() == 1 and squeeze the last dimension of the "
+                          "result; backward needs the same treatment for grad_output.") from None
+        raise
 
 
 def _solve_exercise() -> Exercise:
     base = function_exercise(spec=SOLVE, title="Solve", forward_points=1, backward_points=1, needs_input_grad_points=1)
-    ops = Stage(name="factorises once: LU in forward, adjoint lu_solve with the saved factors in backward", points=1,
-                probe=backward_ops, judge=_judge_ops)
+    forward = replace(base.stages[0], judge=_judge_solve_forward)
+    ops = Stage(name="factorises once: LU in forward; backward solves with the factors forward saved (its gradient "
+                "follows them when they change) and runs no factorisation, inverse or solver of its own", points=1,
+                probe=probes.solve_ops_and_factors, judge=_judge_ops)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
         return dict(request(SOLVE, seed), op_cases=[[_matrix(6, b + 61), tensor_arg((6,), b + 62)],
                                                     [_matrix(6, b + 63), tensor_arg((6, 2), b + 64)]])
-    return Exercise(grade_id="solve", title="Solve", names=("Solve",), stages=base.stages + (ops,), request=req)
+    return Exercise(grade_id="solve", title="Solve", names=("Solve",), stages=(forward,) + base.stages[1:] + (ops,),
+                    request=req)
 
 
 EXERCISES = [_rmsnorm_exercise(), _solve_exercise()]

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from .. import wire
 from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
+from .cells import stale
 from .engine import Result, judge, make_request, probe
 from .registry import EXERCISES, OWNERS
-from .verdict import Verdict, did_not_run
+from .verdict import Verdict
 
 
 def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float = TIME_LIMIT, seed: int = 0) -> Result:
@@ -32,15 +33,23 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     return judge(ex, request, wire.loads(wire.dumps(facts)))
 
 
-def check(grade_id: str, namespace: Mapping[str, object]) -> float:
+def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> float:
     """Check an exercise and return the points as a ``Verdict`` (what check cells call).
 
     A check cell ends with this call, so the points are the cell's value: nbgrader reads
     that number as the cell's (partial) grade. Jupyter shows the value as the styled verdict
-    (see ``verdict``); in a terminal the plain verdict is printed.
+    (see ``verdict``); in a terminal the plain verdict is printed. ``fix=True`` adds the fix
+    (the second level of help) to the plain verdict; the HTML one always has it behind a toggle.
+
+    In a Jupyter kernel, an answer cell whose last run failed, that has not run, or that was
+    edited since (as saved), is not graded: the verdict says which cell and what (see ``cells``).
     """
-    result = run_check(grade_id, namespace)
-    result = did_not_run(EXERCISES[grade_id], result, OWNERS)
+    ex = EXERCISES.get(grade_id)
+    problem = stale(grade_id, ex.names, namespace, OWNERS) if ex is not None and isinstance(namespace, Mapping) else None
+    if ex is not None and problem:
+        result = Result(grade_id, 0.0, ex.points, "failed", problem, ["stale_answer"])
+    else:
+        result = run_check(grade_id, namespace)
     if notebook_shell() is None:
-        print(result.report())
-    return Verdict(EXERCISES[grade_id], result)
+        print(result.report(fix=fix))
+    return Verdict(EXERCISES[grade_id], result, show_fix=fix)

@@ -32,11 +32,12 @@ def judge_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
         inputs = sorted({int(i) for t in tensors if t is not None and not t["output"] for i in t["inputs"]})
         if inputs:
             raise Mistake("saved_input", f"{gid}: forward saves {describe_input(spec.arg_names, inputs[0])} for "
-                          f"backward, but the derivative of {spec.describe} can be written with the output alone; "
-                          "save only the output (ctx.save_for_backward(result)).")
+                          f"backward, but the derivative of {spec.describe} can be written with the output alone.",
+                          fix="save only the output (ctx.save_for_backward(result)).")
         if not any(t is not None and t["output"] is True for t in tensors):
-            raise Mistake("output_not_saved", f"{gid}: forward does not save its output ({case['label']}); save the "
-                          "tensor forward returns with ctx.save_for_backward(result) and compute backward from it.")
+            raise Mistake("output_not_saved", f"{gid}: forward does not save its output ({case['label']}), and the "
+                          "exercise computes backward from it.", fix="save the tensor forward returns with "
+                          "ctx.save_for_backward(result) and compute backward from it.")
         if unwrap(got).get("reads") is False:
             raise Mistake("saved_not_used", f"{gid}: backward never reads ctx.saved_tensors ({case['label']}); compute "
                           "the gradient from the saved output, not from values kept elsewhere (e.g. on ctx).")

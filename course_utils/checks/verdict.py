@@ -6,28 +6,29 @@ part's hint, the parts not reached yet; an exercise not attempted yet shows a pr
 Its text form is only the number, so a front end that shows HTML shows no stray ``1.0``; in a
 terminal ``check()`` prints the plain verdict instead.
 
-In a Jupyter kernel, :func:`watch_cells` remembers which cells failed (a SyntaxError in an
-answer cell, say), so a check can say "the answer cell for mul did not run" instead of a
-``NameError`` about a name that cell would have defined.
+The failing part shows its diagnosis (level 1); its fix, where the check has one, sits behind a
+"Show the fix" toggle that stays closed until the student opens it (level 2).
 """
 from __future__ import annotations
 
 import html
-import re
-from collections.abc import Sequence
 
-from ..errors import notebook_shell
 from .engine import Exercise, Result
 
 COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "not attempted": "#757575"}
 ICONS = {"passed": "✓", "failed": "✗", "not attempted": "·"}
-# name -> the error of the last cell that defines it, when that cell failed (None once it ran)
-FAILED_DEFINITIONS: dict[str, str | None] = {}
-DEFINES = re.compile(r"^(?:class|def)\s+(\w+)|^(\w+)\s*(?::[^=]*)?=(?!=)", re.M)
 
 
 def _plural(points: float) -> str:
     return f"{points:g} point" + ("" if points == 1 else "s")
+
+
+def _fix_toggle(fix: str | None) -> str:
+    """Level 2 of help: the fix behind a toggle that stays closed until the student opens it."""
+    if not fix:
+        return ""
+    return (f"<details class='course-fix' style='margin:.2em 0 0 1.2em;color:#37474f'><summary style='cursor:pointer'>"
+            f"Show the fix</summary><div>{html.escape(fix)}</div></details>")
 
 
 def verdict_html(ex: Exercise, result: Result) -> str:
@@ -37,28 +38,27 @@ def verdict_html(ex: Exercise, result: Result) -> str:
             f"{result.points:g}/{result.max_points:g} points")
     if result.status == "not attempted":  # a prompt, not a score: what a fresh exercise notebook shows
         head = f"<b>{ICONS['not attempted']} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
-        body = (f"<div>{html.escape(result.feedback)} Write your answer in the cell above, run it, then run "
+        body = (f"<div>{html.escape(result.diagnosis)} Write your answer in the cell above, run it, then run "
                 "this check again.</div>")
     else:
-        items, failing = [], result.status == "failed"
-        # the engine's feedback is "<stage name>: <hint>"; a stage name may itself hold a colon
-        failed_stage = next((st.name for st in ex.stages if failing and result.feedback.startswith(st.name + ": ")), "")
-        reached_failure = False
+        items = []
+        outcomes = {o.stage: o for o in result.stages}
         for stage in ex.stages:
             label = f"{html.escape(stage.name)} <span style='opacity:.7'>({_plural(stage.points)})</span>"
-            if stage.name in result.passed_stages:
+            o = outcomes.get(stage.name)
+            if o is not None and o.status == "passed":
                 items.append(f"<li>✓ {label}</li>")
-            elif failing and not reached_failure and (stage.name == failed_stage or not failed_stage):
-                reached_failure = True
-                hint = result.feedback[len(failed_stage) + 2:] if failed_stage else result.feedback
+            elif o is not None and o.status in ("failed", "not attempted"):
                 items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
-                             f"{html.escape(hint)}</span></li>")
+                             f"{html.escape(o.diagnosis)}</span>{_fix_toggle(o.fix)}</li>")
             else:
                 items.append(f"<li style='opacity:.6'>· {label}: not checked yet</li>")
-        if failing and not reached_failure:  # a failure before any part (a cell that did not run, time limit)
-            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {html.escape(result.feedback)}</li>")
+        if result.problem:  # a failure before any part (a cell that did not run, time limit)
+            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {html.escape(result.problem)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
     note = f"<div style='opacity:.7'>note: {html.escape(result.output_note)}</div>" if result.output_note else ""
+    # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too
+    note += "".join(f"<div style='opacity:.7'>note: {html.escape(flag)}</div>" for flag in result.flags)
     return (f"<div class='course-verdict' data-status='{html.escape(result.status)}' style='border-left:4px solid "
             f"{colour};padding:.3em .8em;margin:.2em 0;font-family:system-ui,sans-serif;line-height:1.5'>"
             f"<div>{head}</div>{body}{note}</div>")
@@ -69,64 +69,18 @@ class Verdict(float):
 
     result: Result
     exercise: Exercise
+    show_fix: bool
 
-    def __new__(cls, exercise: Exercise, result: Result) -> Verdict:
+    def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False) -> Verdict:
         obj = super().__new__(cls, result.points)
-        obj.result, obj.exercise = result, exercise
+        obj.result, obj.exercise, obj.show_fix = result, exercise, show_fix
         return obj
 
     def __repr__(self) -> str:  # the text form nbgrader parses as the cell's score
         return float.__repr__(self)
 
     def __str__(self) -> str:
-        return self.result.report()
+        return self.result.report(fix=self.show_fix)
 
     def _repr_html_(self) -> str:
         return verdict_html(self.exercise, self.result)
-
-
-# --------------------------------------------------------------------------- cells that did not run
-def _record(result: object) -> None:
-    """IPython post_run_cell hook: remember which names the cell defines and whether it failed."""
-    info = getattr(result, "info", None)
-    source = getattr(info, "raw_cell", "") or ""
-    error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
-    summary = None
-    if error is not None:
-        line = getattr(error, "lineno", None)
-        summary = type(error).__name__ + (f" on line {line}" if isinstance(line, int) else "")
-    for match in DEFINES.finditer(source):
-        FAILED_DEFINITIONS[match.group(1) or match.group(2)] = summary
-
-
-def watch_cells() -> None:
-    """In a Jupyter kernel, start remembering failed cells (once per kernel; nothing elsewhere)."""
-    shell = notebook_shell()
-    if shell is None:
-        return
-    if not getattr(shell, "_course_watch_cells", False):
-        shell.events.register("post_run_cell", _record)
-        shell._course_watch_cells = True
-
-
-def did_not_run(ex: Exercise, result: Result, owners: dict[str, str]) -> Result:
-    """``result`` with a missing-name or NameError failure explained by the answer cell that failed.
-
-    ``owners`` maps a name to the exercise whose answer cell defines it.
-    """
-    if result.status == "passed":
-        return result
-    names: Sequence[str] = ()
-    if "missing_name" in result.mistakes:
-        names = ex.names
-    elif "raised" in result.mistakes:
-        names = re.findall(r"NameError: name '(\w+)' is not defined", result.feedback)
-    for name in names:
-        error = FAILED_DEFINITIONS.get(name)
-        if error:
-            owner = owners.get(name, ex.grade_id)
-            text = (f"the answer cell for {owner} did not run ({error}): fix the error shown there first, run "
-                    "that cell, then this check.")
-            return Result(result.grade_id, result.points, result.max_points, "failed", text, result.mistakes,
-                          result.passed_stages, result.output_note, result.flags)
-    return result

@@ -2,7 +2,9 @@
 
 The request names the exercise (``gid``) and the class (``cls``), and holds the cases the
 judge chose; these probes report outputs, gradients, which inputs changed, what sits on
-ctx. They never compute a reference.
+ctx, and what backward ran below autograd (``op_recorder``): how many ops went through
+autograd itself, and how much work each requires_grad pattern costs. They never compute
+a reference.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 import torch
 
 from .guard import Mistake, attempt, call, lookup
+from .op_recorder import recorded, work
 
 
 def materialize(spec: dict) -> Any:
@@ -91,9 +94,10 @@ def backward_once(req: dict, cls, args: list, g: torch.Tensor) -> dict:
     g = g.to(dtype=y.dtype, device=y.device) if g.shape == y.shape else g
     g_before = g.clone()
     with torch.no_grad():
-        raw = call(f"{name}.backward", node.apply, g)
+        raw, _, through_autograd = recorded(f"{name}.backward", node.apply, g)
     facts["g_modified"] = not torch.equal(g, g_before)
     facts["raw"] = list(raw) if isinstance(raw, tuple) else [raw]
+    facts["autograd_ops"] = through_autograd  # ops backward ran through autograd (grad mode on, or its engine)
     return facts
 
 
@@ -113,10 +117,13 @@ def backward(ns, req: dict) -> dict:
 
 
 def needs_input_grad(ns, req: dict) -> dict:
+    """For each requires_grad pattern (and first for all tensor inputs requiring grad): which
+    gradients backward returned, and the work it did (ops and elements produced, seen below autograd)."""
     cls = function_class(ns, req)
     base = req["cases"][0]
     out = []
-    for pattern in req["patterns"]:
+    every = [bool(a.get("grad")) for a in base["args"]]  # the base case: every tensor input needs a gradient
+    for pattern in [every] + list(req["patterns"]):
         def one(pattern=pattern):
             flags = list(pattern) + [False] * (len(base["args"]) - len(pattern))
             args = [materialize(dict(a, grad=f) if "t" in a else a) for a, f in zip(base["args"], flags)]
@@ -124,13 +131,14 @@ def needs_input_grad(ns, req: dict) -> dict:
             if not isinstance(y, torch.Tensor) or y.grad_fn is None:
                 return {"computed": None}
             with torch.no_grad():
-                raw = call(f"{req['cls']}.backward", y.grad_fn.apply, grad_output(y.shape, y.dtype, 7, y.device))
+                raw, ops, _ = recorded(f"{req['cls']}.backward", y.grad_fn.apply,
+                                       grad_output(y.shape, y.dtype, 7, y.device))
             raw = raw if isinstance(raw, tuple) else (raw,)
-            return {"computed": [r is not None for r in raw]}
+            return {"computed": [r is not None for r in raw], "ops": len(ops), "work": work(ops)}
         out.append(attempt(one))
         if "$error" in out[-1]:
             break
-    return {"patterns": out}
+    return {"every": out[0], "patterns": out[1:]}
 
 
 STAGES = (forward, backward)  # a Function exercise's first two stages

@@ -20,12 +20,16 @@ OUTPUT_LIMIT = 2000  # characters of captured student output kept
 
 
 class Mistake(Exception):
-    """A failure of student code seen beside it: ``code`` names it for the judge, the message is the hint."""
+    """A failure seen beside student code: ``code`` names it for the judge, ``hint`` diagnoses it, ``fix`` cures it.
 
-    def __init__(self, code: str, hint: str) -> None:
+    ``fix`` (optional) is the second level of help, shown only when the student asks for it.
+    """
+
+    def __init__(self, code: str, hint: str, fix: str | None = None) -> None:
         super().__init__(hint)
         self.code = code
         self.hint = hint
+        self.fix = fix
 
 
 class NotAttempted(Exception):
@@ -162,13 +166,16 @@ def attempt(fn: Callable[..., Any], who: str = "your code") -> Any:
     except NotAttempted as na:
         return {"$error": {"code": "not_attempted", "hint": na.what}}
     except Mistake as m:
-        return {"$error": {"code": m.code, "hint": m.hint}}
+        record = {"code": m.code, "hint": m.hint}
+        if m.fix:
+            record["fix"] = m.fix
+        return {"$error": record}
     except Exception as exc:  # student objects misbehaving outside a guarded call
         return {"$error": {"code": "raised", "hint": f"{who} raised {type(exc).__name__}: {str(exc)[:200]}"}}
 
 
 def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> Any:  # a student object: anything
     if name not in ns:
-        raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined. Run your answer cell above "
-                      f"(it must define `{name}`), then this check.")
+        raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined when the check runs: the answer cell "
+                      f"that must define `{name}` does not, or raised before it did.")
     return ns[name]

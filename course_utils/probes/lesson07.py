@@ -8,6 +8,7 @@ from torch.autograd.function import BackwardCFunction, once_differentiable
 from . import autograd_function as f
 from .autograd_function import fn_class, materialize, tensors_on
 from .guard import Mistake, attempt, call
+from .op_recorder import recorded
 
 _ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
 
@@ -60,8 +61,10 @@ def relu_backward(ns, req: dict) -> dict:
         y = call("ReluInplace.apply", cls.apply, x)
         if node_kind(y) != "custom":
             return {"grad": None, "ctx": [], "node": node_kind(y)}
+        with torch.no_grad():  # called directly once: autograd run inside it is seen (issue 31)
+            through_autograd = recorded("ReluInplace.backward", y.grad_fn.apply, case["g"].clone())[2]
         (grad,) = call("ReluInplace.backward", torch.autograd.grad, y, leaf, case["g"], allow_unused=True)
-        return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom"}
+        return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom", "autograd_ops": through_autograd}
     return _each(req, one)
 
 
@@ -113,9 +116,9 @@ def clamp_backward(ns, req: dict) -> dict:
         y, mask = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
         g = case["g"].clone()
         with torch.no_grad():
-            raw = call("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
+            raw, _, through_autograd = recorded("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
         return {"raw": list(raw) if isinstance(raw, tuple) else [raw], "ctx": ctx_tensor_names(y),
-                "g_modified": not torch.equal(g, case["g"])}
+                "g_modified": not torch.equal(g, case["g"]), "autograd_ops": through_autograd}
     return _each(req, one)
 
 

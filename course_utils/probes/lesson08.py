@@ -16,7 +16,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from .autograd_function import fn_class, tensors_on
-from .guard import NotAttempted, call, lookup, where
+from .guard import NotAttempted, attempt, call, lookup, where
 from .recorded_ops import recorded
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
@@ -65,27 +65,33 @@ def _style(cls: Any) -> dict:
 
 
 def softmax_eager(ns, req: dict) -> dict:
-    """Forward and ``.backward()`` on each case; the names of ctx attributes that hold tensors."""
+    """Forward on each case; the names of ctx attributes that hold tensors."""
+    cls = _softmax_class(ns)
+    cases = []
+    for x in req["xs"]:
+        out = outcome("FuncSoftmax.apply", lambda x=x: cls.apply(x.clone().requires_grad_()))
+        case: dict[str, Any] = {"forward": {k: detached(v) for k, v in out.items()}, "ctx_tensors": []}
+        node = getattr(out.get("value"), "grad_fn", None)
+        if node is not None:
+            case["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
+        cases.append(case)
+    return {"style": _style(cls), "cases": cases}
+
+
+def softmax_backward(ns, req: dict) -> dict:
+    """``.backward()`` on each case (the gradient that reaches x), then the ops of backward on a (64, 512) input."""
     cls = _softmax_class(ns)
     cases = []
     for x, g in zip(req["xs"], req["gs"]):
         xi = x.clone().requires_grad_()
         out = outcome("FuncSoftmax.apply", lambda xi=xi: cls.apply(xi))
-        case: dict[str, Any] = {"forward": {k: detached(v) for k, v in out.items()}, "backward": None, "grad": None,
-                                "ctx_tensors": []}
-        if "value" in out:
-            node = getattr(out["value"], "grad_fn", None)
-            if node is not None:
-                case["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
-            case["backward"] = outcome("y.backward", lambda out=out, g=g: out["value"].backward(g) and None)
-            case["grad"] = detached(xi.grad)
-        cases.append(case)
-    return {"style": _style(cls), "cases": cases}
+        back = outcome("y.backward", lambda out=out, g=g: out["value"].backward(g) and None) if "value" in out else out
+        cases.append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad)})
+    return {"style": _style(cls), "cases": cases, "memory": attempt(lambda: softmax_memory(cls, req))}
 
 
-def softmax_memory(ns, req: dict) -> dict:
+def softmax_memory(cls: Any, req: dict) -> dict:
     """The ATen ops (and their output sizes) backward runs for a (64, 512) input, and its result."""
-    cls = _softmax_class(ns)
     x = req["big"].clone().requires_grad_()
     y = call("FuncSoftmax.forward", cls.apply, x)
     if not isinstance(y, torch.Tensor) or y.grad_fn is None:
@@ -182,7 +188,24 @@ def op_values(ns, req: dict) -> dict:
     if facts["current"]:
         facts["via_ops"] = {k: detached(v) for k, v in outcome(
             "torch.ops.exercises.row_norm(x)", lambda: torch.ops.exercises.row_norm(req["xs"][0].clone())).items()}
+    if is_op:
+        facts["kernel_ops"] = _kernel_ops(obj, req["xs"][0])
     return facts
+
+
+def _kernel_ops(obj: Any, x: torch.Tensor) -> object:
+    """The ATen ops the op's own CPU kernel (the decorated function, or one registered for the CPU) runs on ``x``,
+    called directly so that they are seen (through the operator they would hide behind it); None if unknown."""
+    kernels = getattr(obj, "_backend_fns", None)
+    kernel = (kernels.get("cpu") or kernels.get(None)) if isinstance(kernels, dict) else None
+    kernel = kernel or getattr(obj, "_init_fn", None)
+    if not callable(kernel):
+        return None
+    def ops() -> list[str]:
+        with torch.device(x.device):  # as the dispatcher runs it: a default device set elsewhere does not apply
+            return [op for op, _ in recorded("row_norm", kernel, x.clone())[1]]
+    record = outcome("row_norm's kernel", ops)
+    return record.get("value")
 
 
 def op_fake(ns, req: dict) -> dict:
@@ -197,8 +220,12 @@ def op_autograd(ns, req: dict) -> dict:
     for x, g in zip(req["xs"], req["gs"]):
         xi = x.clone().requires_grad_()
         out = outcome("row_norm(x)", lambda xi=xi: obj(xi))
-        back = outcome("the backward of row_norm", lambda out=out, g=g: out["value"].backward(g)) if "value" in out else out
-        facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad)})
+        direct = outcome("the backward of row_norm", lambda out=out, g=g: _autograd_ops(out["value"], g)) \
+            if "value" in out else out
+        back = outcome("the backward of row_norm", lambda out=out, g=g: out["value"].backward(g)) \
+            if "value" in direct else direct
+        facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad),
+                               "autograd_ops": direct.get("value", 0)})
         if "value" not in back:
             return facts  # the judge stops at a failed backward: spare the slower checks
     facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
@@ -206,6 +233,16 @@ def op_autograd(ns, req: dict) -> dict:
     facts["opcheck"] = [outcome("torch.library.opcheck", lambda x=x: torch.library.opcheck(
         obj, (x.clone().requires_grad_(),))) for x in req["xs"]]
     return facts
+
+
+def _autograd_ops(y: object, g: torch.Tensor) -> int:
+    """How many ops the registered backward runs through autograd, called directly on ``y``'s node under
+    no_grad (the engine, which .backward() ran it in, would hide a nested autograd call)."""
+    node = getattr(y, "grad_fn", None)
+    if node is None:
+        return 0
+    with torch.no_grad():
+        return recorded("the backward of row_norm", node.apply, g)[2]
 
 
 def _compile_run(obj: Callable, x: torch.Tensor) -> dict:
@@ -234,5 +271,5 @@ def op_compile(ns, req: dict) -> dict:
     return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
 
 
-PROBES = {"func_softmax": (softmax_eager, softmax_memory, softmax_func, softmax_forward),
+PROBES = {"func_softmax": (softmax_eager, softmax_backward, softmax_func, softmax_forward),
           "row_norm_op": (op_values, op_fake, op_autograd, op_compile)}

@@ -138,9 +138,43 @@ def saved_sizes(ns: Mapping[str, object], req: dict) -> dict:
     return attempt(one)
 
 
+# --------------------------------------------------------------------------- solve
+def _solve_perturbed(cls: Any, name: str, case: list, k: int | None) -> dict:
+    """One forward; the float tensors it saved (before any change); with ``k``, saved tensor ``k`` scaled by 1.01
+    behind autograd's back (``.data``), then backward's gradients: a backward that solves with the saved
+    factors follows them, one that solves with A again (NumPy included) does not."""
+    args = [f.materialize(a) for a in case]
+    y = call(f"{name}.forward", cls.apply, *args)
+    node = f.custom_node(y)
+    if node is None:
+        return {"node": False}
+    saved = [t for t in call("ctx.saved_tensors", lambda: node.saved_tensors)
+             if isinstance(t, torch.Tensor) and t.is_floating_point()][:8]
+    facts: dict = {"node": True, "saved": [t.detach().clone() for t in saved]}
+    if k is not None and k < len(saved):
+        saved[k].data.mul_(1.01)
+    with torch.no_grad():
+        raw = call(f"{name}.backward", node.apply, f.grad_output(y.shape, y.dtype, 11, y.device))
+    facts["grads"] = list(raw) if isinstance(raw, tuple) else [raw]
+    return facts
+
+
+def solve_ops_and_factors(ns: Mapping[str, object], req: dict) -> dict:
+    """The ops forward and backward run (``backward_ops``), and for each case backward's gradients with each
+    saved float tensor changed in turn (``_solve_perturbed``)."""
+    cls, name = function_class(ns, req), req["cls"]
+    factors = []
+    for case in req["op_cases"]:
+        first = attempt(lambda case=case: _solve_perturbed(cls, name, case, None))
+        count = len(first.get("saved", [])) if isinstance(first, dict) else 0
+        factors.append({"plain": first, "perturbed": [attempt(lambda case=case, k=k: _solve_perturbed(cls, name, case, k))
+                                                      for k in range(count)]})
+    return {"ops": backward_ops(ns, req), "factors": factors}
+
+
 PROBES = {
     "log1mexp": f.STAGES + (wide,),
     "lambert_w": (forward_and_wide, f.backward, kept, uses_saved),
     "rmsnorm": f.WITH_NEEDS_INPUT_GRAD + (saved_sizes,),
-    "solve": f.WITH_NEEDS_INPUT_GRAD + (backward_ops,),
+    "solve": f.WITH_NEEDS_INPUT_GRAD + (solve_ops_and_factors,),
 }

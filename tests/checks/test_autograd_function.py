@@ -1,6 +1,7 @@
 """The mistake catalogue of custom-Function checks (checks/autograd_function.py and the engine's own codes):
 every entry has a buggy implementation that must receive its hint, and every catalogued code has such a test."""
 import importlib
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ class Exp(Function):
     def backward(ctx, g):
         (result,) = ctx.saved_tensors  # believes it saved the output
         return g * result
-""", ["exp", "grad_output * x", "Save the output"]),
+""", ["exp", "grad_output * x", "save the output"]),
     "forgot_grad_output": ("exp", """
 class Exp(Function):
     @staticmethod
@@ -188,7 +189,7 @@ class KillHead(Function):
         gi = g.clone()
         gi[:, :ctx.n] = 0
         return gi
-""", ["return None for the non-tensor argument `n`"]),
+""", ["the non-tensor argument `n`", "return None for `n`"]),
     "grad_output_inplace": ("killhead", """
 class KillHead(Function):
     @staticmethod
@@ -350,7 +351,8 @@ def all_bug_codes() -> set[str]:
 
 
 def test_every_catalogue_entry_is_tested():
-    tested = all_bug_codes() | {"not_attempted", "timeout", "gradient_wrong", "malformed_result"}
+    tested = all_bug_codes() | {"not_attempted", "timeout", "gradient_wrong", "malformed_result",
+                                "stale_answer"}  # stale_answer: tests/checks/test_stale_cells.py, in a kernel
     assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
 
 
@@ -362,3 +364,155 @@ def test_judge_does_not_accept_points_from_facts():
     facts["status"] = "passed"
     result = checks.judge(ex, request, facts)
     assert result.points == 1 and result.mistakes == ["swapped_gradients"]
+
+
+# --------------------------------------------------------------------------- autograd inside backward, seen at run time
+def mul_with_backward(body: str, forward: str = "ctx.save_for_backward(a, b)\n        return a * b") -> str:
+    return f"""
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        {forward}
+    @staticmethod
+    def backward(ctx, g):
+{textwrap.indent(textwrap.dedent(body), " " * 8)}"""
+
+
+RECOMPUTE = """
+a, b = ctx.saved_tensors
+with torch.enable_grad():
+    a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
+    return AUTOGRAD_GRAD(a2 * b2, (a2, b2), g)
+"""
+AUTOGRAD_IN_BACKWARD = {  # however autograd is reached, the ops it runs are seen
+    "getattr with a built name": mul_with_backward(RECOMPUTE.replace("AUTOGRAD_GRAD", 'getattr(torch, "auto" + "grad").grad')),
+    "getattr through a default argument": mul_with_backward(
+        RECOMPUTE.replace("AUTOGRAD_GRAD", '(lambda g=getattr: g)()(torch.autograd, "grad")')),
+    ".backward() on a recomputation": mul_with_backward("""
+a, b = ctx.saved_tensors
+with torch.enable_grad():
+    a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
+    (a2 * b2).backward(g)
+return a2.grad, b2.grad
+"""),
+    "a graph built in forward, differentiated in backward (grad mode stays off)": mul_with_backward(
+        "a2, b2, y = ctx.saved_tensors\nreturn torch.autograd.grad(y, (a2, b2), g, retain_graph=True)",
+        forward="with torch.enable_grad():\n            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
+                "            y = a2 * b2\n        ctx.save_for_backward(a2, b2, y)\n        return y.detach()"),
+    "torch.func.vjp": mul_with_backward("a, b = ctx.saved_tensors\nreturn torch.func.vjp(torch.mul, a, b)[1](g)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUTOGRAD_IN_BACKWARD))
+def test_autograd_inside_backward_is_remarked_however_it_is_reached(name):
+    """Legal in mul (full points) but not what it teaches: a remark the grader flags and the verdict shows."""
+    result = checks.run_check("mul", ns_from(AUTOGRAD_IN_BACKWARD[name]))
+    assert result.status == "passed", result.report()
+    assert any("Mul.backward calls autograd itself" in f and "ran through autograd" in f for f in result.flags), \
+        result.flags
+    from course_utils.checks.verdict import verdict_html
+
+    shown = verdict_html(checks.EXERCISES["mul"], result)  # the student sees the remark the grader flags
+    assert "note: mul: Mul.backward calls autograd itself" in shown and "calls autograd itself" in result.report()
+
+
+def test_abs_prod_with_an_aliased_autograd_grad_is_remarked():
+    src = """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        grad = (lambda f=getattr: f)()(torch.autograd, "grad")
+        with torch.enable_grad():
+            u2, v2 = u.detach().requires_grad_(), v.detach().requires_grad_()
+            return grad((u2 * v2).abs(), (u2, v2), g)
+"""
+    result = checks.run_check("abs_prod", ns_from(src))
+    assert any("AbsProd.backward calls autograd itself" in f for f in result.flags), result.report()
+
+
+def test_a_backward_by_hand_has_no_remark():
+    result = checks.run_check("mul", ns_from(mul_with_backward("a, b = ctx.saved_tensors\nreturn g * b, g * a")))
+    assert result.status == "passed" and result.flags == [], result.flags
+
+
+# --------------------------------------------------------------------------- needs_input_grad: the work, not the Nones
+LINEAR_COMPUTES_ALL = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi, gw = g.mm(weight), g.t().mm(input)
+        gb = None if bias is None else g.sum(0)
+        need = ctx.needs_input_grad
+        return (gi if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
+"""
+
+
+def test_computing_every_gradient_and_returning_none_fails_needs_input_grad():
+    """The laziest answer that returns the right Nones: every gradient computed, the unneeded ones dropped."""
+    result = assert_diagnosed("ignores_needs_input_grad", "linear_function", LINEAR_COMPUTES_ALL,
+                              ["returned None for input 0 (`input`)", "as much work", "ctx.needs_input_grad[0]"])
+    assert result.points == 3  # forward and backward are right
+
+
+def test_needs_input_grad_with_early_returns_and_a_loop_passes():
+    """Correct but unusual: gradients built in a loop over the inputs, with an early return."""
+    src = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input @ weight.mT
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        if not any(ctx.needs_input_grad):
+            return None, None, None
+        makers = (lambda: g @ weight, lambda: g.mT @ input, lambda: g.sum(0))
+        return tuple(make() if need else None for make, need in zip(makers, ctx.needs_input_grad))
+"""
+    result = checks.run_check("linear_function", ns_from(src))
+    assert result.status == "passed", result.report()
+
+
+def test_needs_input_grad_facts_must_be_counts():
+    ex = checks.EXERCISES["linear_function"]
+    request = ex.request(0)
+    facts = checks.probe(ex, ns_from(LINEAR_COMPUTES_ALL), request)
+    facts["stages"][2]["every"]["work"] = "a lot"
+    result = checks.judge(ex, request, facts)
+    assert result.mistakes == ["malformed_result"] and result.points == 0
+
+
+def test_a_function_exercise_with_its_own_probes_remarks_autograd_too():
+    """clamp_with_mask (lesson 07) probes backward itself: the same runtime rule, the same remark."""
+    src = """
+class ClampWithMask(Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        mask = ((x >= lo) & (x <= hi)).to(x.dtype)
+        ctx.mark_non_differentiable(mask)
+        ctx.save_for_backward(x, mask)
+        ctx.lo, ctx.hi = lo, hi
+        return x.clamp(lo, hi), mask
+    @staticmethod
+    def backward(ctx, grad_y, grad_mask):
+        x, mask = ctx.saved_tensors
+        with torch.enable_grad():
+            x2 = x.detach().requires_grad_()
+            y = torch.where(mask.bool(), x2, x2.detach())
+            return torch.autograd.grad(y, x2, grad_y)[0], None, None
+"""
+    result = checks.run_check("clamp_with_mask", ns_from(src))
+    assert any("ClampWithMask.backward calls autograd itself" in f for f in result.flags), result.report()

@@ -56,7 +56,7 @@ CONTRACT = {  # grade_id -> what the answer must define (the issues' tables)
     "tanh_twice": ("Tanh",), "func_softmax": ("FuncSoftmax",), "row_norm_op": ("row_norm",),
     "log1mexp": ("Log1mExp",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
     "gradient_test": ("backward_is_correct",), "normalize_fix": ("Normalize",), "solve": ("Solve",),
-    "triton_swiglu": ("TritonSwiGLU",),
+    "triton_swiglu": ("TritonSwiGLU",), "vocab_chunked_ce": ("VocabChunkedCrossEntropy",),  # issue 34
 }
 ROUND3_POINTS = {  # ../shared/contracts/round3-exercises.md
     "func_softmax": 4, "row_norm_op": 4, "log1mexp": 3, "lambert_w": 4, "rmsnorm": 4, "embedding": 3,
@@ -209,3 +209,49 @@ def test_every_lesson_module_of_checks_has_its_test_module():
     here = ROOT / "tests" / "checks"
     for module in checks.LESSON_MODULES:
         assert (here / f"test_{module[:8]}.py").exists(), f"no tests/checks/test_{module[:8]}.py for checks/{module}.py"
+
+
+# --------------------------------------------------------------------------- one structured result
+def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_parsing():
+    """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader's parts come from them."""
+    from course_utils.grading.judge import exercise_result
+
+    ns = ns_from(re.sub(r"return g \* b, g \* a", "return g * a, g * b", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+"""))
+    ex = checks.EXERCISES["mul"]
+    result = checks.run_check("mul", ns)
+    assert [(o.stage, o.points, o.possible, o.status, o.code) for o in result.stages] == [
+        (ex.stages[0].name, 1, 1, "passed", ""), (ex.stages[1].name, 0.0, 1, "failed", "swapped_gradients")]
+    assert result.stages[1].fix and result.stages[1].fix not in result.report()
+    assert result.report(fix=True).endswith(f"fix: {result.stages[1].fix}")
+    record = exercise_result(ex, result, result.report())
+    assert [(p.name, p.points, p.max) for p in record.parts] == [(s.stage, s.points, s.possible) for s in result.stages]
+    assert record.hint == result.feedback and "fix:" not in record.feedback
+
+
+def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
+    from course_utils.grading.judge import exercise_result
+
+    ex = checks.EXERCISES["div"]
+    result = checks.Result("div", 0.0, ex.points, "failed", "Your code did not finish.", ["timeout"])
+    assert result.mistakes == ["timeout"] and result.fix is None and result.diagnosis == "Your code did not finish."
+    assert [p.points for p in exercise_result(ex, result, result.report()).parts] == [0.0, 0.0]
+
+
+def test_the_graders_feedback_shows_the_fix_only_when_asked():
+    """The instructor's grader writes level 1 into feedback files; --feedback-fix adds level 2."""
+    from course_utils.grading.cli import build_parser
+    from course_utils.grading.judge import Options
+
+    assert Options().feedback_fix is False
+    assert build_parser().parse_args(["sub.ipynb", "--feedback-fix"]).feedback_fix is True
+    assert build_parser().parse_args(["sub.ipynb"]).feedback_fix is False

@@ -25,7 +25,7 @@ BUGS = {
     "div_denominator_sign": ("div", div_source("g / b, g * a / b ** 2"),
                              ["input 1 (`b`)", "wrong sign", "-grad_output * a / b**2"]),
     "div_denominator_power": ("div", div_source("g / b, -g * a / b"),
-                              ["input 1 (`b`)", "-grad_output * a / b;", "b squared"]),
+                              ["input 1 (`b`)", "-grad_output * a / b:", "power of b", "b squared"]),
     "div_mul_gradients": ("div", div_source("g * b, g * a"),
                           ["input 0 (`a`)", "Mul's gradient", "grad_output / b"]),
 }

@@ -32,7 +32,7 @@ BUGS = {
     "grad_output_inplace": ("clip_grad", clip("return g.mul_(min(1.0, m / g.norm().item())), None"),
                             ["modified grad_output in place"]),
     "missing_none": ("clip_grad", clip("return g * min(1.0, m / g.norm().item())"),
-                     ["return None for the non-tensor argument `max_norm`"]),
+                     ["the non-tensor argument `max_norm`", "return None for `max_norm`"]),
 }
 
 

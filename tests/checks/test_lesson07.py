@@ -66,7 +66,7 @@ BUGS = {
     "inplace_returns_new": ("relu_inplace", relu(forward="y = x.clamp(min=0); ctx.save_for_backward(y); return y"),
                             ["returned a new tensor and left x unchanged", "mark it dirty"]),
     "inplace_not_marked": ("relu_inplace", relu(forward="x.relu_(); ctx.save_for_backward(x); return x"),
-                           ["without ctx.mark_dirty(x)", "old history"]),
+                           ["did not tell autograd", "old history", "ctx.mark_dirty(x)"]),
     "inplace_on_leaf": ("relu_inplace", relu(forward=(
         "if x.is_leaf and x.requires_grad:\n            y = x.clamp(min=0); ctx.save_for_backward(y); return y\n"
         "        x.relu_(); ctx.mark_dirty(x); ctx.save_for_backward(x); return x")),
@@ -103,7 +103,7 @@ def test_each_mistake_gets_its_hint(code):
     ("relu_inplace", relu(forward="x.relu_(); ctx.mark_dirty(x); return x.clone()"), "inplace_returns_new",
      "marked x dirty but returned another tensor"),
     ("relu_inplace", relu(forward="x.data.relu_(); ctx.save_for_backward(x); return x"), "inplace_not_marked",
-     "without ctx.mark_dirty(x)"),
+     "did not tell autograd"),
     ("clamp_with_mask", clamp(backward="grad_y * mask * 2, None, None"), "gradient_wrong", "largest error"),
     ("clamp_with_mask", clamp(backward="mask, None, None"), "forgot_grad_output", "missing the factor grad_output"),
     ("tanh_twice", tanh(backward="grad_output * (1 - y ** 2).detach()"), "tanh_backward_detached", "no graph"),

@@ -100,9 +100,9 @@ class Solve(Function):
         G = g.unsqueeze(-1) if col else g
         gb = GB
         X = x.unsqueeze(-1) if col else x
-        gA = SIGN gb @ X.mT
+        gA = (SIGN gb @ X.mT) if ctx.needs_input_grad[0] else None
         gb = gb.squeeze(-1) if col else gb
-        return (gA if ctx.needs_input_grad[0] else None), (gb if ctx.needs_input_grad[1] else None)
+        return gA, (gb if ctx.needs_input_grad[1] else None)
 """
 
 
@@ -112,27 +112,99 @@ def solve(gb="torch.linalg.lu_solve(LU, piv, G, adjoint=True)", sign="-") -> str
 
 BUGS = {
     "log1mexp_small_x": ("log1mexp", log1mexp(forward="torch.log1p(-torch.exp(-x))"),
-                         ["x = 1e-30", "-torch.expm1(-x)"]),
+                         ["x = 1e-30", "cancellation"]),
     "log1mexp_large_x": ("log1mexp", log1mexp(forward="torch.log(-torch.expm1(-x))"),
-                         ["log1p(-torch.exp(-x))", "for large x"]),
+                         ["for large x", "or as -expm1(-x)"]),
     "log1mexp_gradient": ("log1mexp", log1mexp(backward="grad_output * torch.exp(-x) / (1 - torch.exp(-x))"),
-                          ["gradient for float", "1 / torch.expm1(x)"]),
-    "lambert_not_converged": ("lambert_w", lambert(iterations="6"), ["x = 1e+", "relative change"]),
+                          ["gradient for float", "neither cancels"]),
+    "lambert_not_converged": ("lambert_w", lambert(iterations="6"), ["x = 1e+", "need more steps"]),
     "lambert_gradient": ("lambert_w", lambert(backward="(w,) = ctx.saved_tensors\n        return grad_output * w"),
-                         ["exp(-W) / (1 + W)"]),
+                         ["the value instead of its derivative", "implicitly"]),
     "lambert_records_iterations": ("lambert_w", LAMBERT_RECORDING, ["records its iterations"]),
     "lambert_saves_iterates": ("lambert_w", lambert(save="ctx.save_for_backward(w, *iterates)"),
                                ["near 1e300", "keeps iterates"]),
-    "lambert_reiterates": ("lambert_w", LAMBERT_REITERATES, ["re-running the iteration", "ctx.save_for_backward(w)"]),
-    "rmsnorm_missing_mean_term": ("rmsnorm", rmsnorm(grad_x="u * rstd"), ["as if rstd were a constant", "mean(u * x_hat"]),
+    "lambert_reiterates": ("lambert_w", LAMBERT_REITERATES, ["re-running the iteration", "implicit differentiation"]),
+    "rmsnorm_missing_mean_term": ("rmsnorm", rmsnorm(grad_x="u * rstd"), ["as if rstd were a constant", "a sum over the row"]),
     "rmsnorm_saves_full": ("rmsnorm", rmsnorm(save="ctx.save_for_backward(x, weight, rstd, x * rstd)"),
-                           ["512 elements", "one value per row, 16 here"]),
-    "solve_refactorises": ("solve", solve(gb="torch.linalg.solve(A.mT, G)"), ["linalg_solve", "adjoint=True"]),
-    "solve_grad_A": ("solve", solve(sign=""), ["wrong sign", "-g_b x^T"]),
+                           ["512 elements", "one value per row (16 here)"]),
+    "solve_refactorises": ("solve", solve(gb="torch.linalg.solve(A.mT, G)"), ["linalg_solve", "reuse the factors"]),
+    "solve_grad_A": ("solve", solve(sign=""), ["wrong sign", "dA x + A dx = 0"]),
     "solve_no_lu": ("solve", solve().replace("LU, piv = torch.linalg.lu_factor(A)",
                                              "LU, piv = torch.linalg.lu_factor(A)\n        Ainv = torch.linalg.inv(A)"),
-                    ["linalg_inv", "lu_factor"]),
+                    ["linalg_inv", "one LU factorisation"]),
 }
+
+
+NUMPY_GB = "torch.from_numpy(np.linalg.solve(A.detach().numpy().T, G.numpy()))"
+BUGS["solve_ignores_saved_factors"] = ("solve", "import numpy as np\n" + solve(gb=NUMPY_GB),
+                                       ["did not change with them", "NumPy"])
+ONE_D_FORWARD = """
+class Solve(Function):
+    @staticmethod
+    def forward(ctx, A, b):
+        LU, piv = torch.linalg.lu_factor(A)
+        x = torch.linalg.lu_solve(LU, piv, b)
+        ctx.save_for_backward(LU, piv, x)
+        return x
+    @staticmethod
+    def backward(ctx, g):
+        LU, piv, x = ctx.saved_tensors
+        gb = torch.linalg.lu_solve(LU, piv, g, adjoint=True)
+        return -gb @ x.mT, gb
+"""
+BUGS["solve_1d_b"] = ("solve", ONE_D_FORWARD, ["1-D b", "b may be a vector", "(n, k)"])
+
+
+def test_lambert_backward_written_from_the_implicit_form_with_x_is_diagnosed_at_zero():
+    """W / (x (1 + W)) is right for x > 0 and 0/0 at x = 0, one of the test points: the hint says why."""
+    src = lambert(save="ctx.save_for_backward(w, x)",
+                  backward="w, x = ctx.saved_tensors\n        return grad_output * w / (x * (1 + w))")
+    result = checks.run_check("lambert_w", ns_from(src))
+    assert result.mistakes == ["lambert_gradient"] and result.points == 1, result.report()
+    assert "0/0" in result.report() and "finite on the whole domain" in result.report()
+
+
+def test_solve_refactorising_in_numpy_loses_only_the_factors_point():
+    """The red team's answer (issue 29): NumPy solves with A again, invisible to PyTorch's op record: 3/4."""
+    result = assert_diagnosed("solve_ignores_saved_factors", "solve", *BUGS["solve_ignores_saved_factors"][1:])
+    assert result.points == 3
+
+
+def test_solve_computing_g_a_and_dropping_it_fails_needs_input_grad():
+    """g_A costs an outer product that b alone does not need; g_b is needed for g_A, so (A, not b) may cost as much."""
+    src = solve().replace("gA = (- gb @ X.mT) if ctx.needs_input_grad[0] else None", "gA = - gb @ X.mT").replace(
+        "return gA, (gb", "return (gA if ctx.needs_input_grad[0] else None), (gb")
+    result = assert_diagnosed("ignores_needs_input_grad", "solve", src, ["(False, True)", "input 0 (`A`)", "as much work"])
+    assert result.points == 2
+
+
+def test_solve_saving_no_factors_fails():
+    src = solve(gb="torch.linalg.lu_solve(LU, piv, G, adjoint=True)").replace(
+        "ctx.save_for_backward(A, LU, piv, x)", "ctx.save_for_backward(A, LU + 0, piv, x)").replace(
+        "A, LU, piv, x = ctx.saved_tensors", "A, _, piv, x = ctx.saved_tensors\n        LU = torch.linalg.lu_factor_ex(A)[0]")
+    assert checks.run_check("solve", ns_from(src)).mistakes in (["solve_refactorises"], ["solve_ignores_saved_factors"])
+
+
+def test_solve_saving_only_the_factors_and_recomputing_x_passes():
+    """Correct but unusual: x recomputed in backward from the saved factors and b, not saved."""
+    src = """
+class Solve(Function):
+    @staticmethod
+    def forward(ctx, A, b):
+        LU, piv = torch.linalg.lu_factor(A)
+        B = b[:, None] if b.ndim == 1 else b
+        ctx.save_for_backward(LU, piv, b)
+        return torch.linalg.lu_solve(LU, piv, B).reshape(b.shape)
+    @staticmethod
+    def backward(ctx, g):
+        LU, piv, b = ctx.saved_tensors
+        B, G = (b[:, None], g[:, None]) if b.ndim == 1 else (b, g)
+        gb = torch.linalg.lu_solve(LU, piv, G, adjoint=True)
+        gA = -gb @ torch.linalg.lu_solve(LU, piv, B).mT if ctx.needs_input_grad[0] else None
+        return gA, (gb.reshape(b.shape) if ctx.needs_input_grad[1] else None)
+"""
+    result = checks.run_check("solve", ns_from(src))
+    assert result.status == "passed", result.report()
 
 
 def test_solve_backward_that_factorises_again_fails():
@@ -152,6 +224,15 @@ NAIVE_LOG1MEXP = ["torch.log(1 - torch.exp(-x))", "torch.log(-torch.expm1(-x))",
 def test_a_one_formula_log1mexp_fails(forward):
     result = checks.run_check("log1mexp", ns_from(log1mexp(forward=forward)))
     assert result.status == "failed" and result.mistakes[0].startswith("log1mexp_"), result.report()
+
+
+def test_log1mexp_combining_the_two_naive_forms_is_told_the_large_x_end():
+    """Issue 31: log(1 - exp(-x)) above ln 2 and log(-expm1(-x)) below fails for large x (at 40 both give 0.0), and
+    the hint says that neither form of the argument helps there, without giving the form that does."""
+    forward = "torch.where(x < 0.6931, torch.log(-torch.expm1(-x)), torch.log(1 - torch.exp(-x)))"
+    result = assert_diagnosed("log1mexp_large_x", "log1mexp", log1mexp(forward=forward),
+                              ["for large x", "or as -expm1(-x)"])
+    assert "log1p" not in result.diagnosis and "log1p" in (result.fix or "")
 
 
 def test_log1mexp_with_another_split_and_backward_passes():
@@ -218,6 +299,15 @@ def test_rmsnorm_ignoring_needs_input_grad_fails():
     assert checks.run_check("rmsnorm", ns_from(src)).mistakes == ["ignores_needs_input_grad"]
 
 
+def test_rmsnorm_computing_both_gradients_and_returning_none_fails():
+    """Issue 31: the right Nones are not enough; the work for the gradient not asked for must not be done."""
+    src = rmsnorm().replace(" if ctx.needs_input_grad[1] else None", "").replace(
+        "return gx, gw, None", "return gx, (gw if ctx.needs_input_grad[1] else None), None")
+    result = assert_diagnosed("ignores_needs_input_grad", "rmsnorm", src,
+                              ["returned None for input 1 (`weight`)", "as much work"])
+    assert result.points == 2
+
+
 def test_rmsnorm_saving_the_output_fails():
     src = rmsnorm(save="y = x * rstd * weight\n        ctx.save_for_backward(x, weight, rstd, y)")
     assert checks.run_check("rmsnorm", ns_from(src)).mistakes == ["rmsnorm_saves_full"]
@@ -245,8 +335,9 @@ class RMSNorm(Function):
         with torch.enable_grad():
             xx, ww = x.detach().requires_grad_(), weight.detach().requires_grad_()
             y = xx * torch.rsqrt(xx.pow(2).mean(-1, keepdim=True) + ctx.eps) * ww
-            gx, gw = torch.autograd.grad(y, (xx, ww), g)
-        return (gx if ctx.needs_input_grad[0] else None), (gw if ctx.needs_input_grad[1] else None), None
+            wanted = [t for t, n in zip((xx, ww), ctx.needs_input_grad) if n]
+            grads = iter(torch.autograd.grad(y, wanted, g))
+        return tuple(next(grads) if n else None for n in ctx.needs_input_grad[:2]) + (None,)
 """
 BUGS["autograd_in_backward"] = ("rmsnorm", RMSNORM_BY_AUTOGRAD, ["grad mode on", "vector-Jacobian product"])
 

@@ -83,8 +83,8 @@ def test_a_check_shows_an_html_verdict_and_no_stray_number(kernel):
 def test_a_check_after_an_answer_cell_that_did_not_run_names_that_cell(kernel):
     assert "SyntaxError" in cell(kernel, BROKEN_DIV)["error"]
     shown = cell(kernel, 'check("div", globals())')["results"][0]["text/html"]
-    assert re.search(r"the answer cell for div did not run \(SyntaxError on line \d\): fix the error shown there "
-                     "first", shown), shown
+    assert re.search(r"your answer cell for div last raised SyntaxError on line \d: expected &#x27;:&#x27;: fix it "
+                     "and run it, then this check", shown), shown
     assert "NameError" not in shown and "is not defined" not in shown
 
 
@@ -114,11 +114,13 @@ def test_in_a_terminal_the_check_prints_the_plain_verdict(capsys):
 def test_not_attempted_is_a_prompt_without_a_score():
     """What a fresh exercise notebook shows under each check: no "0/N", no ✗ (the issue's complaint)."""
     from course_utils import checks
+    from course_utils.checks.engine import StageOutcome
     from course_utils.checks.verdict import verdict_html
 
     ex = checks.EXERCISES["mul"]
-    shown = verdict_html(ex, checks.Result("mul", 0.0, 2.0, "not attempted", "Mul.forward still raises "
-                                           "NotImplementedError.", ["not_attempted"]))
+    shown = verdict_html(ex, checks.Result("mul", 0.0, 2.0, "not attempted", stages=[StageOutcome(
+        ex.stages[0].name, 0.0, 1.0, "not attempted", "Mul.forward still raises NotImplementedError.", None,
+        "not_attempted")]))
     assert "not attempted yet" in shown and "(2 points)" in shown and "Mul.forward still raises" in shown
     assert "0/2" not in shown and "✗" not in shown and "data-status='not attempted'" in shown
 
@@ -126,14 +128,45 @@ def test_not_attempted_is_a_prompt_without_a_score():
 def test_the_failing_part_is_found_when_its_name_holds_a_colon():
     """normalize_fix's first part is "forward: values right and x left as it was": the hint goes there."""
     from course_utils import checks
+    from course_utils.checks.engine import StageOutcome
     from course_utils.checks.verdict import verdict_html
 
     ex = checks.EXERCISES["normalize_fix"]
     first = ex.stages[0].name
     assert ":" in first
-    shown = verdict_html(ex, checks.Result("normalize_fix", 0.0, ex.points, "failed",
-                                           f"{first}: forward changed input 0 in place.", ["forward_modifies_input"]))
+    outcomes = [StageOutcome(first, 0.0, 1.0, "failed", "forward changed input 0 in place.", None,
+                             "forward_modifies_input")] + [StageOutcome(s.name, 0.0, s.points, "not reached")
+                                                           for s in ex.stages[1:]]
+    shown = verdict_html(ex, checks.Result("normalize_fix", 0.0, ex.points, "failed", stages=outcomes))
     assert shown.count(first.replace("'", "&#x27;")) == 1, shown  # listed once: failed, not also "not checked yet"
     assert re.search(r"✗ forward: values right and x left as it was <span[^>]*>\(1 point\)</span>: "
                      r"<span[^>]*>forward changed input 0 in place\.</span>", shown), shown
     assert shown.count("not checked yet") == len(ex.stages) - 1
+
+
+def test_the_fix_is_level_two_behind_a_closed_toggle_or_on_request(capsys):
+    """The verdict names what is wrong; the fix shows only when the student asks (issue 32)."""
+    from course_utils import checks
+    from course_utils.checks.verdict import verdict_html
+
+    namespace: dict = {}
+    exec(MUL.format(grads="a, grad_output * b"), namespace)  # swapped gradients
+    result = checks.run_check("mul", namespace)
+    assert result.fix and "swapped" in result.diagnosis and result.fix not in result.report()
+    shown = verdict_html(checks.EXERCISES["mul"], result)
+    toggle = re.search(r"<details class='course-fix'[^>]*><summary[^>]*>Show the fix</summary>(.*?)</details>", shown)
+    assert toggle and "grad_output * b" in toggle.group(1) and " open" not in shown, shown
+    assert "grad_output * b" not in shown.replace(toggle.group(0), "")
+    checks.check("mul", namespace)
+    assert "fix:" not in capsys.readouterr().out
+    checks.check("mul", namespace, fix=True)
+    assert f"fix: {result.fix}" in capsys.readouterr().out
+
+
+def test_a_passing_verdict_has_no_toggle():
+    from course_utils import checks
+    from course_utils.checks.verdict import verdict_html
+
+    namespace: dict = {}
+    exec(MUL.format(grads="b, grad_output * a"), namespace)
+    assert "course-fix" not in verdict_html(checks.EXERCISES["mul"], checks.run_check("mul", namespace))
