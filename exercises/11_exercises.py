@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   autograd_course:
+#     assignment: 11_exercises
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: autograd_course
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "11_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Exercises 11 · A fused loss over the vocabulary
+# > Write a linear + cross-entropy Function that slices the vocabulary instead of the tokens: an online log-sum-exp, gradients in forward, and never the full logits.
+#
+# Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+
+# %% nbgrader={"grade": false, "grade_id": "11_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "11_exercises_markdown_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `vocab_chunked_ce` (4 points)
+#
+# Lesson 11's `FusedLinearCrossEntropy` takes a chunk of **tokens** at a time, and each
+# chunk's logits span the whole vocabulary. With few tokens and a huge vocabulary (a long
+# document scored one position at a time, a vocabulary of 256k) even one row of logits per
+# token is too much. Slice the **vocabulary** instead.
+#
+# `VocabChunkedCrossEntropy.apply(hidden, weight, target, chunk)` returns
+# `F.cross_entropy(hidden @ weight.T, target)`: the mean over the tokens whose target is not
+# `-100`, for `hidden` of shape $(N, d)$, `weight` $(V, d)$, an integer `target` $(N,)$ and an
+# `int` `chunk`, the number of vocabulary rows (classes) per slice. Forward may never hold
+# more than a few $N \times$ `chunk` matrices at once, so
+#
+# * the log-sum-exp of each token's logits must be built up slice by slice (keep a running
+#   maximum and a running sum of exponentials, rescaled when the maximum grows);
+# * the gradients of `hidden` and `weight` are computed in forward, from a second pass over
+#   the slices once the log-sum-exp is known; backward only scales them by `grad_output`.
+#
+# The check compares the loss and both gradients with PyTorch on several shapes (some
+# targets `-100`, slices that do not divide $V$, a slice of one class, float32 and float64,
+# `gradcheck`), then runs forward and backward of $N = 64$ tokens over $V = 4096$ classes in
+# slices of 256 and **measures** the peak memory they allocate: it must stay well below
+# what one $N \times V$ matrix of logits takes. Backward must not call autograd.
+
+# %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+import torch.nn.functional as F
+from torch.autograd import Function
+
+
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        raise NotImplementedError("Exercise 'vocab_chunked_ce' is not attempted yet: replace this line with your code.")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError("Exercise 'vocab_chunked_ce' is not attempted yet: replace this line with your code.")
+
+
+# %% nbgrader={"grade": true, "grade_id": "vocab_chunked_ce", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
+from course_utils.checks import check
+
+check("vocab_chunked_ce", globals())

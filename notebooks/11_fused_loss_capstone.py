@@ -1,0 +1,433 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Capstone: a fused linear cross-entropy, and a small language model trained on the course's Functions
+# > Why the logits dominate a language model's memory, a `FusedLinearCrossEntropy` that computes its gradients chunk by chunk during forward (backward only scales), what it saves and costs measured, when it stops paying and what double backward means for it; then a tiny decoder trained on the course's own Functions, against PyTorch's composites.
+#
+# Every lesson so far wrote one Function and tested it alone. This one puts them to work
+# together. First the Function that matters most for memory in today's language-model
+# training: the last linear layer fused with the cross-entropy loss (Liger-Kernel's
+# largest memory saving; "Cut Your Losses in Large-Vocabulary Language Models", 2024). It
+# uses a pattern no earlier lesson did: **the gradients are computed during forward**, and
+# backward only multiplies them by `grad_output`. Then a small language model whose
+# embedding, RMSNorm, SwiGLU, attention softmax and loss are all the course's Functions,
+# trained on the course's own text.
+
+# %%
+# Set-up cell: does nothing on your machine (`./course lab` installed everything).
+# In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    source = os.environ.get("COURSE_UTILS_SOURCE", "git+https://github.com/autograd-course/custom-autograd-functions")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
+
+# %%
+import os
+
+import torch
+import torch.nn.functional as F
+
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"  # section 6 runs lesson 10's kernels: set before anything imports triton
+from torch.autograd import Function, gradcheck
+from torch.autograd.function import once_differentiable
+
+from course_utils import measure
+from course_utils.capstone import corpus, functions, plots
+from course_utils.capstone.model import Config, TinyLM, batches, train
+
+
+def mib(nbytes):
+    return f"{nbytes / 2**20:7.2f} MiB"
+
+
+# %% [markdown]
+# ## 1. Where a language model's memory goes
+#
+# A language model ends with a linear layer from the hidden size $d$ to the vocabulary
+# size $V$, then the cross-entropy. For $N$ tokens the logits are an $N \times V$ matrix,
+# and $V$ (32k to 256k) is far larger than $d$. `F.cross_entropy` also keeps its
+# log-softmax, another $N \times V$, for backward. Measure it on a small model: 1024 tokens
+# (16 sequences of 64), width 64, two layers, and a vocabulary of 8192.
+# `measure.pass_memory` counts every byte created, at its peak over forward and backward.
+
+# %%
+gen = torch.Generator().manual_seed(0)
+lm = TinyLM(Config(vocab=8192), functions=False)
+ids = torch.randint(0, 8192, (16, 64), generator=gen)
+targets = torch.randint(0, 8192, (16, 64), generator=gen)
+
+
+def zero_grads():
+    for p in lm.parameters():
+        p.grad = None
+
+
+def body_only():
+    zero_grads()
+    return lm.hidden_states(ids)
+
+
+def whole_model():
+    zero_grads()
+    return lm.loss(ids, targets)
+
+
+params = sum(p.numel() * p.element_size() for p in lm.parameters())
+body, whole = measure.pass_memory(body_only), measure.pass_memory(whole_model)
+logits = 16 * 64 * 8192 * 4
+print(f"parameters                      {mib(params)}  ({mib(lm.head.numel() * 4)} of them the head)")
+print(f"peak, body (no head, no loss)   {mib(body.peak)}")
+print(f"peak, whole model with the loss {mib(whole.peak)}")
+print(f"one N x V logits matrix         {mib(logits)}")
+print(f"head + loss share of the peak   {1 - body.peak / whole.peak:.0%}")
+
+# %% [markdown]
+# Almost nine tenths of the peak belong to the last layer and the loss, although the head is
+# one matrix multiply. The peak is several logits matrices: the logits, the log-softmax kept
+# for backward, and the logits' gradient created in backward. Nothing else in the model
+# scales with $V$ times $N$.
+#
+# ## 2. `FusedLinearCrossEntropy`: the gradients during forward
+#
+# With $z = h W^\top + b$, $p = \operatorname{softmax}(z)$ and mean reduction over the
+# $n$ tokens whose target is not `ignore_index`:
+# $$L = \frac{1}{n}\sum_{i \text{ kept}} \big(\operatorname{lse}(z_i) - z_{i,y_i}\big), \qquad
+# \frac{\partial L}{\partial z_i} = \frac{[i \text{ kept}]}{n}\,(p_i - e_{y_i}),$$
+# $$\frac{\partial L}{\partial h} = \frac{\partial L}{\partial z} W, \qquad
+# \frac{\partial L}{\partial W} = \Big(\frac{\partial L}{\partial z}\Big)^{\!\top} h, \qquad
+# \frac{\partial L}{\partial b} = \sum_i \frac{\partial L}{\partial z_i}.$$
+#
+# Row $i$ of $\partial L/\partial z$ needs only row $i$ of the logits. So forward can take
+# a **chunk** of tokens, make its logits, add its loss, turn the logits into their
+# gradient in place, add their contribution to the three gradients, and drop them. What
+# is left for backward is the gradients themselves (the size of $h$, $W$ and $b$); since
+# the loss is a scalar, backward multiplies them by the one number `grad_output`.
+
+# %%
+class FusedLinearCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, target, chunk=1024, ignore_index=-100):
+        keep = target != ignore_index
+        n = keep.sum().to(hidden.dtype)  # tokens that count; stays on the device (no .item())
+        grad_h, grad_w = torch.zeros_like(hidden), torch.zeros_like(weight)
+        grad_b = torch.zeros_like(bias)
+        loss = hidden.new_zeros(())
+        for start in range(0, hidden.shape[0], chunk):
+            stop = start + chunk
+            h, k = hidden[start:stop], keep[start:stop]
+            t = torch.where(k, target[start:stop], 0)  # a valid column for ignored rows; zeroed below
+            rows = torch.arange(len(t), device=t.device)
+            z = torch.addmm(bias, h, weight.T)  # this chunk's logits: chunk x V
+            lse = torch.logsumexp(z, dim=-1)
+            loss += ((lse - z[rows, t]) * k).sum()
+            dz = z.sub_(lse[:, None]).exp_()  # softmax, written over the logits
+            dz[rows, t] -= 1
+            dz *= (k / n)[:, None]  # the chunk's dL/dz
+            grad_h[start:stop] = dz @ weight
+            grad_w.addmm_(dz.T, h)
+            grad_b += dz.sum(0)
+            del z, dz  # or the next chunk's logits are made while these still exist
+        ctx.save_for_backward(grad_h, grad_w, grad_b)
+        return loss / n
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        grad_h, grad_w, grad_b = ctx.saved_tensors
+        return grad_h * grad_output, grad_w * grad_output, grad_b * grad_output, None, None, None
+
+
+# %% [markdown]
+# Four choices worth a second look. `n` stays a tensor: `n.item()` would make a GPU wait
+# for the count before it can go on. The ignored rows get a harmless target `0` and are
+# multiplied by zero, which keeps every chunk one dense matrix multiply. The softmax is
+# written into the logits' own memory (`sub_`, `exp_`): no second chunk-sized matrix. And
+# `del z, dz` frees the chunk's logits before the loop makes the next ones: without it,
+# `z = ...` allocates the new chunk while the name still holds the old one, and two chunks
+# exist at the peak.
+#
+# Is it right? Against the composite, on tokens where some targets are ignored, with a
+# chunk size that does not divide the number of tokens, then `gradcheck` in float64:
+
+# %%
+def inputs(tokens, dim, vocab, dtype=torch.float32, seed=1, ignored=0.25):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(tokens, dim, generator=g, dtype=dtype).requires_grad_()
+    w = (torch.randn(vocab, dim, generator=g, dtype=dtype) / dim**0.5).requires_grad_()
+    b = torch.randn(vocab, generator=g, dtype=dtype).requires_grad_()
+    y = torch.randint(0, vocab, (tokens,), generator=g)
+    y[torch.rand(tokens, generator=g) < ignored] = -100
+    return h, w, b, y
+
+
+def composite(h, w, b, y, chunk=None):
+    return F.cross_entropy(h @ w.T + b, y)  # ignore_index=-100 is the default
+
+
+h, w, b, y = inputs(300, 32, 500, dtype=torch.float64)
+mine = FusedLinearCrossEntropy.apply(h, w, b, y, 64)
+ref = composite(h, w, b, y)
+g_mine = torch.autograd.grad(mine, (h, w, b))
+g_ref = torch.autograd.grad(ref, (h, w, b))
+print(f"ignored targets: {(y == -100).sum().item()} of {len(y)}")
+print(f"loss {mine.item():.6f} vs {ref.item():.6f}")
+print("gradients equal:", [torch.allclose(a, r, atol=1e-12) for a, r in zip(g_mine, g_ref)])
+small = [t.detach()[:k].clone().requires_grad_() for t, k in ((h, 20), (w, 40), (b, 40))]
+y_small = y[:20].clamp(max=39)  # 40 classes; -100 stays
+print("gradcheck:", gradcheck(lambda h, w, b: FusedLinearCrossEntropy.apply(h, w, b, y_small, 8), small))
+
+# %% [markdown]
+# The capstone below uses the same Function from `course_utils.capstone.functions` (it also
+# skips the gradients `ctx.needs_input_grad` says nobody wants, and accepts `bias=None`).
+# Both agree:
+
+# %%
+lib = functions.FusedLinearCrossEntropy.apply(h, w, b, y, 64)
+print("course_utils version equal:", torch.equal(lib, mine),
+      all(torch.equal(a, c) for a, c in zip(torch.autograd.grad(lib, (h, w, b)), g_mine)))
+
+# %% [markdown]
+# ## 3. What it saves, measured
+#
+# `pass_memory` again, now on the loss alone: 1024 tokens of width 64 in float32. "Held"
+# is what lives between forward and backward; "peak" is the maximum over both passes. First
+# over the vocabulary size, with chunks of 256 tokens:
+
+# %%
+def loss_memory(fn, tokens, dim, vocab, chunk):
+    h, w, b, y = inputs(tokens, dim, vocab)
+
+    def forward():
+        h.grad = w.grad = b.grad = None
+        return fn(h, w, b, y, chunk)
+    return measure.pass_memory(forward)
+
+
+TOKENS, DIM = 1024, 64
+vocabs, by_vocab = [256, 1024, 4096, 16384], []
+print("   vocab | held: composite    fused  ratio | peak: composite    fused  ratio")
+for vocab in vocabs:
+    c = loss_memory(composite, TOKENS, DIM, vocab, 256)
+    f = loss_memory(FusedLinearCrossEntropy.apply, TOKENS, DIM, vocab, 256)
+    by_vocab.append(f.peak / c.peak)
+    print(f"{vocab:8d} | {mib(c.held)} {mib(f.held)} {f.held / c.held:5.2f}x |"
+          f" {mib(c.peak)} {mib(f.peak)} {f.peak / c.peak:5.2f}x")
+
+# %% [markdown]
+# The composite holds one $N \times V$ matrix between the passes (the log-softmax) and peaks
+# at three; the fused loss holds the three gradients ($N d + V d + V$ numbers) and peaks at
+# those, their scaled copies and one chunk's logits. From a vocabulary of 4096 on its peak
+# is about a tenth of the composite's here (4096 tokens at 32k: the benchmark). Now the
+# chunk size, at a vocabulary of 16384:
+
+# %%
+chunks, by_chunk = [64, 128, 256, 512, 1024], []
+for chunk in chunks:
+    f = loss_memory(FusedLinearCrossEntropy.apply, TOKENS, DIM, 16384, chunk)
+    by_chunk.append(f.peak / loss_memory(composite, TOKENS, DIM, 16384, chunk).peak)
+    print(f"chunk {chunk:5d}: peak {mib(f.peak)}, {by_chunk[-1]:.2f}x the composite's")
+plots.lines({"over the vocabulary (chunk 256)": (vocabs, by_vocab),
+             "over the chunk size (vocabulary 16384)": (chunks, by_chunk)},
+            "fused loss: peak memory / composite's peak", "vocabulary size or chunk size", "peak ratio", logx=True)
+
+# %% [markdown]
+# A chunk of all 1024 tokens is the composite's logits again (minus the log-softmax): the
+# peak grows linearly with the chunk. Small chunks save memory but give the matrix
+# multiplies less to work with. The time it costs (this cell's numbers vary from run to
+# run, so the test suite ignores its output; the ratios are what matter):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for vocab in (1024, 16384):
+    h, w, b, y = inputs(TOKENS, DIM, vocab)
+    times = measure.time_interleaved({
+        name: (lambda fn=fn: torch.autograd.backward(fn(h, w, b, y, 256), inputs=[h, w, b]))
+        for name, fn in [("composite", composite), ("fused", FusedLinearCrossEntropy.apply)]}, repeat=3)
+    print(f"vocab {vocab:6d}: fused forward+backward takes {times['fused'] / times['composite']:.2f}x the composite's time")
+
+# %% [markdown]
+# On a CPU the fused loss costs about the composite's time at a small vocabulary and tends
+# to be faster at a large one: the same matrix multiplies, in chunks, one exponential in
+# place of a softmax and its backward, and far less memory written and read.
+# `./course bench fused_ce` measures the issue's target size (vocabulary 32k, 4096 tokens,
+# width 512) and, where there is one, on a GPU.
+#
+# ## 4. When it stops paying, and double backward
+#
+# The saving is the logits, $N V$ numbers; the price is holding $\partial L / \partial h$
+# ($N d$ numbers) and $\partial L / \partial W$ ($V d$) from forward on, where the composite
+# creates them only during backward. When $V$ is not much larger than $d$, the logits are
+# no bigger than what the fused loss holds:
+
+# %%
+for vocab in (32, 64, 68, 128):
+    c = loss_memory(composite, TOKENS, DIM, vocab, 256)
+    f = loss_memory(FusedLinearCrossEntropy.apply, TOKENS, DIM, vocab, 256)
+    print(f"vocab {vocab:4d} (width {DIM}): held {f.held / c.held:5.2f}x, peak {f.peak / c.peak:5.2f}x the composite's")
+
+# %% [markdown]
+# At the width of 64 the fused loss *holds* more than the composite for vocabularies up to
+# about 64, and its peak saving shrinks from 0.11x at a vocabulary of 16384 to 0.67x at 68;
+# at 32 its peak is higher than the composite's. A character-level model (68 characters, below) gains little from it: a
+# fused loss pays for word-piece vocabularies of tens of thousands, and costs a Python loop
+# where it does not.
+#
+# **Double backward.** The saved gradients were computed with autograd off (inside
+# `forward`), so they carry no graph back to `hidden` or `W`. A second derivative through
+# the fused loss, e.g. of a gradient penalty $\sum h \odot \partial L/\partial h$, is then
+# **silently incomplete**: $\partial L/\partial h$ comes out as a constant. Against the
+# composite, which differentiates twice:
+
+# %%
+h, w, b, y = inputs(8, 4, 10, dtype=torch.float64)
+for name, fn in [("fused", FusedLinearCrossEntropy.apply), ("composite", composite)]:
+    (gh,) = torch.autograd.grad(fn(h, w, b, y, 4), h, create_graph=True)
+    (second,) = torch.autograd.grad((gh * h).sum(), h)
+    print(f"{name:9s}: dL/dh has a graph: {gh.requires_grad!s:5s}  d(sum h * dL/dh)/dh[0, :2] = "
+          f"{[round(v, 4) for v in second[0, :2].tolist()]}")
+
+# %% [markdown]
+# `@once_differentiable` turns the case it can see into an error: when `grad_output` itself
+# has a graph (here the loss is weighted by a learnable scale under `create_graph=True`),
+# backward's results are wrapped so that differentiating through them raises.
+
+# %%
+scale = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+(gh,) = torch.autograd.grad(FusedLinearCrossEntropy.apply(h, w, b, y, 4) * scale, h, create_graph=True)
+try:
+    (gh * h).sum().backward()
+except RuntimeError as err:
+    print("RuntimeError:", str(err).splitlines()[0])
+
+# %% [markdown]
+# A fused loss that must be differentiated twice (rare for a loss: gradient penalties,
+# some meta-learning) would need a backward that recomputes the chunks with autograd on,
+# giving up the memory it saves: use the composite there.
+#
+# ## 5. The capstone: a tiny language model on the course's Functions
+#
+# `TinyLM` is a pre-norm decoder: an embedding, two layers of causal self-attention and a
+# SwiGLU MLP, each after an RMSNorm, a final RMSNorm and the fused loss. With
+# `functions=True` the embedding, every RMSNorm, SwiGLU, the attention softmax and the loss
+# are the course's Functions (`course_utils.capstone.functions`: reference versions of the
+# softmax, RMSNorm, embedding and SwiGLU Functions of lessons 08 to 10, and this lesson's
+# loss); with `functions=False` the same parameters go through PyTorch's composites
+# (`F.embedding`, `F.rms_norm`, `F.silu(a) * b`, `torch.softmax`, `F.cross_entropy`).
+# The text is the prose of lessons 01 to 05, one token per character:
+
+# %%
+text = corpus.text()
+tok = corpus.CharTokenizer.of(text)
+data = tok.encode(text)
+config = Config(vocab=tok.vocab_size)
+print(f"{len(text)} characters, a vocabulary of {tok.vocab_size}; {config}")
+
+# %% [markdown]
+# Both models start from the same seeded weights and see the same batches, 300 steps of
+# Adam, 16 windows of 64 characters each:
+
+# %%
+models = {"course Functions": TinyLM(config, functions=True), "PyTorch composites": TinyLM(config, functions=False)}
+curves = {name: train(model, data, steps=300) for name, model in models.items()}
+gap = max(abs(a - b) for a, b in zip(*curves.values()))
+assert gap < 1e-4, gap  # the stated tolerance: float32 rounding, nothing more
+for name, losses in curves.items():
+    print(f"{name:18s} loss at step 0: {losses[0]:.2f}, 100: {losses[100]:.2f}, 299: {losses[299]:.2f}")
+print("largest difference of the two curves below 1e-4:", gap < 1e-4)
+steps = list(range(300))
+plots.lines({name: (steps, losses) for name, losses in curves.items()}, "training loss, same seed and batches",
+            "step", "cross-entropy (nats per character)", styles=("-", "--"))
+
+# %% [markdown]
+# The two curves lie on top of each other: every Function computes the same numbers as
+# the composite it replaces, up to float32 rounding in a different order. The memory and
+# time of one training step (forward and backward) of each:
+
+# %%
+batch = next(batches(data, steps=1, batch=16, context=64))
+
+
+def step(model):
+    def run():
+        for p in model.parameters():
+            p.grad = None
+        model.loss(*batch).backward()
+    return run
+
+
+for name, model in models.items():
+    print(f"{name:18s} peak memory of a step: {mib(measure.peak_memory(step(model)))}")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+times = measure.time_interleaved({name: step(model) for name, model in models.items()}, repeat=5)
+for name, seconds in times.items():
+    print(f"{name:18s} {seconds * 1e3:6.1f} ms per step ({seconds / times['PyTorch composites']:.2f}x)")
+
+# %% [markdown]
+# The Function model needs a little less memory and more time: each Function is a Python
+# call with its own saved tensors, and at a vocabulary of 68 the fused loss only adds its
+# loop (section 4). And a sample, 120 characters after a prompt, drawn with a seeded
+# generator (it depends on the last bits of 300 steps of float32 training, so the test
+# suite does not compare it across machines):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+sample = models["course Functions"].generate(tok.encode("The backward "), 120, seed=0)
+print(tok.decode(sample))
+
+# %% [markdown]
+# Three hundred steps on eleven thousand characters teach it spelling-like fragments and
+# the shape of words, not sense.
+#
+# ## 6. On a GPU: lesson 10's kernels slot in
+#
+# The model makes every tensor it creates on its input's device, so on a GPU you move the
+# model and the data with `.to("cuda")` (not run here: the stored outputs come from a CPU).
+# Lesson 10's Triton `RMSNorm` and `SwiGLU` Functions have the signatures of
+# the `rms_norm` and `swiglu` ops here, so `ops=` puts them in the model. Without a GPU their
+# kernels run in Triton's interpreter, which is slow: two sequences only, with the trained
+# weights, against the course's Functions:
+
+# %%
+from course_utils.kernels import triton_rmsnorm, triton_swiglu  # interpreted without a GPU (first code cell)
+
+trained = models["course Functions"]
+with_kernels = TinyLM(config, ops={"rms_norm": triton_rmsnorm.RMSNorm.apply, "swiglu": triton_swiglu.SwiGLU.apply})
+with_kernels.load_state_dict(trained.state_dict())
+two = next(batches(data, steps=1, batch=2, context=64, seed=1))
+results = []
+for model in (trained, with_kernels):
+    model.zero_grad(set_to_none=True)
+    loss = model.loss(*two)
+    loss.backward()
+    results.append((loss.item(), [p.grad for p in model.parameters()]))
+(loss_f, grads_f), (loss_k, grads_k) = results
+print(f"loss: course Functions {loss_f:.3f}, with lesson 10's Triton RMSNorm and SwiGLU {loss_k:.3f}")
+print("every gradient equal within 1e-5:", max((a - b).abs().max().item() for a, b in zip(grads_f, grads_k)) < 1e-5)
+
+# %% [markdown]
+# The fused loss is where a GPU kernel pays most: a Triton version computes each chunk's
+# softmax and gradient in one pass over the logits, as Liger-Kernel does, where the Python
+# loop above runs several ops per chunk. `./course bench fused_ce` measures the Function
+# here on a GPU where there is one.
+#
+# The exercise asks you to chunk the other dimension: the **vocabulary**, for the case of
+# few tokens and a huge vocabulary, where one row of logits is already too large.
