@@ -34,12 +34,21 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "08_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
+import torch
+from torch.autograd import Function
+import numpy as np
+from torch import Tensor
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+
+# %% nbgrader={"grade": false, "grade_id": "08_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 import torch
 from torch import Tensor
 from torch.autograd import Function
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `func_softmax` (4 points)
 #
 # `FuncSoftmax.apply(x)` computes the softmax over the **last** dimension of an `x` of any
@@ -57,11 +66,8 @@ from torch.autograd import Function
 #   `FuncSoftmax.apply(x)[..., 0].sum()`, so backward must itself be differentiable, and
 #   under `gradcheck(check_forward_ad=True)` in float64.
 
-# %% nbgrader={"grade": false, "grade_id": "func_softmax_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "func_softmax_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `func_softmax`: edit this cell, run it, then run the check below it.
 class FuncSoftmax(Function):
     generate_vmap_rule = True
 
@@ -87,7 +93,8 @@ from course_utils.checks import check
 
 check("func_softmax", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `row_norm_op` (4 points)
 #
 # Make a NumPy row norm a PyTorch operator named `exercises::row_norm`:
@@ -110,12 +117,8 @@ check("func_softmax", globals())
 # with `torch.compile(fullgraph=True, backend="aot_eager")`, forward and backward.
 # Keep the operator and all its registrations in this one cell.
 
-# %% nbgrader={"grade": false, "grade_id": "row_norm_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import numpy as np
-import torch
-from torch import Tensor
-
-
+# %% nbgrader={"grade": false, "grade_id": "row_norm_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `row_norm_op`: edit this cell, run it, then run the check below it.
 @torch.library.custom_op("exercises::row_norm", mutates_args=())
 def row_norm(x: Tensor) -> Tensor:
     raise NotImplementedError("Exercise 'row_norm_op' is not attempted yet: replace this line with your code.")

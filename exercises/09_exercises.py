@@ -33,7 +33,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
+import math
+import torch
+from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `log1mexp` (3 points)
 #
 # `Log1mExp.apply(x)`, for $x > 0$, returns $\log(1 - e^{-x})$ elementwise (it appears in
@@ -52,13 +60,8 @@ if "google.colab" in sys.modules:
 # of it keeps few digits (or gives 0) however it is computed: there you need a function
 # that takes the small part, $-e^{-x}$, by itself. Use each form where it is accurate.
 
-# %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import math
-
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `log1mexp`: edit this cell, run it, then run the check below it.
 class Log1mExp(Function):
     @staticmethod
     def forward(ctx, x):
@@ -74,7 +77,8 @@ from course_utils.checks import check
 
 check("log1mexp", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `lambert_w` (4 points)
 #
 # Lambert's $W$ function: for $x \ge 0$, $W(x)$ is the $w \ge 0$ with $w\,e^{w} = x$. It
@@ -95,11 +99,8 @@ check("log1mexp", globals())
 #   near $0.1$ with $x$ near $10^{300}$), and the iterations must not be recorded by autograd.
 # * float64 `gradcheck` on $[0.01, 100]$.
 
-# %% nbgrader={"grade": false, "grade_id": "lambert_w_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "lambert_w_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `lambert_w`: edit this cell, run it, then run the check below it.
 class LambertW(Function):
     @staticmethod
     def forward(ctx, x):
@@ -115,7 +116,8 @@ from course_utils.checks import check
 
 check("lambert_w", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `rmsnorm` (4 points)
 #
 # `RMSNorm.apply(x, weight, eps)`, with `x` of shape $(\dots, d)$ (1-D to 4-D), `weight` of
@@ -133,11 +135,8 @@ check("lambert_w", globals())
 # * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$): recompute
 #   the normalised $x$ in backward instead of keeping another tensor of $x$'s size.
 
-# %% nbgrader={"grade": false, "grade_id": "rmsnorm_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "rmsnorm_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `rmsnorm`: edit this cell, run it, then run the check below it.
 class RMSNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, eps):
@@ -153,7 +152,8 @@ from course_utils.checks import check
 
 check("rmsnorm", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `solve` (4 points)
 #
 # `Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or
@@ -172,11 +172,8 @@ check("rmsnorm", globals())
 # * Respect `ctx.needs_input_grad` (the check measures the work backward does, not only which
 #   gradients it returns); float64 `gradcheck`.
 
-# %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `solve`: edit this cell, run it, then run the check below it.
 class Solve(Function):
     @staticmethod
     def forward(ctx, A, b):

@@ -33,7 +33,15 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "11_exercises_markdown_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "11_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
+import torch
+import torch.nn.functional as F
+from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "11_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `vocab_chunked_ce` (4 points)
 #
 # Lesson 11's `FusedLinearCrossEntropy` takes a chunk of **tokens** at a time, and each
@@ -58,12 +66,8 @@ if "google.colab" in sys.modules:
 # slices of 256 and **measures** the peak memory they allocate: it must stay well below
 # what one $N \times V$ matrix of logits takes. Backward must not call autograd.
 
-# %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import torch
-import torch.nn.functional as F
-from torch.autograd import Function
-
-
+# %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `vocab_chunked_ce`: edit this cell, run it, then run the check below it.
 class VocabChunkedCrossEntropy(Function):
     @staticmethod
     def forward(ctx, hidden, weight, target, chunk):

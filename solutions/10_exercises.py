@@ -62,6 +62,11 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
 # %% nbgrader={"grade": false, "grade_id": "10_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
+from torch.autograd import Function
+import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+
+# %% nbgrader={"grade": false, "grade_id": "10_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
 
 import torch
@@ -83,9 +88,8 @@ def swiglu_packed_forward_kernel(x_ptr, y_ptr, d, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * d + cols, a * tl.sigmoid(a) * b, mask=valid)
 
 
-# %% nbgrader={"grade": false, "grade_id": "triton_swiglu_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from torch.autograd import Function
-
+# %% nbgrader={"grade": false, "grade_id": "triton_swiglu_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
+# ✎ Your answer for `triton_swiglu`: edit this cell, run it, then run the check below it.
 BLOCK = 64
 
 
