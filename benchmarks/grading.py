@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_utils.grading import judge, sandbox
+from course_utils.grading import sandbox, worker
 from course_utils.grading.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ def floor_seconds(repeat: int = 5) -> float:
         if box.mode == "none":
             command = sandbox.plain_command()
         else:
-            command = sandbox.bwrap_command(box.mode, judge.COURSE_UTILS, judge.SCRATCH_BYTES, fd)
+            command = sandbox.bwrap_command(box.mode, worker.COURSE_UTILS, worker.SCRATCH_BYTES, fd)
         command[-1] = "import torch"
         t0 = time.perf_counter()
         try:
@@ -165,7 +165,7 @@ def run() -> str:
     probe = Limits(1 << 30, None)
     probe.close(None)
     where = {"root": "inside bubblewrap, dropped to an unprivileged uid", "user": "inside bubblewrap's user namespace",
-             "none": f"WITHOUT sandbox ({box.reason})"}[box.mode]
+             "uid": "as a separate uid without namespaces", "none": f"WITHOUT sandbox ({box.reason})"}[box.mode]
     from course_utils.checks import EXERCISES
 
     rows = [

@@ -7,6 +7,11 @@ check, which then reports "not attempted yet") and the rest of the notebook stil
 
 ``python -m course_utils.release`` rewrites ``exercises/*.py``; ``./course build`` does this
 and then executes them.
+
+``./course release DIR`` (``student_edition``) writes the student edition of the committed
+course: lessons, exercises, the package and set-up files, never ``solutions/`` or ``tests/``;
+it refuses when any file would hold solution text (``leaks``), can point every link at the
+students' repository, and can commit the edition as a branch (``publish_branch``).
 """
 from __future__ import annotations
 
@@ -156,7 +161,195 @@ def release_all() -> list[Path]:
     return written
 
 
+
+
+# --------------------------------------------------------------------------- the student edition
+# ``python -m course_utils.release DIR [--branch NAME] [--repository URL]`` (``./course release``)
+SHIPPED_PATHS = ("notebooks", "exercises", "course_utils", "lab", "README.md", "LICENSE", "requirements.txt",
+                 "requirements-colab.txt", "environment.yml", "pyproject.toml", "course", "nbval_sanitize.cfg",
+                 ".gitignore")  # never solutions/, tests/ (they hold answers), benchmarks/, .ci/
+RUN = 3  # consecutive lines of a solution region (that its exercise does not ship) that count as a leak
+
+
+def _norm(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def _code_lines(path: Path) -> list[str]:
+    """The non-blank, non-comment lines a reader of ``path`` sees (a notebook: its cells' sources)."""
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return []
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+        except ValueError:
+            return []
+        text = "\n".join("".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source", "")
+                         for c in cells)
+    return [n for n in map(_norm, text.splitlines()) if (n and not n.startswith("#")) or n in (BEGIN, END)]
+
+
+def solution_regions(course: Path) -> list[tuple[str, list[str]]]:
+    """(solution file, the region's own lines) for every region: lines no lesson and not its exercise ships.
+
+    Lessons show some lines an answer also needs (tests/test_verbatim_share.py bounds how many):
+    students have those anyway, so only the others are solution text.
+    """
+    lessons = {n for py in (course / "notebooks").glob("[0-9][0-9]_*.py") for n in _code_lines(py)}
+    out = []
+    for py in sorted((course / "solutions").glob("[0-9][0-9]_*.py")):
+        exercise = course / "exercises" / py.name
+        shipped = lessons | (set(_code_lines(exercise)) if exercise.exists() else set())
+        for region in re.findall(re.escape(BEGIN) + r"(.*?)" + re.escape(END), py.read_text(), re.S):
+            own = [n for n in map(_norm, region.splitlines()) if n and not n.startswith("#") and n not in shipped]
+            out.append((py.name, own))
+    return out
+
+
+def leaks(folder: Path, regions: list[tuple[str, list[str]]]) -> list[str]:
+    """Every file under ``folder`` holding a solution marker line or ``RUN`` consecutive lines of a region."""
+    windows = {"\n".join(own[i:i + RUN]): name for name, own in regions for i in range(len(own) - RUN + 1)}
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        lines = _code_lines(path)
+        if BEGIN in lines or END in lines:
+            found.append(f"{path.relative_to(folder)}: a solution marker line")
+            continue
+        text = "\n".join(lines)
+        hit = next((name for w, name in windows.items() if w in text), None)
+        if hit:
+            found.append(f"{path.relative_to(folder)}: lines of a solution in solutions/{hit}")
+    return found
+
+
+def committed_tree(dest: Path, course: Path = ROOT) -> str:
+    """Write the files of the commit HEAD of ``course`` into ``dest`` (git archive); returns the commit id."""
+    import subprocess
+    import tarfile
+    import tempfile
+
+    try:
+        commit = subprocess.run(["git", "-C", str(course), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        with tempfile.TemporaryFile() as tar:
+            subprocess.run(["git", "-C", str(course), "archive", "--format=tar", commit], stdout=tar, check=True)
+            tar.seek(0)
+            dest.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=tar) as archive:
+                archive.extractall(dest, filter="data")
+    except (OSError, subprocess.CalledProcessError):
+        raise CourseError(f"{course} is not a git checkout with a commit (or git is missing): the student edition and "
+                          "the site are made from committed files only.") from None
+    return commit
+
+
+def student_edition(dest: Path, repository: str | None = None, course: Path = ROOT) -> list[str]:
+    """Write the student edition of the committed course into ``dest`` (which must not exist or be empty).
+
+    Lessons, exercises (stubs), the helper package and the set-up files; no solutions/, no tests.
+    ``repository``: the students' repository URL, written into pyproject.toml and replacing the
+    instructors' URL in every link (Colab, Binder, the set-up cell's install line). Refuses, and
+    leaves nothing behind, when any file holds solution text. Returns the files written.
+    """
+    import shutil
+    import tempfile
+
+    if dest.exists() and any(dest.iterdir()):
+        raise CourseError(f"{dest} is not empty: give a new folder for the student edition.")
+    with tempfile.TemporaryDirectory(prefix="course-head-") as tmp:
+        head = Path(tmp) / "head"
+        committed_tree(head, course)
+        stage = Path(tmp) / "edition"
+        for name in SHIPPED_PATHS:
+            source = head / name
+            if source.is_dir():
+                shutil.copytree(source, stage / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            elif source.exists():
+                stage.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, stage / name)
+        if repository:
+            _point_links_at(stage, _repo_of(head), repository.rstrip("/"))
+        found = leaks(stage, solution_regions(head))
+        if found:
+            raise CourseError("the student edition would hold solution text, so nothing was written: "
+                              + "; ".join(found[:5]) + ". Move that code out of the shipped files.")
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(stage, dest, dirs_exist_ok=True)
+    return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+
+
+def _repo_of(course: Path) -> str:
+    import tomllib
+
+    return tomllib.loads((course / "pyproject.toml").read_text())["project"]["urls"]["Repository"].rstrip("/")
+
+
+def _point_links_at(folder: Path, old: str, new: str) -> None:
+    """Replace the instructors' repository (URL and owner/name path) by the students' in every text file."""
+    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", new):
+        raise CourseError(f"--repository must be a GitHub URL such as https://github.com/ORG/NAME, got {new!r}.")
+    pairs = [(old, new), (old.removeprefix("https://github.com/"), new.removeprefix("https://github.com/"))]
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".py", ".md", ".toml", ".yml", ".txt", ".json", ""):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            changed = text
+            for a, b in pairs:
+                changed = changed.replace(a, b)
+            if changed != text:
+                path.write_text(changed, encoding="utf-8")
+
+
+def publish_branch(folder: Path, branch: str, repo: Path = ROOT, message: str = "Student edition") -> str:
+    """Commit ``folder`` as the tip of ``branch`` in ``repo`` without touching its work tree or index."""
+    import os
+    import subprocess
+    import tempfile
+
+    def git(*args: str, env: dict | None = None) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
+                              env=env).stdout.strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, GIT_INDEX_FILE=str(Path(tmp) / "index"), GIT_WORK_TREE=str(folder))
+        git("add", "--all", ".", env=env)  # the edition's own .gitignore applies (__pycache__, build outputs)
+        tree = git("write-tree", env=env)
+    parent = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    commit = git("commit-tree", tree, "-m", message, *(["-p", parent] if parent else []))
+    git("update-ref", f"refs/heads/{branch}", commit)
+    return commit
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="./course release", description="Write the student edition of the committed "
+                                "course (lessons, exercises, course_utils; no solutions, no tests) into DIR.")
+    p.add_argument("dir", type=Path, help="a new (or empty) folder")
+    p.add_argument("--repository", help="the students' repository URL: Colab, Binder and install links point at it")
+    p.add_argument("--branch", help="also commit the edition as this branch of this repository (e.g. student)")
+    args = p.parse_args(argv)
+    try:
+        files = student_edition(args.dir, args.repository)
+        commit = publish_branch(args.dir, args.branch) if args.branch else ""
+    except CourseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote the student edition ({len(files)} files) to {args.dir}"
+          + (f"; branch {args.branch} is at {commit[:12]}" if commit else ""), file=sys.stderr)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:]:  # ./course release DIR ...: the student edition
+        sys.exit(main(sys.argv[1:]))
     for path in release_all():
         print("wrote", path.relative_to(ROOT))
     sys.exit(0)

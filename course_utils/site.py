@@ -1,6 +1,8 @@
 """Build the course as a static website from the committed, executed notebooks.
 
-``python -m course_utils.site [--out DIR] [--serve] [--port N]`` (or ``./course site``):
+``python -m course_utils.site [--out DIR] [--serve] [--port N]`` (or ``./course site``) builds
+from the committed files (``git archive`` of HEAD: answers typed into ``exercises/`` never
+reach it; ``--working-tree`` previews the files as they are). It
 
 1. stages copies of the start page, the lessons and the exercise notebooks (the stubs in
    ``exercises/``, never ``solutions/``) plus an instructors' page made from README.md's
@@ -22,6 +24,7 @@ import argparse
 import functools
 import http.server
 import importlib.util
+import os
 import posixpath
 import re
 import shutil
@@ -290,15 +293,57 @@ def serve(html: Path, port: int) -> None:
             pass
 
 
+def uncommitted(course: Path = ROOT) -> list[str]:
+    """The files of the site's folders (and README) that differ from the commit HEAD ('' when git cannot say)."""
+    done = subprocess.run(["git", "-C", str(course), "status", "--porcelain", "--", "notebooks", "exercises",
+                           "README.md"], capture_output=True, text=True, check=False)
+    return [line[3:] for line in done.stdout.splitlines()] if done.returncode == 0 else []
+
+
+def build_committed(out: Path, course: Path = ROOT) -> Path:
+    """Build the site from the files of the commit HEAD (git archive), never from the working tree.
+
+    Answers typed into exercises/ or an unbuilt lesson never reach the published site: the
+    committed notebooks and README are built, in a temporary folder, by this course_utils.
+    """
+    import tempfile
+
+    from .release import committed_tree
+
+    out = Path(out).resolve()
+    with tempfile.TemporaryDirectory(prefix="course-site-") as tmp:
+        head = Path(tmp) / "course"
+        commit = committed_tree(head, course)
+        shutil.rmtree(head / "course_utils", ignore_errors=True)  # this code, building the committed content
+        shutil.copytree(Path(__file__).resolve().parent, head / "course_utils",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        done = subprocess.run([sys.executable, "-m", "course_utils.site", "--working-tree", "--out", str(out)],
+                              cwd=head, env={**os.environ, "PYTHONPATH": str(head)}, check=False)
+        if done.returncode != 0:
+            raise CourseError(f"The site build of commit {commit[:12]} failed (see above).")
+    print(f"built from commit {commit[:12]}", file=sys.stderr)
+    return out / "html"
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="./course site", description="Build the course website into _build/html.")
+    parser = argparse.ArgumentParser(prog="./course site", description="Build the course website into _build/html "
+                                     "from the committed files (the commit HEAD), never the working tree.")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: _build)")
     parser.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 after building it")
     parser.add_argument("--port", type=int, default=8000, help="port for --serve (default: 8000)")
+    parser.add_argument("--working-tree", action="store_true",
+                        help="build from the files as they are now, committed or not (a preview; never publish it)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     try:
-        html = build(args.out)
+        if args.working_tree:
+            html = build(args.out)
+        else:
+            dirty = uncommitted()
+            if dirty:
+                print(f"not on the site (uncommitted): {', '.join(dirty[:8])}" + (" ..." if len(dirty) > 8 else ""),
+                      file=sys.stderr)
+            html = build_committed(args.out)
     except CourseError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -2,7 +2,8 @@
 
 It opens on the start page, never asks about fetching news, and its file browser shows a
 student the lessons and the exercises: the text twins (.py), solutions/, the helper package,
-tests and build folders stay in the repository but out of sight.
+tests and build folders stay in the repository but out of sight. Kernels left idle with no tab
+open are shut down after 20 minutes.
 """
 from pathlib import Path
 
@@ -10,6 +11,12 @@ HERE = Path(__file__).resolve().parent
 c = get_config()  # noqa: F821 - provided by Jupyter when it loads this file
 c.LabApp.default_url = "/lab/tree/notebooks/00_start_here.ipynb"
 c.LabApp.app_settings_dir = str(HERE / "settings")  # overrides.json: JupyterLab defaults for this project
+# idle kernels are shut down: a notebook's kernel holds hundreds of MiB (torch), and Lab keeps it after its tab
+# is closed; a kernel with an open tab, or one still running a cell, is never culled
+c.MappingKernelManager.cull_idle_timeout = 20 * 60  # seconds without activity
+c.MappingKernelManager.cull_interval = 60
+c.MappingKernelManager.cull_connected = False
+c.MappingKernelManager.cull_busy = False
 c.ContentsManager.hide_globs = [
     "__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~",  # Jupyter's own defaults
     "*.py", "solutions", "course_utils", "*.egg-info", "build", "_build", "artifacts", "tests", "benchmarks",

@@ -10,6 +10,17 @@ import urllib.request
 from conftest import ROOT, free_port
 
 
+def test_lab_config_culls_idle_kernels_without_a_tab():
+    """Every notebook opened keeps a kernel (hundreds of MiB each) unless idle ones are culled."""
+    from traitlets.config import Config
+
+    c = Config()
+    exec(compile((ROOT / "lab" / "jupyter_lab_config.py").read_text(), "jupyter_lab_config.py", "exec"),
+         {"get_config": lambda: c, "__file__": str(ROOT / "lab" / "jupyter_lab_config.py")})
+    kernels = c.MappingKernelManager
+    assert 0 < kernels.cull_idle_timeout <= 3600 and 0 < kernels.cull_interval <= kernels.cull_idle_timeout
+    assert kernels.cull_connected is False and kernels.cull_busy is False  # an open tab or a running cell stays
+
 
 def get(url: str) -> tuple[int, str]:
     with urllib.request.urlopen(url, timeout=5) as r:

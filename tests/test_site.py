@@ -310,3 +310,43 @@ def test_every_lesson_page_in_chromium(served):
             assert not problems, problems
         finally:
             browser.close()
+
+
+def test_the_published_site_is_built_from_the_commit_not_the_working_tree(monkeypatch, tmp_path):
+    """Answers typed into exercises/ (a dirty working tree) never reach `./course site`: it builds HEAD's files."""
+    import subprocess
+
+    head_bytes = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:exercises/02_exercises.ipynb"],
+                                capture_output=True, check=True).stdout
+    seen = {}
+    real_run = subprocess.run
+
+    def fake_run(cmd, **kwargs):
+        if "course_utils.site" not in cmd:
+            return real_run(cmd, **kwargs)
+        head = Path(kwargs["cwd"])
+        seen.update(cmd=cmd, exercise=(head / "exercises" / "02_exercises.ipynb").read_bytes(),
+                    solutions=(head / "solutions").exists(), site=(head / "course_utils" / "site.py").read_text())
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(site.subprocess, "run", fake_run)
+    html = site.build_committed(tmp_path / "out")
+    assert html == (tmp_path / "out" / "html").resolve() and "--working-tree" in seen["cmd"]
+    assert seen["exercise"] == head_bytes  # the committed notebook, whatever the working tree holds
+    assert "def build_committed" in seen["site"]  # built by this code
+
+
+def test_uncommitted_lists_what_the_site_leaves_out(tmp_path):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "01_exercises.ipynb").write_text("{}")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "c")
+    assert site.uncommitted(tmp_path) == []
+    (tmp_path / "exercises" / "01_exercises.ipynb").write_text('{"answer": 1}')
+    assert site.uncommitted(tmp_path) == ["exercises/01_exercises.ipynb"]

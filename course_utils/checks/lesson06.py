@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..probes import lesson06 as probes
+from . import hidden_functions
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
 
@@ -27,8 +27,8 @@ def _diagnose(i, got, want, args, g):
     zero = (u * v) == 0
     if zero.any() and got.shape == want.shape and close(got[~zero], want[~zero], want.dtype):
         return Mistake("kink_convention", f"abs_prod: the gradient for input {i} (`{'uv'[i]}`) is right except where "
-                       "u * v == 0. PyTorch's abs uses sign(0) = 0 there, so the gradient is 0; use torch.sign "
-                       "rather than a comparison like (x >= 0).")
+                       "u * v == 0: PyTorch's abs uses sign(0) = 0 at the kink, so its gradient there is 0; a "
+                       "comparison picks a side instead.", fix="use torch.sign rather than a comparison like (x >= 0).")
     return None
 
 
@@ -83,15 +83,16 @@ def _max_diagnose(i, got, want, args, g):
     if tie.any() and close(got[~tie], want[~tie], dt):
         if close(got[tie], g[tie], dt):
             return Mistake("tie_full", f"maximum: {what} gets the whole grad_output where u == v; torch.maximum "
-                           f"splits it there, grad_output / 2 to each input (a mask like {name} >= {'vu'[i]} gives the "
-                           f"tie in full; use ({name} > {'vu'[i]}) + 0.5 * (u == v)).")
+                           f"splits it evenly between the inputs there (a mask like {name} >= {'vu'[i]} gives the tie "
+                           "in full).", fix=f"use ({name} > {'vu'[i]}) + 0.5 * (u == v) as the mask.")
         if close(got[tie], torch.zeros_like(g[tie]), dt):
             return Mistake("tie_dropped", f"maximum: {what} is 0 where u == v; torch.maximum gives each input "
-                           f"half of grad_output there (a strict mask like {name} > {'vu'[i]} gives it nothing at a tie; "
-                           f"use ({name} > {'vu'[i]}) + 0.5 * (u == v)).")
+                           f"a share of grad_output there (a strict mask like {name} > {'vu'[i]} gives it nothing at a "
+                           "tie).", fix=f"use ({name} > {'vu'[i]}) + 0.5 * (u == v) as the mask.")
     if not tie.all() and close(got[~tie], (g * (own < other))[~tie], dt):
         return Mistake("maximum_mask_swapped", f"maximum: {what} flows where {name} is the *smaller* input; the "
-                       f"gradient belongs to the input that won, where {name} > {'vu'[i]} (comparison reversed?).")
+                       "gradient belongs to the input that won (comparison reversed?).",
+                       fix=f"let it flow where {name} > {'vu'[i]}.")
     return None
 
 
@@ -127,12 +128,14 @@ BUGGY: dict[str, tuple[Shapes, str]] = {  # kind -> (input shapes, the bug, name
 
 
 def _gradient_test_request(seed: int) -> dict:
+    """Each hidden Function as source written for this run, its inputs, and (private: ``_kinds``) what it is."""
     base, hidden = 1000 * seed, []
+    gen = torch.Generator().manual_seed(base + 198)
     for k, (kind, (shapes, _)) in enumerate(list(CORRECT.items()) + list(BUGGY.items())):
         args = [tensor_arg(shape, base + 200 + 10 * k + i, low=0.2) for i, shape in enumerate(shapes)]
-        hidden.append({"kind": kind, "args": args})
+        hidden.append((kind, {"source": hidden_functions.source(kind, gen), "args": args}))
     order = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(base + 199)).tolist()
-    return {"hidden": [hidden[i] for i in order]}
+    return {"hidden": [hidden[i][1] for i in order], "_kinds": [hidden[i][0] for i in order]}
 
 
 def _judge_gradient_test(req: dict, facts: dict) -> None:
@@ -140,8 +143,7 @@ def _judge_gradient_test(req: dict, facts: dict) -> None:
     if len(verdicts) != len(req["hidden"]):
         raise Malformed("missing verdicts")
     missed = []
-    for item, got in zip(req["hidden"], verdicts):
-        kind = item["kind"]
+    for kind, got in zip(req["_kinds"], verdicts):
         if isinstance(got, dict) and "$error" in got:
             error = got["$error"]
             if error.get("code") == "not_attempted":
@@ -168,12 +170,12 @@ def _judge_gradient_test(req: dict, facts: dict) -> None:
         caught = len(BUGGY) - len(missed)
         names = "; ".join(BUGGY[k][1] for k in missed)
         raise Partial("test_misses_bugs", f"gradient_test: it caught {caught} of {len(BUGGY)} hidden bugs and passed "
-                      f"these: {names}. gradcheck compares values on the given inputs only: also try a "
-                      "non-contiguous copy, call backward twice, check that grad_output is unchanged, and try "
-                      "inputs that broadcast.", caught / len(BUGGY))
+                      f"these: {names}. gradcheck compares values on the given inputs only.", caught / len(BUGGY),
+                      fix="also try a non-contiguous copy, call backward twice, check that grad_output is unchanged, "
+                      "and try inputs that broadcast.")
 
 
 EXERCISES.append(Exercise(grade_id="gradient_test", title="backward_is_correct", names=("backward_is_correct",), stages=(
     Stage(name="returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
-          points=4, probe=probes.verdicts, judge=_judge_gradient_test),
+          points=4, judge=_judge_gradient_test),
 ), request=_gradient_test_request))

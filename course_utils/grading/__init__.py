@@ -13,4 +13,7 @@ nor escape the grader.
   interface, each reading the model only: ``reports`` (grade table, feedback files), ``dashboard``
   (``--report``), JSON lines; ``gradescope.results`` writes Gradescope's results.json from it too.
 * ``gradescope``: the autograder archive for Gradescope; ``similarity``: the copy report (copydetect).
+* ``gradebook``: the course's SQLite store of record (results and instructor decisions); ``book_cli``:
+  its commands (accept, override, regrade, export); ``roster``, ``late`` (due dates) and ``lms`` (Canvas,
+  Moodle, nbgrader exports) feed the export; ``copies``: "copied from the solutions" flags on a row.
 """

@@ -21,12 +21,12 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import sandbox, similarity
+from . import book_cli, copies, sandbox, similarity
 from .collect import UsageError, collect, course_version, display_name, load_assignments
 from .outputs import json_line, write_all
 from .reports import common_root
 from .results import Batch, SubmissionResult
-from .store import Store, file_digest, merge
+from .store import Store, file_digest, merge, options_key
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -49,16 +49,33 @@ class _NoBar:
         return None
 
 
+class _Lines(_NoBar):
+    """Progress where stderr is a log, not a terminal (or tqdm is missing): one line per finished submission."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        if total:
+            print(f"grading {total} submission(s)", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        print(f"graded {self.done}/{self.total}", file=sys.stderr, flush=True)
+
+
 def progress_bar(total: int) -> Any:
-    """A progress bar on the terminal (tqdm, an instructors' tool), silent when stderr is not one."""
+    """A progress bar on the terminal (tqdm, an instructors' tool); a line per submission otherwise."""
     try:
         from tqdm import tqdm
     except ImportError:
-        return _NoBar()
-    return tqdm(total=total, unit="submission", disable=not (total and sys.stderr.isatty()), file=sys.stderr)
+        return _Lines(total)
+    if not (total and sys.stderr.isatty()):
+        return _Lines(total)
+    return tqdm(total=total, unit="submission", file=sys.stderr)
 
 
-EPILOG = """For Gradescope, build an autograder archive of one assignment instead (upload the zip; students
+EPILOG = """The grade book (--book): ./course grade accept | override | regrade | export --help
+
+For Gradescope, build an autograder archive of one assignment instead (upload the zip; students
 submit their .ipynb; the archive's contents are listed in README):
 
     python -m course_utils.grade gradescope 04_exercises --out autograder.zip
@@ -71,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="notebooks or folders of notebooks")
     p.add_argument("--out", help="write the grade table (CSV) here")
     p.add_argument("--feedback-dir", help="write one feedback file per submission here")
+    p.add_argument("--feedback-fix", action="store_true", help="feedback shows the fix of each mistake too, not only "
+                   "its diagnosis (off by default: students derive the fix themselves)")
     p.add_argument("--results", help="folder of per-submission results, used to resume (default: OUT.results)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per exercise (default 60)")
     p.add_argument("--memory", type=float, default=4.0, help="GiB of memory per worker, all its processes (default 4)")
@@ -81,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", help="grade only shard K of N (K/N), e.g. on separate machines; merge with --merge")
     p.add_argument("--merge", nargs="+", metavar="RESULTS", help="combine result folders of shards into one table")
     p.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
+    p.add_argument("--uid-sandbox", action="store_true", help="as root where bubblewrap cannot start (Docker, "
+                   "Kubernetes): run student code as a separate uid, without namespaces (weaker: see README)")
     p.add_argument("--similarity", metavar="REPORT", help="also write a similarity report of the answers, "
                    "REPORT.html and REPORT.csv (flags pairs; never changes a grade)")
     p.add_argument("--report", metavar="REPORT.html", help="also write the instructor's dashboard: one self-contained "
@@ -88,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "that need you, and the similar pairs (with --similarity)")
     p.add_argument("--similarity-threshold", type=float, default=0.6, metavar="SHARE",
                    help="flag pairs of answers at least this similar (0-1, default 0.6)")
+    p.add_argument("--book", metavar="BOOK.sqlite", help="record this batch in the course's grade book and apply its "
+                   "decisions to every output (then: accept, override, regrade, export; each has --help)")
+    p.add_argument("--roster", metavar="ROSTER.csv", help="the class list (id,name,email,pattern): lists the files no "
+                   "student's pattern matches and the students with no file (export applies it: see export --help)")
     p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
     return p
 
@@ -98,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         from .gradescope import main as gradescope_main
 
         return gradescope_main(argv[1:])
+    if argv[:1] and argv[0] in book_cli.COMMANDS:  # the grade book: accept | override | regrade | export
+        return book_cli.main(argv)
     options = build_parser().parse_args(argv)
     try:
         return _main(options)
@@ -108,14 +135,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args) -> int:
     check_options(args)
+    book_cli.check_early(args.book, args.roster)  # a bad roster or grade book fails now, not after the batch
     if args.similarity:
         similarity.require()  # a missing optional dependency fails now, not after the batch
     targets = {"out": args.out, "feedback_dir": args.feedback_dir, "report": args.report}
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
-        merged = merge([Path(f) for f in args.merge])
-        write_all(Batch(merged, common_root([r.submission for r in merged])), targets)
+        merged = merge([Path(f) for f in args.merge], *_course_facts(Path(args.course)))
+        merged = book_cli.record_and_apply(args.book, merged)
+        write_all(Batch(merged, common_root([r.submission for r in merged]),
+                        feedback_dir=Path(args.feedback_dir) if args.feedback_dir else None), targets)
         for r in merged if args.json else []:
             print(json_line(r))
         print(f"merged {len(merged)} results", file=sys.stderr)
@@ -131,18 +161,25 @@ def _main(args) -> int:
         raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "
                          f"{', '.join(sorted(assignments))}.")
     version = course_version(assignments, COURSE_UTILS)
-    box = sandbox.Sandbox("none", "--no-sandbox was given") if args.no_sandbox else sandbox.detect()
+    box = sandbox.NO_SANDBOX if args.no_sandbox else sandbox.detect(allow_uid=args.uid_sandbox)
+    if not box.usable:  # fail closed: grade nothing rather than run student code unisolated
+        raise UsageError(f"the grader's sandbox cannot start: {box.reason}. Nothing was graded; fix that, or "
+                         "pass --no-sandbox to run student code WITHOUT isolation (every row records it).")
     if box.mode == "none":
-        print(f"WARNING: {box.reason}: student code runs WITHOUT a sandbox (it can read and write your files "
-              "and use the network). Install bubblewrap: apt-get install bubblewrap.", file=sys.stderr)
+        print("WARNING: --no-sandbox: student code runs WITHOUT a sandbox (it can read and write your files "
+              "and use the network); every row records it.", file=sys.stderr)
+    elif box.mode == "uid":
+        print(f"note: {box.reason}: weaker than bubblewrap (network reachable; see README, What holds where).",
+              file=sys.stderr)
     from .judge import JOB_MEMORY, JUDGE_MEMORY, Options, grade_submission  # torch and the checks: only now
     from .limits import cap_judge_memory
 
     cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
-                      assignment=args.assignment)
+                      assignment=args.assignment, feedback_fix=args.feedback_fix)
+    grading = options_key(args.timeout, options.memory, box.mode, args.assignment)  # another option: other results
     store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
-                  version + (args.assignment or ""))  # another --assignment: other results
+                  version, grading)
     root = common_root([display_name(f) for f, _ in files])
     rows: list[SubmissionResult] = []
     todo: list[tuple[Path, str]] = []
@@ -171,7 +208,7 @@ def _main(args) -> int:
         finally:
             with lock:
                 free_slots.append(slot)
-        row.course_version = version
+        row.course_version, row.options = version, grading
         with lock:
             store.save(row)
             rows.append(row)
@@ -194,13 +231,24 @@ def _main(args) -> int:
                                           args.similarity, args.similarity_threshold, root)
         print(f"similarity: {len(pairs)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
               file=sys.stderr)
-    write_all(Batch(rows, root, pairs, written[0] if written else None), targets)
+    copies.mark(rows, [f for f, skipped in files if not skipped], assignments, Path(args.course))  # flags only
+    rows = book_cli.record_and_apply(args.book, rows)
+    book_cli.report_roster(args.roster, rows)
+    write_all(Batch(rows, root, pairs, written[0] if written else None,
+                    Path(args.feedback_dir) if args.feedback_dir else None), targets)
     if args.report:
         print(f"dashboard: {args.report}", file=sys.stderr)
     graded = [r for r in rows if r.graded]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
     return 0
+
+
+def _course_facts(course: Path) -> tuple[str, dict[str, float]]:
+    """This course's version and each exercise's maximum: what merged shards must agree with."""
+    from ..checks import EXERCISES
+
+    return course_version(load_assignments(course), COURSE_UTILS), {g: float(e.points) for g, e in EXERCISES.items()}
 
 
 def check_options(args: argparse.Namespace) -> None:

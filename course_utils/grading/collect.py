@@ -16,18 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import ASSIGNMENT_KEY
+from .errors import UsageError
 from .policy import learning_flags, review_reasons
 from .results import ExerciseResult, SubmissionResult
 
-__all__ = ["learning_flags", "review_reasons"]  # read from the code by the judge (see policy)
+__all__ = ["UsageError", "learning_flags", "review_reasons"]  # UsageError: its home is errors; the judge reads policy
 
 MAX_NOTEBOOK_BYTES = 20 << 20
 MAX_CELLS = 2000
 MAX_SOURCE = 1 << 20
-
-
-class UsageError(Exception):
-    """Bad command-line input: reported as one sentence, exit status 2."""
 
 
 class NotebookError(ValueError):

@@ -5,7 +5,8 @@
 It reads only the rows the grader produced (the ones the CSV and the feedback files are
 written from) and, when a similarity report was asked for, its flagged pairs. The plots
 are matplotlib figures inlined as SVG, so the page opens from a file, offline, with no
-server. Everything a submission controls (its name, its hints) is escaped.
+server; one inline script (``SORT_SCRIPT``, nothing fetched) sorts a table by the clicked
+column. Everything a submission controls (its name, its hints) is escaped.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from .reports import page
+from .reports import feedback_name, page
 from .results import Batch, SubmissionResult
 from .similarity import SHOWN, Pair
 from .store import atomic_write
@@ -24,10 +25,15 @@ from .store import atomic_write
 TOP_DIAGNOSES = 5  # most common diagnoses shown per exercise
 
 
-def _points_bins(maximum: float) -> list[float]:
-    """Histogram edges centred on every half point from 0 to ``maximum``."""
-    steps = round(maximum * 2)
-    return [(k - 0.5) / 2 for k in range(steps + 2)]
+def _whole(values: Sequence[float]) -> bool:
+    return all(float(v).is_integer() for v in values)
+
+
+def _points_bins(maximum: float, scores: Sequence[float] = ()) -> list[float]:
+    """Histogram edges centred on every point (every half point when a score or the maximum is not whole)."""
+    per = 1 if _whole([maximum, *scores]) else 2
+    steps = round(maximum * per)
+    return [(k - 0.5) / per for k in range(steps + 2)]
 
 
 def histograms_svg(title: str, series: Sequence[tuple[str, list[float], float]]) -> str:
@@ -38,12 +44,14 @@ def histograms_svg(title: str, series: Sequence[tuple[str, list[float], float]])
     fig = Figure(figsize=(2.6 * len(series), 2.3), layout="constrained")
     for i, (label, scores, maximum) in enumerate(series):
         ax = fig.add_subplot(1, len(series), i + 1)
-        ax.hist(scores, bins=_points_bins(maximum), color="#4c72b0" if i else "#dd8452", edgecolor="white")
+        ax.hist(scores, bins=_points_bins(maximum, scores), color="#4c72b0" if i else "#dd8452", edgecolor="white")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("points", fontsize=8)
         ax.set_xlim(-0.5, maximum + 0.5)
         ax.tick_params(labelsize=7)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if _whole([maximum, *scores]):  # integer scores: integer ticks, never 0.5
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=10)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
@@ -117,28 +125,102 @@ def similarity_section(pairs: list[Pair], report: str) -> list[str]:
     return out + ["</table></section>"]
 
 
-def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, similarity_report: str = "") -> str:
+def needs_attention(row: SubmissionResult) -> bool:
+    """Not simply graded, or graded yet flagged or held (an accepted hold stays listed, with its decision)."""
+    return not row.graded or bool(row.flags or row.review)
+
+
+def _why(row: SubmissionResult) -> str:
+    """Every reason at once: the hold, the status and each flag (a row may have all three)."""
+    parts = [row.reason()] + (list(row.flags) if row.review else [])
+    if row.decisions:
+        parts.append("decided: " + " | ".join(row.decisions))
+    return "; ".join(parts)
+
+
+SORT_SCRIPT = """<script>
+document.querySelectorAll('table.sortable th').forEach(function (th) {
+  var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+  th.tabIndex = 0;
+  th.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); th.click(); } });
+  th.addEventListener('click', function () {
+    var table = th.closest('table'), rows = Array.from(table.querySelectorAll('tr')).slice(1);
+    var up = th.getAttribute('aria-sort') !== 'ascending';
+    table.querySelectorAll('th').forEach(function (o) { o.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+    function key(tr) { var c = tr.children[col]; return c.dataset.sort !== undefined ? c.dataset.sort : c.textContent.trim(); }
+    rows.sort(function (a, b) {
+      var x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+      var r = (x === '' || y === '') ? (x === '') - (y === '') : (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return up ? r : -r;
+    });
+    rows.forEach(function (tr) { table.appendChild(tr); });
+  });
+});
+</script>"""
+
+
+def _feedback_link(row: SubmissionResult, batch: Batch | None, here: Path | None) -> str:
+    name = html.escape(row.submission)
+    if batch is None or batch.feedback_dir is None or here is None:
+        return name
+    target = Path(batch.feedback_dir).resolve() / feedback_name(row.submission, batch.root)
+    try:
+        href = target.relative_to(here.resolve()).as_posix()
+    except ValueError:
+        href = target.as_uri()
+    return f"<a href='{html.escape(href)}'>{name}</a>"
+
+
+def students_section(rows: list[SubmissionResult], batch: Batch | None = None, here: Path | None = None) -> list[str]:
+    """One row per submission: final total (empty until it counts), provisional, exercises, flags, decisions."""
+    from ..checks import EXERCISES
+
+    gids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
+    head = "".join(f"<th>{g}</th>" for g in gids)
+    out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading to sort by it. The total is "
+           "empty while a submission is held or could not be graded: record a decision "
+           "(<code>./course grade accept</code>) to make it count.</p>",
+           "<table class='students sortable'><tr><th>submission</th><th>assignment</th><th>status</th><th>total</th>"
+           f"<th>provisional</th><th>max</th>{head}<th>flags</th><th>decisions</th></tr>"]
+    for r in sorted(rows, key=lambda r: r.submission):
+        cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
+        out.append(f"<tr data-submission='{html.escape(r.submission)}'><td>{_feedback_link(r, batch, here)}</td>"
+                   f"<td>{html.escape(r.assignment)}</td><td>{html.escape(r.status)}</td>"
+                   f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td>{r.total:g}</td>"
+                   f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
+                   f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
+    return out + ["</table></section>"]
+
+
+def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, similarity_report: str = "",
+                batch: Batch | None = None, here: Path | None = None) -> str:
     """The whole dashboard page for ``rows`` (and the flagged similarity ``pairs``, if any)."""
     graded = [r for r in rows if r.graded]
-    others = sorted((r for r in rows if not r.graded), key=lambda r: (r.status, r.submission))
+    others = sorted((r for r in rows if needs_attention(r)), key=lambda r: (r.graded, r.status, r.submission))
     counts = Counter(r.status for r in rows)
     body = ["<h1>Grading report</h1>",
             f"<p id='summary'>{len(rows)} submission(s): "
             + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(counts.items())) + ".</p>"]
-    for name in sorted({r.assignment for r in graded}):
-        body += _assignment_section(name, [r for r in graded if r.assignment == name])
+    unsandboxed = sum(1 for r in rows if r.sandbox == "none")  # only ever with --no-sandbox (grading/judge.py)
+    if unsandboxed:
+        body.append(f"<p id='no-sandbox' class='warning'>{unsandboxed} submission(s) were graded WITHOUT the sandbox "
+                    "(--no-sandbox): their code was not isolated.</p>")
     body.append("<section id='attention'><h2>Needs your attention</h2>")
     if others:
-        body.append("<table class='attention'><tr><th>submission</th><th>status</th><th>reason</th></tr>")
-        body += [f"<tr><td>{html.escape(r.submission)}</td><td>{html.escape(r.status)}</td>"
-                 f"<td>{html.escape(r.reason())}</td></tr>" for r in others]
+        body.append("<table class='attention sortable'><tr><th>submission</th><th>status</th><th>reason</th></tr>")
+        body += [f"<tr><td>{_feedback_link(r, batch, here)}</td><td>{html.escape(r.status)}</td>"
+                 f"<td>{html.escape(_why(r))}</td></tr>" for r in others]
         body.append("</table>")
     else:
-        body.append("<p>Nothing: every submission was graded.</p>")
+        body.append("<p>Nothing: every submission was graded, with no flag.</p>")
     body.append("</section>")
+    for name in sorted({r.assignment for r in graded if r.assignment}):  # an accepted unreadable file has none
+        body += _assignment_section(name, [r for r in graded if r.assignment == name])
+    body += students_section(rows, batch, here)
     if pairs is not None:
         body += similarity_section(pairs, similarity_report)
-    return page("Grading report", "\n".join(body))
+    return page("Grading report", "\n".join(body) + SORT_SCRIPT)
 
 
 def write(batch: Batch, out: str) -> Path:
@@ -150,5 +232,5 @@ def write(batch: Batch, out: str) -> Path:
             link = str(Path(batch.similarity_html).resolve().relative_to(target.resolve().parent))
         except ValueError:
             link = Path(batch.similarity_html).resolve().as_uri()
-    atomic_write(target, report_html(batch.rows, batch.pairs, link))
+    atomic_write(target, report_html(batch.rows, batch.pairs, link, batch, target.parent))
     return target

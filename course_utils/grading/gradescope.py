@@ -39,8 +39,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq python3 python3-venv python3-pip
 # The grader's sandbox; if this Ubuntu has no bubblewrap, or the container cannot make
-# namespaces, submissions are graded without it (run_autograder says so on stdout).
-apt-get install -y -qq bubblewrap || echo "bubblewrap is not available: grading will run without the sandbox"
+# namespaces, nothing is graded (run_autograder says why on stdout) unless AUTOGRADER_NO_SANDBOX=1.
+apt-get install -y -qq bubblewrap || echo "bubblewrap is not available: the grader will refuse to grade"
 python3 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install -q --upgrade pip
 /autograder/venv/bin/python -m pip install -q --extra-index-url {index} -r /autograder/source/requirements.txt
@@ -123,16 +123,31 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
 
 def run(root: Path) -> int:
     """Grade ``root/submission`` and write ``root/results/results.json``; always writes a result."""
-    from .judge import Options, grade_submission
+    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options, grade_submission
+    from .limits import cap_judge_memory
 
     course = ROOT
     assignments = load_assignments(course)
     assignment = next(iter(assignments))
     found = sorted(str(p) for p in (root / "submission").rglob("*.ipynb") if p.is_file() and not p.is_symlink())
-    box = sandbox.detect()
+    box = sandbox.NO_SANDBOX if os.environ.get("AUTOGRADER_NO_SANDBOX") == "1" else \
+        sandbox.detect(allow_uid=os.environ.get("AUTOGRADER_UID_SANDBOX", "1") == "1")
+    if not box.usable:  # fail closed: a zero that says why, never unisolated points
+        print(f"ERROR: the grader's sandbox cannot start: {box.reason}. Nothing was graded (set "
+              "AUTOGRADER_NO_SANDBOX=1 in run_autograder to grade without isolation; see README, Gradescope).")
+        return _write(root, {"score": 0.0, "output": "Nothing was graded: the autograder could not start its "
+                             "sandbox. Your instructor has been told; your submission is kept.",
+                             "stdout_visibility": "hidden", "tests": []})
     if box.mode == "none":
-        print(f"WARNING: {box.reason}: the submission runs WITHOUT the grader's sandbox, inside Gradescope's "
-              "container only (see README, Gradescope).")
+        print("WARNING: AUTOGRADER_NO_SANDBOX=1: the submission runs WITHOUT the grader's sandbox.")
+    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY)
+    if box.mode == "uid":  # the runner's uid may read neither the checks nor write the results
+        print(f"note: {box.reason} (see README, What holds where)")
+        if (root / "source").exists():
+            os.chmod(root / "source", 0o700)
+        (root / "results").mkdir(parents=True, exist_ok=True)
+        os.chown(root / "results", 0, 0)
+        os.chmod(root / "results", 0o755)
     options = Options(timeout=float(os.environ.get("AUTOGRADER_TIMEOUT", "60")), sandbox=box, assignment=assignment)
     row = None
     for path in found:  # the first notebook of this assignment counts
@@ -143,7 +158,10 @@ def run(root: Path) -> int:
             break
     for flag in row.flags if row else []:
         print(f"flag: {flag}")
-    data = results(row, found, assignment)
+    return _write(root, results(row, found, assignment))
+
+
+def _write(root: Path, data: dict) -> int:
     (root / "results").mkdir(parents=True, exist_ok=True)
     (root / "results" / "results.json").write_text(json.dumps(data, indent=1))
     print(f"score {data['score']:g}; results in {root / 'results' / 'results.json'}")

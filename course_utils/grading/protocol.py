@@ -12,7 +12,9 @@ from typing import Protocol
 from .. import wire
 
 MAX_FRAME = 64 << 20  # bytes in one runner message
-MAX_TOTAL = 256 << 20  # bytes from one runner start
+MAX_TOTAL = 256 << 20  # bytes from one runner start, frame heads included
+MAX_HEADER = 16 << 20  # bytes of a message's JSON header (tensor bytes travel after it)
+MAX_NODES = 1_000_000  # containers and items in one header: wire.loads refuses more, but only after json.loads
 MAX_MESSAGES = 200  # messages from one runner start
 MAX_NOTE = 300  # characters per cell error note
 MAX_NOTES = 10
@@ -28,22 +30,40 @@ class ProtocolError(ValueError):
     """The peer broke the framing (too long, truncated, not our format)."""
 
 
+class TooLarge(ProtocolError):
+    """A message over a size limit, refused before it was read or parsed."""
+
+
 def frame(message: object) -> bytes:
     data = wire.dumps(message)
     return struct.pack(">I", len(data)) + data
 
 
-def read_frame(stream: Readable, limit: int = MAX_FRAME) -> object | None:
-    """The next message, or None at a clean end of stream."""
+def read_frame(stream: Readable, limit: int = MAX_FRAME, nodes: int | None = MAX_NODES) -> object | None:
+    """The next message, or None at a clean end of stream.
+
+    ``limit``: bytes this frame may have (checked before it is read); ``nodes``: containers and
+    items its JSON header may hold, bounded by counting ``[ { ,`` in its bytes before
+    ``json.loads`` builds anything (an empty dict is 2 bytes on the wire, ~64 in memory);
+    None only for the judge's own job, which the runner reads.
+    """
     head = _read_exactly(stream, 4)
     if head is None:
         return None
     (size,) = struct.unpack(">I", head)
     if size > limit:
-        raise ProtocolError(f"a message of {size} bytes is over the limit of {limit}")
+        raise TooLarge(f"a message of {size} bytes is over the limit of {limit}")
     body = _read_exactly(stream, size)
     if body is None:
         raise ProtocolError("the stream ended inside a message")
+    if nodes is not None and len(body) >= 4:
+        (n,) = struct.unpack_from("<I", body)
+        header = memoryview(body)[4:4 + n]
+        if n > MAX_HEADER:
+            raise TooLarge(f"a message header of {n} bytes is over the limit of {MAX_HEADER}")
+        raw = bytes(header)
+        if raw.count(b"[") + raw.count(b"{") + raw.count(b",") > nodes:
+            raise TooLarge(f"a message header holds more than {nodes} items")
     try:
         return wire.loads(body)
     except wire.WireError as exc:
@@ -70,6 +90,11 @@ def validate(message: object, expected: set[str]) -> dict | None:
     kind = message["kind"]
     if kind in ("ready", "done"):
         return {"kind": kind}
+    if kind == "audit":  # what the runner's audit hook saw answer code do (grading/audit.py)
+        where, why = message.get("exercise"), message.get("reason")
+        if not (isinstance(where, str) and isinstance(why, str)):
+            return None
+        return {"kind": kind, "exercise": where[:100], "reason": why[:MAX_NOTE]}
     exercise = message.get("exercise")
     if not isinstance(exercise, str) or exercise not in expected:
         return None

@@ -50,6 +50,8 @@ def feedback_name(submission: str, root: str) -> str:
 def feedback_text(row: SubmissionResult) -> str:
     lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}",
              f"Result: {row.status}, {row.total:g}/{row.max:g} points", ""]
+    if row.decisions:
+        lines[-1:-1] = ["Instructor's decisions:"] + [f"  - {d}" for d in row.decisions]
     if row.review:
         lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
                         "its answer code " + "; ".join(row.review) + "."]
@@ -75,11 +77,14 @@ def table_csv(rows: list[SubmissionResult]) -> str:
     ids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["submission", "assignment", "status", "total", "max", *ids, "review", "flags"])
+    # total: only what counts (empty while held or ungradable, until a decision in the grade book);
+    # provisional: what the checks gave, whatever the status
+    w.writerow(["submission", "assignment", "status", "total", "provisional", "max", *ids, "review", "flags",
+                "decisions"])
     for r in sorted(rows, key=lambda r: r.submission):
-        w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}", f"{r.max:g}",
-                    *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
-                    " | ".join(r.review), " | ".join(r.flags)]])
+        w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}" if r.graded else "",
+                    f"{r.total:g}", f"{r.max:g}", *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
+                    " | ".join(r.review), " | ".join(r.flags), " | ".join(r.decisions)]])
     return buf.getvalue()
 
 

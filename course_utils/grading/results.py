@@ -64,9 +64,12 @@ class SubmissionResult:
     exercises: dict[str, ExerciseResult] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     review: list[str] = field(default_factory=list)  # why a person must look before the points count
+    decisions: list[str] = field(default_factory=list)  # the grade book's decisions applied (gradebook.final)
     sha256: str = ""
     course_version: str = ""
     seconds: float = 0.0
+    sandbox: str = ""  # how its code ran: root | user | none (--no-sandbox) | "" (never ran)
+    options: str = ""  # every grading option that changes a grade (store.options_key): merges compare it
 
     @property
     def total(self) -> float:
@@ -120,6 +123,7 @@ class Batch:
     root: str = ""  # the folder all submissions share (feedback file names keep what tells them apart)
     pairs: list[Pair] | None = None  # similar answers, when a similarity report was asked for
     similarity_html: Path | None = None  # that report's page
+    feedback_dir: Path | None = None  # where the feedback files are (the dashboard links to them)
 
 
 Writer = Callable[[Batch, str], Path]  # every output format: (batch, where to) -> what it wrote

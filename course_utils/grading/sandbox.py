@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,24 +38,62 @@ COURSE_MOUNT = "/course"  # where course_utils appears inside the sandbox
 SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
 ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per worker slot, never a real account
+UID_MODE_FIRST_UID = 62000  # uid mode: 16 per judge process (by pid), so two graders never share (or kill) one
 # all of the course the sandbox holds: the runner, its framing and the probes; never checks/ (references,
 # expected values, judging), never solutions/, release or grading's other modules
-RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py")
+RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py",
+                "grading/audit.py")
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 BOOT = (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
         "from course_utils.grading.runner import main; main(UID)")
 
 
-def boot(uid: int | None) -> str:
-    """The runner's start-up code; ``uid``: the unprivileged user it becomes (root mode), else None."""
-    return BOOT.replace("UID", "None" if uid is None else str(int(uid)))
+def boot(uid: int | None, seccomp_file: str | None = None) -> str:
+    """The runner's start-up code; ``uid``: the unprivileged user it becomes (root and uid modes), else None.
+
+    ``seccomp_file``: the filter the runner loads itself, after dropping privileges (uid mode: no bubblewrap).
+    """
+    text = BOOT.replace("UID", "None" if uid is None else str(int(uid)))
+    return text if seccomp_file is None else text.replace("main(", f"main(seccomp_file={seccomp_file!r}, uid=")
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    mode: str  # "root" | "user" | "none"
-    reason: str = ""  # why there is no sandbox, for the warning
+    mode: str  # "root" | "user" (bubblewrap) | "uid" (root without namespaces) | "none"
+    reason: str = ""  # why there is no sandbox, and how to get one
+    explicit: bool = False  # "none" because the instructor asked (--no-sandbox): only then may points be given
+
+    @property
+    def usable(self) -> bool:
+        """Whether student code may be graded this way: sandboxed, or unsandboxed on explicit request."""
+        return self.mode != "none" or self.explicit
+
+
+NO_SANDBOX = Sandbox("none", "--no-sandbox was given", explicit=True)
+
+FIXES = (  # (what bubblewrap's error says, what to do), first match wins
+    ("No such file", "the Python installation or the course is under a path bubblewrap cannot bind "
+     "(a symbolic link in the .venv path?): recreate .venv at a real path with ./course setup"),
+    ("Can't find source path", "the Python installation or the course is under a path bubblewrap cannot bind "
+     "(a symbolic link in the .venv path?): recreate .venv at a real path with ./course setup"),
+    ("namespace", "this machine or container does not allow the namespaces bubblewrap needs: allow "
+     "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+     "kernel.apparmor_restrict_unprivileged_userns=0), or run the grader as root outside a container"),
+    ("uid map", "this machine or container does not allow user namespaces: allow them "
+     "(sysctl kernel.unprivileged_userns_clone=1), or run the grader as root outside a container"),
+    ("Operation not permitted", "this container forbids what bubblewrap needs (mount, namespaces): grade "
+     "outside it, or give the container those rights (Docker: --security-opt seccomp=unconfined "
+     "--cap-add SYS_ADMIN)"),
+)
+
+
+def fix_for(message: str) -> str:
+    """What to do about bubblewrap's error ``message`` (one clause)."""
+    for needle, fix in FIXES:
+        if needle.lower() in message.lower():
+            return fix
+    return "run `bwrap --ro-bind / / true` to see why bubblewrap fails here, and fix that"
 
 
 def runner_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -130,20 +171,33 @@ def plain_command() -> list[str]:
 
 
 @cache
-def detect() -> Sandbox:
-    """Which sandbox this machine can give (tried for real once per process)."""
+def detect(allow_uid: bool = False) -> Sandbox:
+    """Which sandbox this machine can give (tried for real once per process).
+
+    ``allow_uid``: as root, where bubblewrap cannot start, fall back to the uid sandbox (``uid_command``).
+    """
+    box = _bubblewrap()
+    if box.mode == "none" and allow_uid and os.geteuid() == 0 and seccomp.filter_for() is not None:
+        return Sandbox("uid", box.reason.split(";")[0] + "; student code runs as a separate uid without namespaces")
+    return box
+
+
+def _bubblewrap() -> Sandbox:
     if not shutil.which("bwrap"):
-        return Sandbox("none", "bubblewrap (bwrap) was not found")
+        return Sandbox("none", "bubblewrap (bwrap) was not found on PATH: install it "
+                       "(Debian/Ubuntu: apt-get install bubblewrap)")
     mode = "root" if os.geteuid() == 0 else "user"
     probe = bwrap_command(mode, COURSE_UTILS, 1 << 20, None)
     probe = probe[:probe.index("--") + 1] + [sys.executable, "-I", "-c", "import os; print(os.getuid())"]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Sandbox("none", f"bubblewrap could not start ({type(exc).__name__})")
+        return Sandbox("none", f"bubblewrap could not start ({type(exc).__name__}): "
+                       "run `bwrap --ro-bind / / true` to see why")
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[-1][:160]
-        return Sandbox("none", f"bubblewrap is installed but cannot create a sandbox here ({first})")
+        return Sandbox("none", f"bubblewrap is installed but cannot create a sandbox here ({first}); "
+                       + fix_for(first))
     return Sandbox(mode)
 
 
@@ -156,3 +210,67 @@ def seccomp_pipe() -> int | None:
     os.write(write, program)  # a few hundred bytes: fits in the pipe buffer
     os.close(write)
     return read
+
+
+# --------------------------------------------------------------------------- uid mode (root, no namespaces)
+def uid_for(slot: int) -> int:
+    """The uid-mode uid of a worker slot: its own per judge process, never a real account."""
+    return UID_MODE_FIRST_UID + (os.getpid() % 1000) * 16 + slot % 16
+
+
+def uid_dir(uid: int) -> tuple[str, str]:
+    """(folder to remove afterwards, private home) for a uid-mode runner.
+
+    The folder is root's: the runner's files of ``course_utils`` (read-only copies: never the
+    checks) and the seccomp filter; only ``home`` (mode 0700) belongs to ``uid``.
+    """
+    base = tempfile.mkdtemp(prefix="grade-uid-")
+    os.chmod(base, 0o755)
+    target = os.path.join(base, "course", "course_utils")
+    for name in RUNNER_FILES:
+        os.makedirs(os.path.dirname(os.path.join(target, name)), mode=0o755, exist_ok=True)
+        shutil.copyfile(COURSE_UTILS / name, os.path.join(target, name))
+    for name in RUNNER_DIRS:
+        shutil.copytree(COURSE_UTILS / name, os.path.join(target, name), ignore=shutil.ignore_patterns("__pycache__"))
+    program = seccomp.filter_for()
+    assert program is not None  # detect() offers uid mode only where there is a filter
+    with open(os.path.join(base, "filter.bpf"), "wb") as f:
+        f.write(program)
+    for folder, _dirs, files in os.walk(base):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    home = os.path.join(base, "home")
+    os.mkdir(home, 0o700)
+    os.chown(home, uid, uid)
+    return base, home
+
+
+def uid_command(base: str, uid: int) -> list[str]:
+    """Start the runner as root; its first act is to become ``uid`` and load the filter (``runner.main``)."""
+    code = boot(uid, os.path.join(base, "filter.bpf")).replace(COURSE_MOUNT, os.path.join(base, "course"))
+    return [sys.executable, "-I", "-B", "-c", code]
+
+
+def kill_uid(uid: int) -> int:
+    """SIGKILL every process of ``uid`` until none is left (a double-forked daemon too); how many were seen."""
+    seen = 0
+    for _ in range(100):
+        found = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    if os.stat(f"/proc/{pid}").st_uid == uid:
+                        found.append(int(pid))
+                except OSError:
+                    pass
+        if not found:
+            break
+        seen += len(found)
+        for victim in found:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return seen

@@ -5,9 +5,12 @@
 Uses copydetect (winnowed fingerprints of tokenised code, Schleimer et al. 2003): comments
 and whitespace are dropped and every identifier becomes one placeholder, so renamed
 variables and reordered methods still match. Only answer cells are compared, and what
-the course gave everyone (the answer cell's stub: imports, class and method headers) is
-removed before comparing; an answer left as the stub is not compared at all. The report
-flags pairs to read; it never changes a grade.
+the course gave everyone (the answer cell's stub and every code cell of the exercise
+notebook: copydetect's boilerplate) is removed before comparing; an answer left as the stub
+is not compared at all, and a pair sharing less than ``MIN_SPAN`` of tokenised code is never
+flagged (short standard answers look alike). Highlighting ends where the shared code ends
+(``_raw_slices``). The report flags pairs to read; it never changes a grade. Answers copied
+from ``solutions/`` are flagged on their own row by ``copies``.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from .reports import neutral, page
 from .store import atomic_write
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
+MIN_SPAN = 50  # characters of tokenised code in common (a name is one) below which no pair is flagged: ~5 lines
 SHOWN = 200  # flagged pairs shown side by side in the HTML report (all of them are in the CSV)
 
 
@@ -41,6 +45,11 @@ class Pair:
     similarity: float  # the larger of the two shares
     shares: tuple[float, float]
     slices: tuple  # copydetect's (starts, ends) of the matching code in each source
+    overlap: int = MIN_SPAN  # tokenised characters in common (after removing what the course shipped)
+
+    def flagged(self, threshold: float) -> bool:
+        """Similar enough, over a span long enough to mean something (a short standard answer never is)."""
+        return self.similarity >= threshold and self.overlap >= MIN_SPAN
 
 
 def answers(files: list[Path], assignments: dict[str, Assignment]) -> dict[tuple[str, str], list[Answer]]:
@@ -87,22 +96,71 @@ def _given(stub: str) -> set:
     return set(hashed_kgrams(code, defaults.NOISE_THRESHOLD).tolist())
 
 
-def compare(groups: dict[tuple[str, str], list[Answer]], stubs: dict[tuple[str, str], str]) -> list[Pair]:
-    """Every pair of answers to the same exercise that share any code, most similar first."""
-    from copydetect import compare_files
+def _raw_slices(fp, source: str, starts, ends):
+    """Map copied slices of the filtered code back to ``source``, each ending where its last token ends.
 
+    copydetect maps an end through the shift of the position *after* it, so a slice took in the
+    whitespace or comment that follows it (one character or more too many); here the last token
+    is located, and a name, number or string is extended to its own end.
+    """
+    import numpy as np
+
+    starts, ends = np.asarray(starts, dtype=int), np.asarray(ends, dtype=int)
+    if len(fp.offsets) == 0 or len(starts) == 0:
+        return np.array([starts, ends])
+
+    def raw(p):
+        return p + fp.offsets[:, 1][np.clip(np.searchsorted(fp.offsets[:, 0], p), 0, fp.offsets.shape[0] - 1)]
+
+    out_ends = []
+    for e, last in zip(ends, raw(ends - 1)):
+        end = int(last) + 1
+        if fp.filtered_code[e - 1] == "S" and e < len(fp.filtered_code):  # a string's body: up to its closing quote
+            end = int(raw(np.array([e]))[0])
+        elif source[last:last + 1].isidentifier() or source[last:last + 1].isdigit():
+            while end < len(source) and (source[end].isalnum() or source[end] == "_"):
+                end += 1
+        out_ends.append(end)
+    return np.array([raw(starts), np.array(out_ends, dtype=int)])
+
+
+def _compare(fp1, fp2, source1: str, source2: str):
+    """copydetect's ``compare_files`` (overlap, shares, slices) with the slices mapped by ``_raw_slices``."""
+    from copydetect.utils import find_fingerprint_overlap, get_copied_slices
+
+    idx1, idx2 = find_fingerprint_overlap(fp1.hashes, fp2.hashes, fp1.hash_idx, fp2.hash_idx)
+    s1, s2 = get_copied_slices(idx1, fp1.k), get_copied_slices(idx2, fp2.k)
+    if len(s1[0]) == 0:
+        return 0, (0.0, 0.0), ((), ())
+    overlap = int((s1[1] - s1[0]).sum())
+    shares = (min(float((s1[1] - s1[0]).sum() / fp1.token_coverage), 1.0),
+              min(float((s2[1] - s2[0]).sum() / fp2.token_coverage), 1.0))
+    return overlap, shares, (_raw_slices(fp1, source1, *s1), _raw_slices(fp2, source2, *s2))
+
+
+def compare(groups: dict[tuple[str, str], list[Answer]], stubs: dict[tuple[str, str], str],
+            given: dict[str, str] | None = None) -> list[Pair]:
+    """Every pair of answers to the same exercise that share any code, most similar first.
+
+    What the course ships (the answer cell's stub and, in ``given``, every code cell of the
+    assignment's exercise notebook) is copydetect's boilerplate: it never counts as shared.
+    """
     pairs = []
     for (assignment, exercise), group in sorted(groups.items()):
-        given = _given(stubs.get((assignment, exercise), ""))
-        prints = [_fingerprint(a.source, given) for a in group]
+        shipped = _given(stubs.get((assignment, exercise), "")) | _given((given or {}).get(assignment, ""))
+        prints = [_fingerprint(a.source, shipped) for a in group]
         for (i, a), (j, b) in itertools.combinations(enumerate(group), 2):
             if not prints[i].token_coverage or not prints[j].token_coverage:
                 continue
-            _, shares, slices = compare_files(prints[i], prints[j])
-            shares = (min(float(shares[0]), 1.0), min(float(shares[1]), 1.0))
+            overlap, shares, slices = _compare(prints[i], prints[j], a.source, b.source)
             if max(shares) > 0:
-                pairs.append(Pair(assignment, exercise, a, b, max(shares), shares, slices))
+                pairs.append(Pair(assignment, exercise, a, b, max(shares), shares, slices, overlap))
     return sorted(pairs, key=lambda p: (-p.similarity, p.assignment, p.exercise, p.a.submission, p.b.submission))
+
+
+def shipped_code(assignments: dict[str, Assignment]) -> dict[str, str]:
+    """assignment -> every code cell of its exercise notebook as shipped (copydetect's boilerplate)."""
+    return {name: "\n\n".join(c.source for c in a.cells if c.cell_type == "code") for name, a in assignments.items()}
 
 
 def stubs_of(assignments: dict[str, Assignment]) -> dict[tuple[str, str], str]:
@@ -125,7 +183,7 @@ def html_report(pairs: list[Pair], threshold: float, root: str = "") -> str:
     def short(p: str) -> str:
         return html.escape(p[len(root):].lstrip("/") if root and p.startswith(root) else p)
 
-    flagged = [p for p in pairs if p.similarity >= threshold]
+    flagged = [p for p in pairs if p.flagged(threshold)]
     parts = ["<h1>Similarity report</h1>",
              f"<p>{len(flagged)} pair(s) of answers at or above {threshold:.0%} similar (share of an answer's own "
              "code, after removing the stub, comments, whitespace and names, that also appears in the other). "
@@ -152,7 +210,7 @@ def csv_report(pairs: list[Pair], threshold: float) -> str:
     for p in pairs:
         w.writerow([neutral(v) for v in (p.assignment, p.exercise, p.a.submission, p.b.submission,
                     f"{p.similarity:.3f}", f"{p.shares[0]:.3f}", f"{p.shares[1]:.3f}",
-                    "yes" if p.similarity >= threshold else "no")])
+                    "yes" if p.flagged(threshold) else "no")])
     return buf.getvalue()
 
 
@@ -169,9 +227,9 @@ def write(files: list[Path], assignments: dict[str, Assignment], out: str, thres
           root: str = "") -> tuple[list[Pair], list[Path]]:
     """Write OUT.html and OUT.csv (OUT without its suffix); returns the flagged pairs and the files written."""
     require()
-    pairs = compare(answers(files, assignments), stubs_of(assignments))
+    pairs = compare(answers(files, assignments), stubs_of(assignments), shipped_code(assignments))
     base = Path(out).with_suffix("") if Path(out).suffix in (".html", ".csv") else Path(out)
     written = [base.with_name(base.name + ".html"), base.with_name(base.name + ".csv")]
     atomic_write(written[0], html_report(pairs, threshold, root))
     atomic_write(written[1], csv_report(pairs, threshold))
-    return [p for p in pairs if p.similarity >= threshold], written
+    return [p for p in pairs if p.flagged(threshold)], written

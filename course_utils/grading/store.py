@@ -1,20 +1,26 @@
 """Per-submission results on disk, written atomically: resuming an interrupted batch and merging shards.
 
 A result is stored under a key made of the submission's bytes (hashed once, here), its
-path and the course version (which covers the exercises and the grading code), so a
-changed file, a moved file or an upgraded grader is graded again, never served stale.
+path, the course version (which covers the exercises and the grading code) and every
+option that changes a grade (``options_key``: time limit, memory, sandbox mode,
+assignment), so a changed file, a moved file, an upgraded grader or another option is
+graded again, never served stale. Nothing read back is trusted: a stored row (a resumed
+one, or a shard's in ``--merge``) must pass ``problem`` (types, points within the course's
+maximum, same version and options), else it is graded again (resume) or the merge is
+refused with one sentence.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 
-from .collect import UsageError
+from .errors import UsageError
 from .results import SubmissionResult
 
 
@@ -24,6 +30,11 @@ def atomic_write(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def options_key(timeout: float, memory: int, sandbox: str, assignment: str | None) -> str:
+    """Every grading option that can change a grade, as one canonical string (stored on each row)."""
+    return f"timeout={float(timeout):g} memory={int(memory)} sandbox={sandbox} assignment={assignment or '*'}"
 
 
 def result_key(digest: str, name: str, version: str) -> str:
@@ -49,28 +60,74 @@ def load(path: Path) -> SubmissionResult | None:
         return None
 
 
+def _number(x: object) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]
+
+
+def _texts(x: object) -> bool:
+    return isinstance(x, list) and all(isinstance(t, str) for t in x)
+
+
+def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> str | None:
+    """What is wrong with a row read back from disk (one clause), or None when it is well-formed.
+
+    ``maxima``: each exercise's points in this course; a row may not claim more, nor another maximum.
+    """
+    if not all(isinstance(v, str) for v in (row.submission, row.assignment, row.status, row.sha256,
+                                             row.course_version, row.sandbox, row.options)):
+        return "a field that should be text is not"
+    if not (_texts(row.flags) and _texts(row.review) and _number(row.seconds) and isinstance(row.exercises, dict)):
+        return "flags, review or seconds have the wrong type"
+    for gid, e in row.exercises.items():
+        if not (isinstance(e.status, str) and isinstance(e.feedback, str) and isinstance(e.hint, str)
+                and _texts(e.mistakes) and isinstance(e.parts, list)):
+            return f"exercise {gid!r} has fields of the wrong type"
+        if not (_number(e.points) and _number(e.max) and 0 <= e.points <= e.max):
+            return f"exercise {gid!r} has points outside [0, its maximum]"
+        if maxima is not None and (gid not in maxima or e.max not in (0.0, maxima[gid])):  # 0: never judged
+            return f"exercise {gid!r} is not one of this course's exercises with its maximum"
+        for part in e.parts:
+            if not (isinstance(part.name, str) and _number(part.points) and _number(part.max)
+                    and 0 <= part.points <= part.max <= e.max):
+                return f"exercise {gid!r} has a part with points outside [0, its maximum]"
+    return None
+
+
 class Store:
     """The results folder of one grading run (``None`` folder: nothing is kept)."""
 
-    def __init__(self, folder: Path | None, version: str) -> None:
-        self.folder, self.version = folder, version
+    def __init__(self, folder: Path | None, version: str, options: str = "") -> None:
+        self.folder, self.version, self.options = folder, version, options
+
+    def _path(self, submission: str, digest: str) -> Path:
+        assert self.folder is not None
+        return self.folder / result_key(digest, submission, self.version + "\0" + self.options)
 
     def lookup(self, submission: str, digest: str) -> SubmissionResult | None:
-        """The stored result of these exact bytes at this path under this course version, if any."""
+        """The stored result of these exact bytes at this path under this course version and options, if any."""
         if self.folder is None:
             return None
-        path = self.folder / result_key(digest, submission, self.version)
-        return load(path) if path.exists() else None
+        path = self._path(submission, digest)
+        row = load(path) if path.exists() else None
+        if row is None or problem(row) or (row.submission, row.sha256) != (submission, digest):
+            return None  # damaged, or not this submission's result: graded again
+        return row
 
     def save(self, row: SubmissionResult) -> None:
         if self.folder is not None and row.sha256:
-            atomic_write(self.folder / result_key(row.sha256, row.submission, self.version),
-                         json.dumps(row.to_json(), indent=1))
+            atomic_write(self._path(row.submission, row.sha256), json.dumps(row.to_json(), indent=1))
 
 
-def merge(folders: list[Path]) -> list[SubmissionResult]:
-    """Every stored result of the given folders (the shards of one batch)."""
-    rows = []
+def merge(folders: list[Path], version: str | None = None, maxima: dict[str, float] | None = None
+          ) -> list[SubmissionResult]:
+    """Every stored result of the given folders (the shards of one batch), each verified.
+
+    UsageError (one sentence) for a row that is malformed, claims points outside its
+    exercise's range, repeats a submission, or was graded under another course version
+    (``version``: this course's) or other options than the first row's.
+    """
+    rows: list[SubmissionResult] = []
+    seen: dict[str, Path] = {}
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a results folder (expected the --results folder of a grading run).")
@@ -78,6 +135,18 @@ def merge(folders: list[Path]) -> list[SubmissionResult]:
             row = load(path)
             if row is None:
                 print(f"warning: {path} is not a stored result; skipped", file=sys.stderr)
-            else:
-                rows.append(row)
+                continue
+            why = problem(row, maxima)
+            if why is None and row.submission in seen:
+                why = f"its submission was already merged from {seen[row.submission]}"
+            if why is None and version is not None and row.course_version != version:
+                why = (f"it was graded by another version of the course ({row.course_version or 'unknown'}, "
+                       f"this one is {version})")
+            if why is None and rows and row.options != rows[0].options:
+                why = f"it was graded with other options ({row.options or 'unknown'}, not {rows[0].options})"
+            if why is not None:
+                raise UsageError(f"refusing to merge {path}: {why}; regrade that shard with this course "
+                                 "and the same options.")
+            seen[row.submission] = path
+            rows.append(row)
     return rows

@@ -24,9 +24,9 @@ def maximum(mask_u: str, mask_v: str) -> str:
 
 BUGS = {
     "tie_full": ("maximum", maximum("u >= v", "v > u"),
-                 ["input 0 (`u`)", "whole grad_output where u == v", "grad_output / 2"]),
+                 ["input 0 (`u`)", "whole grad_output where u == v", "splits it evenly"]),
     "tie_dropped": ("maximum", maximum("u > v", "v > u"),
-                    ["input 0 (`u`)", "is 0 where u == v", "half of grad_output"]),
+                    ["input 0 (`u`)", "is 0 where u == v", "a share of grad_output"]),
     "maximum_mask_swapped": ("maximum", maximum("u < v", "v < u"),
                              ["input 0 (`u`)", "*smaller* input", "u > v"]),
 }
@@ -91,7 +91,7 @@ def test_lazy_tests_earn_little(answer, points):
 
 
 def test_gradcheck_only_names_the_bugs_it_missed():
-    report = checks.run_check("gradient_test", ns_from(GRADCHECK_ONLY)).report()
+    report = checks.run_check("gradient_test", ns_from(GRADCHECK_ONLY)).report(fix=True)
     assert "caught 3 of 6" in report and "modifies grad_output in place" in report and "non-contiguous" in report
 
 

@@ -88,3 +88,74 @@ def test_help_names_the_gradescope_archive_and_the_report():
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert proc.returncode == 0
     assert "course_utils.grade gradescope" in proc.stdout and "--report" in proc.stdout
+
+
+FLAGGED = [row("a-held.ipynb", 2, 3, status="held for review"), row("b-flagged.ipynb", 2, 3),
+           row("c-plain.ipynb", 1, 0, SWAP), row("d-decided.ipynb", 2, 3)]
+FLAGGED[0].review = ["calls autograd inside backward"]
+FLAGGED[1].flags = ["an edited locked cell", "autograd inside backward"]  # graded, yet flagged
+FLAGGED[3].review, FLAGGED[3].decisions = ["x"], ["accepted by prof at 2026-01-01T00:00:00+00:00: fine"]
+
+
+def test_attention_lists_every_flagged_row_and_the_table_has_no_total_while_held(tmp_path):
+    page = dashboard.report_html(FLAGGED, batch=Batch(FLAGGED, "", feedback_dir=tmp_path / "fb"), here=tmp_path)
+    attention = page.split("id='attention'")[1].split("</section>")[0]
+    assert all(n in attention for n in ("a-held", "b-flagged", "d-decided")) and "c-plain" not in attention
+    assert "an edited locked cell" in attention and "accepted by prof" in attention
+    held = re.search(r"<tr data-submission='a-held.ipynb'>(.*?)</tr>", page).group(1)
+    assert "<td class='total'></td>" in held and "href='fb/a-held--" in held
+
+
+def test_integer_scores_get_integer_ticks_and_bins():
+    assert dashboard._points_bins(2.0, [0, 1, 2]) == [-0.5, 0.5, 1.5, 2.5]
+    assert len(dashboard._points_bins(2.0, [0.5, 2])) == 6  # a half point: half-point bins
+    svg = dashboard.histograms_svg("t", [("total", [0, 3, 5], 5.0)])
+    ticks = re.findall(r"<!-- (\S+) -->", svg)
+    assert "0.5" not in ticks and "1.5" not in ticks and "2" in ticks
+
+
+def test_student_table_sorts_offline_in_chromium(tmp_path):
+    """The per-student table sorts by a clicked column with the page opened from a file, nothing fetched."""
+    import os
+
+    import pytest
+
+    if not os.path.exists("/usr/bin/chromium"):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing at /usr/bin/chromium: ./course test should have installed it.")
+        pytest.skip("needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    target = dashboard.write(Batch(FLAGGED, "", feedback_dir=tmp_path / "fb"), str(tmp_path / "report.html"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        outside, errors = [], []
+        page.on("request", lambda r: not r.url.startswith("file://") and outside.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(target.as_uri())
+        table = page.locator("table.students")
+
+        def column(name: str) -> list[str]:
+            heads = [h.strip() for h in table.locator("th").all_inner_texts()]
+            return [tr.locator("td").nth(heads.index(name)).inner_text().strip()
+                    for tr in table.locator("tr[data-submission]").all()]
+
+        assert column("submission")[0] == "a-held.ipynb"
+        table.locator("th", has_text="provisional").click()
+        assert column("provisional") == ["1", "5", "5", "5"]
+        table.locator("th", has_text="provisional").click()
+        assert column("provisional")[-1] == "1"
+        table.locator("th", has_text="total").first.click()
+        assert column("total")[-1] == "", column("total")  # held: no total, sorted last
+        assert page.locator("#attention tr").count() == 1 + 3
+        browser.close()
+    assert not outside and not errors, (outside, errors)
+
+
+def test_an_accepted_unreadable_file_gets_no_assignment_section():
+    accepted = SubmissionResult(submission="notes.txt", status="graded", flags=["not a notebook: not JSON"],
+                                decisions=["accepted by prof at t: zero (status was: not a notebook)"])
+    page = dashboard.report_html([*ROWS, accepted])
+    assert "data-assignment=''" not in page and page.count("<section class='assignment'") == 1
+    assert "notes.txt" in page.split("id='attention'")[1].split("</section>")[0]

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -134,10 +135,16 @@ def test_no_notebook_is_a_zero_with_a_sentence(archive, tmp_path):
     assert data["score"] == 0 and data["tests"] == [] and "no notebook" in data["output"]
 
 
-def test_without_bubblewrap_it_still_grades_and_tells_only_the_instructor(archive, tmp_path):
-    """What happens on a Gradescope image whose containers refuse namespaces: graded, flagged on stdout."""
-    data, stdout = run_autograder(archive, tmp_path, submission("02"), PATH="/nonexistent")
-    assert data["score"] == 5 and "WITHOUT the grader's sandbox" in stdout and "graded without sandbox" in stdout
+def test_without_a_sandbox_it_fails_closed_and_tells_the_instructor_why(archive, tmp_path):
+    """A Gradescope image whose sandbox cannot start: nothing runs, a zero that says so, the fix on stdout."""
+    data, stdout = run_autograder(archive, tmp_path, submission("02"), PATH="/nonexistent", AUTOGRADER_UID_SANDBOX="0")
+    assert data["score"] == 0 and data["tests"] == [] and "could not start its sandbox" in data["output"]
+    assert "sandbox cannot start" in stdout and "apt-get install bubblewrap" in stdout and "Nothing was graded" in stdout
+
+
+def test_unsandboxed_only_when_asked_and_then_flagged_to_the_instructor_only(archive, tmp_path):
+    data, stdout = run_autograder(archive, tmp_path, submission("02"), PATH="/nonexistent", AUTOGRADER_NO_SANDBOX="1")
+    assert data["score"] == 5 and "WITHOUT the grader's sandbox" in stdout and "graded WITHOUT the sandbox" in stdout
     assert "sandbox" not in json.dumps(data)  # the student's view holds the verdicts only
 
 
@@ -171,3 +178,68 @@ def test_an_archive_for_the_triton_exercises_installs_the_pinned_triton(tmp_path
         gradescope.build(assignment, tmp_path / f"{assignment}.zip")
         with zipfile.ZipFile(tmp_path / f"{assignment}.zip") as z:
             assert (triton_pin in z.read("requirements.txt").decode().splitlines()) == wanted, assignment
+
+
+DAEMON = SWAPPED_MUL + '''
+import os, time
+if os.fork() == 0:  # a double-forked setsid daemon: no descendant of the runner, holding the channel open
+    os.setsid()
+    if os.fork() == 0:
+        open(MARK, "w").write(str(os.getuid()))
+        for _ in range(400):
+            for target in (RESULTS, RESULTS + ".tmp"):
+                try:
+                    with open(target, "w") as f:
+                        f.write('{"score": 99.0, "tests": []}')
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    os._exit(0)
+'''
+CONTAINER = ('PATH=/usr/bin:/bin; V=$(mktemp -d) && chmod 755 "$V" && mkdir "$V/.pyenv" && '
+             'mount --bind /root/.pyenv "$V/.pyenv" && mount --rbind "$V" /root && PATH=/nonexistent exec "$@"')
+# /root is 0700 on this machine; in a container the Python installation is readable by every uid
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_uid_sandbox_in_a_container_without_bubblewrap_survives_the_daemon_attack(archive, tmp_path):
+    """Issue 29, item 2: a private mount namespace, no bubblewrap on PATH, the grader as root (Gradescope's case).
+
+    The answer leaves a setsid daemon that rewrites results.json and holds the channel open; it was
+    'score 1' in the judge and 5.0 in the file, and the judge waited for every hard deadline.
+    """
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    (root / "results").mkdir(mode=0o777)
+    os.chmod(root / "results", 0o777)  # a careless image: the judge must close it before grading
+    drop = Path(tempfile.mkdtemp(prefix="daemon-"))  # pytest's folders are root's alone: the uid writes here
+    os.chmod(drop, 0o777)
+    mark = drop / "ran"
+    answer = DAEMON.replace("MARK", repr(str(mark))).replace("RESULTS", repr(str(root / "results" / "results.json")))
+    nbformat.write(submission("02", {"mul_answer": answer}), root / "submission" / "my_work.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30")
+    proc = subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER, "sh",
+                           shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert data["score"] == 0 and "Held for review" in data["output"] and "(4/5)" in data["output"]  # the judge's
+    assert "uses `os.fork` (seen at run time)" in data["output"]
+    assert "score 0;" in proc.stdout and "separate uid" in proc.stdout
+    assert mark.exists() and int(mark.read_text()) >= 62000  # the daemon ran, as the sandbox's uid
+    uid = int(mark.read_text())
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _uid_of(p) == uid]  # nothing of it is left
+    assert data.get("execution_time", 0) < 30  # no wait for the hard deadline
+
+
+def _uid_of(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None

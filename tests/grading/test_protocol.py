@@ -37,3 +37,33 @@ def test_valid_messages_keep_only_known_fields():
     out = protocol.validate({**GOOD, "points": 1e6, "status": "passed"}, {"mul"})
     assert out is not None and "points" not in out and "status" not in out
     assert protocol.validate({"kind": "begin", "exercise": "mul", "pad": "x"}, {"mul"}) == {"kind": "begin", "exercise": "mul"}
+
+
+def test_container_amplification_is_refused_before_json_builds_anything():
+    """The red team's shape (issue 29, item 8), scaled down: a header of empty dicts, 2 bytes each on the wire."""
+    header = b"[" + b"{}," * (protocol.MAX_NODES // 2) + b"{}]"
+    body = struct.pack("<I", len(header)) + header
+    with pytest.raises(protocol.TooLarge, match="items"):
+        protocol.read_frame(io.BytesIO(struct.pack(">I", len(body)) + body))
+    huge = struct.pack("<I", protocol.MAX_HEADER + 1) + b"x" * 8
+    with pytest.raises(protocol.TooLarge, match="header"):
+        protocol.read_frame(io.BytesIO(struct.pack(">I", len(huge)) + huge))
+
+
+def test_a_frame_over_the_callers_limit_is_refused_before_its_body_is_read():
+    class Head(io.BytesIO):
+        def read(self, n=-1):
+            assert n <= 4, "the body was read"
+            return super().read(n)
+
+    with pytest.raises(protocol.TooLarge):
+        protocol.read_frame(Head(struct.pack(">I", 1000) + b"x" * 1000), limit=999)
+
+
+def test_honest_large_facts_still_pass():
+    """A big tensor and a long list of numbers: far below the bounds."""
+    import torch
+
+    facts = {"grad": torch.arange(1 << 20, dtype=torch.float32), "values": list(range(50_000)), "text": "a, b, [c]" * 1000}
+    out = protocol.read_frame(io.BytesIO(protocol.frame(facts)))
+    assert torch.equal(out["grad"], facts["grad"]) and out["values"] == facts["values"]

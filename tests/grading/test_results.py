@@ -47,8 +47,12 @@ def test_store_finds_the_same_bytes_at_the_same_path_under_the_same_version_only
 def test_parts_follow_the_stages_a_partial_stage_keeps_its_fraction():
     ex = checks.EXERCISES["linear_module"]
     first, second = ex.stages[0], ex.stages[1]
-    result = checks.Result("linear_module", first.points + second.points / 3, ex.points, "failed",
-                           f"{second.name}: close", ["x"], [first.name])
+    from course_utils.checks.engine import StageOutcome
+
+    outcomes = [StageOutcome(first.name, first.points, first.points, "passed"),
+                StageOutcome(second.name, second.points / 3, second.points, "failed", "close", None, "x"),
+                *[StageOutcome(s.name, 0.0, s.points, "not reached") for s in ex.stages[2:]]]
+    result = checks.Result("linear_module", first.points + second.points / 3, ex.points, "failed", stages=outcomes)
     parts = exercise_result(ex, result, "feedback").parts
     assert [p.name for p in parts] == [s.name for s in ex.stages]
     assert parts[0].points == first.points and parts[1].points == pytest.approx(second.points / 3)
@@ -60,7 +64,7 @@ def test_every_output_is_a_writer_of_the_same_batch(tmp_path):
     written = outputs.write_all(batch, {"out": str(tmp_path / "g.csv"), "feedback_dir": str(tmp_path / "fb"),
                                         "report": None})
     assert [p.name for p in written] == ["g.csv", "fb"]
-    assert "s/a.ipynb,02_exercises,graded,4,5,1,3" in (tmp_path / "g.csv").read_text()
+    assert "s/a.ipynb,02_exercises,graded,4,4,5,1,3" in (tmp_path / "g.csv").read_text()  # total, provisional, max
     assert "4/5 points" in reports.feedback_text(batch.rows[0])
     with pytest.raises(ValueError, match="no writer"):
         outputs.write_all(batch, {"pdf": "x.pdf"})

@@ -178,3 +178,75 @@ def test_no_csv_cell_of_the_similarity_report_starts_a_formula():
     cells = [c for row in rows[1:] for c in row]
     assert "'=HYPERLINK(\"x\")/a.ipynb" in cells and "'@cmd|x.ipynb" in cells
     assert not [c for c in cells if c[:1] in "=+-@\t\r"]
+
+
+def test_the_highlight_ends_where_the_shared_code_ends_not_one_character_later():
+    """copydetect mapped a slice's end through the whitespace or comment after it (off by one or more)."""
+    from course_utils.grading import similarity
+
+    body = ("def f(x, w):\n    y = x.mm(w.t())  # forward\n    gx = g.mm(w)\n\n    gw = g.t().mm(x)\n"
+            "    total = gx.sum() + gw.sum() * 2\n    return gx, gw, 'total'\n")
+    a, b = body + "    # done\nprint(1)\n", "import math\n\n" + body + "z = 3\n"
+    fa, fb = similarity._fingerprint(a, set()), similarity._fingerprint(b, set())
+    _, shares, slices = similarity._compare(fa, fb, a, b)
+    assert min(shares) > 0.5
+    for source, (starts, ends) in zip((a, b), slices):
+        marked = [source[s:e] for s, e in zip(starts, ends)]
+        assert marked and all(m.endswith("'total'") and m.startswith("def f") for m in marked), marked
+
+
+def test_a_short_standard_answer_is_never_flagged_and_shipped_code_does_not_count():
+    from course_utils.grading import similarity
+
+    forward = ("        a, b = ctx.saved_tensors\n        grad_a = grad_output * b\n        grad_b = grad_output * a\n"
+               "        return grad_a, grad_b\n")
+    one = similarity.Answer("one.ipynb", forward + "        # mine\n")
+    two = similarity.Answer("two.ipynb", forward)
+    (pair,) = similarity.compare({("02", "mul"): [one, two]}, {})
+    assert pair.similarity >= 0.6 and pair.overlap < similarity.MIN_SPAN and not pair.flagged(0.6)
+    shipped = "class Mul(Function):\n    @staticmethod\n    def backward(ctx, grad_output):\n" + forward
+    assert similarity.compare({("02", "mul"): [one, two]}, {}, {"02": shipped}) == []
+
+
+def test_answers_copied_from_the_solutions_are_flagged_on_their_row(tmp_path):
+    """The solution notebook itself (markers) and a long verbatim run are flagged; a short correct answer is not."""
+    from course_utils.grading import copies
+    from course_utils.grading.collect import load_assignments
+    from course_utils.grading.results import SubmissionResult
+
+    assignments = load_assignments(ROOT)
+    solution = nbformat.read(ROOT / "solutions" / "04_exercises.ipynb", as_version=4)
+    verbatim = nbformat.read(ROOT / "exercises" / "04_exercises.ipynb", as_version=4)
+    for cell in verbatim.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "linear_function_answer":
+            cell.source = ORIGINAL  # the solution's code without its markers
+    short = nbformat.read(ROOT / "exercises" / "02_exercises.ipynb", as_version=4)
+    sol02 = nbformat.read(ROOT / "solutions" / "02_exercises.ipynb", as_version=4)
+    for mine, theirs in zip(short.cells, sol02.cells):  # a four-line answer equal to the solution's
+        if mine.metadata.get("nbgrader", {}).get("solution"):
+            mine.source = "\n".join(line for line in theirs.source.splitlines() if "### " not in line)
+            assert "###" not in mine.source
+    paths = []
+    for name, nb in (("solution", solution), ("verbatim", verbatim), ("short", short)):
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+        paths.append(tmp_path / f"{name}.ipynb")
+    rows = [SubmissionResult(str(p), flags=["x"]) for p in paths]
+    copies.mark(rows, paths, assignments, ROOT)
+    copies.mark(rows, paths, assignments, ROOT)  # a second run adds nothing
+    marked = {os.path.basename(r.submission): [f for f in r.flags if f != "x"] for r in rows}
+    assert marked["solution.ipynb"] and all("'### BEGIN SOLUTION'" in f for f in marked["solution.ipynb"])
+    assert marked["verbatim.ipynb"] == ["copied from the solutions: 14 consecutive lines of the answer to "
+                                        "linear_function are the solution's own, verbatim"]
+    assert marked["short.ipynb"] == [] and len(rows[0].flags) == 1 + len(marked["solution.ipynb"])
+
+
+def test_hostile_metadata_never_breaks_the_copy_check():
+    """A grade_id that is not a string (the red-team corpus has None and lists) is skipped, not a crash."""
+    from course_utils.grading import copies
+    from course_utils.grading.collect import Cell, load_assignments
+
+    assignment = load_assignments(ROOT)["02_exercises"]
+    cells = [Cell("code", "### BEGIN SOLUTION", {"solution": True, "grade_id": None}),
+             Cell("code", "### BEGIN SOLUTION", {"solution": True, "grade_id": ["mul_answer"]}),
+             Cell("code", "### END SOLUTION", {"solution": "yes", "grade_id": "mul_answer"})]
+    assert copies.flags_for(cells, assignment, {}) == []

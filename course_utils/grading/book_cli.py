@@ -1,0 +1,175 @@
+"""The grade book's commands: ``./course grade accept | override | regrade | export``.
+
+    ./course grade SUBMISSIONS --out grading/grades.csv --book grading/course.sqlite   # record a batch
+    ./course grade accept  --book grading/course.sqlite alice.ipynb --reason "read it: fine"
+    ./course grade override --book grading/course.sqlite alice.ipynb linear_function 3 --reason "..."
+    ./course grade regrade --book grading/course.sqlite alice.ipynb [--exercise linear_function] --reason "..."
+    ./course grade export  --book grading/course.sqlite --format canvas --roster roster.csv --out canvas.csv
+
+Every decision is stored with who made it, when, why and on which bytes (see ``gradebook``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..paths import ROOT
+from . import lms, roster
+from .collect import UsageError
+from .gradebook import Decision, GradeBook, final
+from .late import read_policies, read_times
+from .results import SubmissionResult
+from .store import atomic_write
+
+COMMANDS = ("accept", "override", "regrade", "export")
+
+
+def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[SubmissionResult]:
+    """With ``--book``: store ``rows`` and return them with the book's decisions applied."""
+    if not book:
+        return rows
+    with GradeBook(book) as gb:
+        gb.record([r for r in rows if r.sha256])
+        decided: dict[str, list[Decision]] = {}
+        for d in gb.decisions():
+            decided.setdefault(d.submission, []).append(d)
+    return [final(r, decided.get(r.submission, [])) for r in rows]
+
+
+def check_early(book: str | None, roster_path: str | None) -> None:
+    """UsageError now for a grade book or roster that cannot be read (before any grading)."""
+    if book:
+        GradeBook(book).close()
+    if roster_path:
+        roster.read(roster_path)
+
+
+def report_roster(path: str | None, rows: list[SubmissionResult]) -> None:
+    """With ``--roster``: list on stderr the files nobody owns and the students with no file."""
+    if path:
+        for line in roster.match(roster.read(path), [r.submission for r in rows]).problems():
+            print(f"roster: {line}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m course_utils.grade", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=text, description=text)
+        c.add_argument("--book", required=True, help="the grade book (.sqlite) that `./course grade --book` wrote")
+        return c
+
+    def decision(c: argparse.ArgumentParser) -> None:
+        c.add_argument("--reason", required=True, help="why (kept with the decision; shown in the feedback)")
+        c.add_argument("--who", help="who decides (default: your login name)")
+
+    c = command("accept", "Let a held or ungradable submission count, with the points its checks gave.")
+    c.add_argument("submission", help="the submission's path as graded (or its end, e.g. alice.ipynb)")
+    decision(c)
+    c = command("override", "Set one exercise's points of one submission, with a reason.")
+    c.add_argument("submission")
+    c.add_argument("exercise", help="the exercise's id, e.g. linear_function")
+    c.add_argument("points", type=float)
+    decision(c)
+    c = command("regrade", "Grade one submission again (all exercises, or --exercise only) and record it.")
+    c.add_argument("submission")
+    c.add_argument("--exercise", default="", help="take only this exercise's new result")
+    c.add_argument("--timeout", type=float, default=60.0, help="seconds per exercise (default 60)")
+    c.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
+    decision(c)
+    c = command("export", "Write the final scores (decisions and late penalties applied) for import elsewhere.")
+    c.add_argument("--out", required=True, help="the file to write")
+    c.add_argument("--format", choices=lms.FORMATS, default="csv",
+                   help="csv (every detail), canvas (gradebook import), moodle (grade import), nbgrader (its export)")
+    c.add_argument("--roster", help="roster CSV: id,name,email,pattern (file-name pattern); without it, "
+                   "each file is its own student")
+    c.add_argument("--due", help="due dates CSV: assignment,due,grace_hours,penalty_per_day")
+    c.add_argument("--times", help="submission times CSV: submission (or student),assignment,submitted_at")
+    c.add_argument("--use-mtime", action="store_true",
+                   help="where no time is recorded, use the file's modification time (named as such in the export)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with GradeBook(args.book) as gb:
+            return {"accept": accept, "override": override, "regrade": regrade, "export": export}[args.command](gb, args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def accept(gb: GradeBook, args: argparse.Namespace) -> int:
+    row = gb.find(args.submission)
+    d = gb.decide(row, "accept", args.reason, who=args.who)
+    print(f"{row.submission}: {d.describe()}; it now counts {row.total:g}/{row.max:g}", file=sys.stderr)
+    return 0
+
+
+def override(gb: GradeBook, args: argparse.Namespace) -> int:
+    row = gb.find(args.submission)
+    d = gb.decide(row, "override", args.reason, args.exercise, args.points, who=args.who)
+    print(f"{row.submission}: {d.describe()}", file=sys.stderr)
+    return 0
+
+
+def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
+    """Run the grader on the one file again (a fresh process, nothing resumed) and store what it gives."""
+    row = gb.find(args.submission)
+    if args.exercise and args.exercise not in row.exercises:
+        raise UsageError(f"{row.submission} has no exercise {args.exercise!r}; it has: {', '.join(row.exercises)}.")
+    if not Path(row.submission).is_file():
+        raise UsageError(f"{row.submission} is no longer there: put the file back to regrade it.")
+    with tempfile.TemporaryDirectory(prefix="regrade-") as tmp:
+        cmd = [sys.executable, "-m", "course_utils.grade", row.submission, "--json", "--results", tmp,
+               "--timeout", str(args.timeout)] + (["--assignment", row.assignment] if row.assignment else []) \
+            + (["--no-sandbox"] if args.no_sandbox else [])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)  # here: paths as graded
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise UsageError(f"regrading {row.submission} failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
+    new = SubmissionResult.from_json(json.loads(lines[-1]))
+    new.submission = row.submission  # the same file, under the name the book knows it by
+    if args.exercise:
+        gb.replace_exercise(new, args.exercise)
+    else:
+        gb.record([new])
+    stored = gb.find(new.submission)
+    d = gb.decide(stored, "regrade", args.reason, args.exercise, who=args.who)
+    print(f"{row.submission}: {d.describe()}; now {stored.total:g}/{stored.max:g} ({stored.status})", file=sys.stderr)
+    return 0
+
+
+def export(gb: GradeBook, args: argparse.Namespace) -> int:
+    rows = gb.final_rows()
+    subs = [r.submission for r in rows]
+    students = roster.read(args.roster) if args.roster else [roster.Student(s, "", "", s) for s in subs]
+    matched = roster.match(students, subs) if args.roster else \
+        roster.Matched(files={s: [s] for s in subs})
+    policies = read_policies(args.due) if args.due else {}
+    times = read_times(args.times) if args.times else {}
+    found = lms.entries(rows, students, matched, policies, times, args.use_mtime, per_file=not args.roster)
+    if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
+        by = {r.submission: r for r in rows}
+        nobody = roster.Student("", "", "", "")
+        found += [lms.Entry(nobody, by[f].assignment, f, by[f].status, None, by[f].total, by[f].max, lms.Late(None, ""),
+                            problem) for f, problem in
+                  [(f, "unknown file: no roster pattern matches it") for f in matched.unknown]
+                  + [(f, f"ambiguous file: matches {', '.join(ids)}") for f, ids in matched.ambiguous.items()]]
+    atomic_write(Path(args.out), lms.write(args.format, found))
+    for line in matched.problems():
+        print(f"roster: {line}", file=sys.stderr)
+    final = sum(e.score is not None for e in found)
+    print(f"exported {final} final score(s) of {len(found)} ({args.format}) to {args.out}"
+          + (f"; {len(found) - final} left empty (held, ungradable or missing: see `--format csv`)"
+             if final < len(found) else ""), file=sys.stderr)
+    return 0

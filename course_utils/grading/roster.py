@@ -1,0 +1,96 @@
+"""The class roster: who the students are and which submitted files are theirs.
+
+    id,name,email,pattern
+    s001,Ada Lovelace,ada@example.org,*lovelace*
+
+``pattern`` is a shell-style pattern (``fnmatch``, case-sensitive) matched against a submission's
+file name, or against its whole path when the pattern holds a ``/``. A file no pattern matches is
+"unknown"; a file two students' patterns match is "ambiguous" and counts for neither (fail closed);
+a student whom no file matches has "no submission". All three are listed, never guessed.
+"""
+from __future__ import annotations
+
+import csv
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .collect import UsageError
+
+REQUIRED = ("id", "name", "email", "pattern")
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str
+    email: str
+    pattern: str
+    extra: tuple[tuple[str, str], ...] = ()  # any other roster column (e.g. section), kept for the exports
+
+    def get(self, column: str) -> str:
+        return dict(self.extra).get(column, "")
+
+    def owns(self, submission: str) -> bool:
+        target = submission if "/" in self.pattern else os.path.basename(submission)
+        return fnmatch.fnmatchcase(target, self.pattern)
+
+
+@dataclass
+class Matched:
+    """Who owns which submission, and what the roster could not place."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)  # student id -> their submissions
+    unknown: list[str] = field(default_factory=list)  # files no student's pattern matches
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)  # file -> the several students it matches
+    missing: list[str] = field(default_factory=list)  # students with no submission
+
+    def owner(self, submission: str) -> str | None:
+        return next((sid for sid, subs in self.files.items() if submission in subs), None)
+
+    def problems(self) -> list[str]:
+        """One line per thing the instructor must sort out, for stderr and the export's notes."""
+        return ([f"unknown file (no roster pattern matches it): {f}" for f in self.unknown]
+                + [f"ambiguous file (matches {', '.join(ids)}): counted for nobody: {f}"
+                   for f, ids in self.ambiguous.items()]
+                + [f"no submission: {sid}" for sid in self.missing])
+
+
+def read(path: str | Path) -> list[Student]:
+    """The roster's students; UsageError naming the line of the first problem."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = [h.strip().lower() for h in reader.fieldnames or []]
+            lost = [c for c in REQUIRED if c not in header]
+            if lost:
+                raise UsageError(f"roster {path} lacks the column(s) {', '.join(lost)}: its first line must name "
+                                 f"{', '.join(REQUIRED)} (other columns are kept).")
+            students: list[Student] = []
+            for line, raw in enumerate(reader, 2):
+                row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
+                if not row["id"] or not row["pattern"]:
+                    raise UsageError(f"roster {path} line {line}: every student needs an id and a file-name pattern.")
+                if any(s.id == row["id"] for s in students):
+                    raise UsageError(f"roster {path} line {line}: the id {row['id']!r} appears twice.")
+                extra = tuple((k, v) for k, v in row.items() if k not in REQUIRED)
+                students.append(Student(row["id"], row["name"], row["email"], row["pattern"], extra))
+    except OSError as exc:
+        raise UsageError(f"cannot read the roster {path}: {exc.strerror}.") from None
+    return students
+
+
+def match(students: list[Student], submissions: list[str]) -> Matched:
+    """Place every submission with the one student whose pattern matches it."""
+    out = Matched(files={s.id: [] for s in students})
+    for sub in sorted(submissions):
+        owners = [s.id for s in students if s.owns(sub)]
+        if not owners:
+            out.unknown.append(sub)
+        elif len(owners) > 1:
+            out.ambiguous[sub] = owners
+        else:
+            out.files[owners[0]].append(sub)
+    out.missing = [sid for sid, subs in out.files.items() if not subs]
+    return out
