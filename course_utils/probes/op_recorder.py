@@ -10,6 +10,7 @@ computes its gradient itself. The probe reports; the judge decides.
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .guard import call
+
+# A dispatch mode around Python-level ops makes torch import torch._dynamo lazily, which asks for the temp
+# directory: look it up now (Python caches it), before student code runs and can fill or remove it.
+tempfile.gettempdir()
 
 OPS_LIMIT = 20000  # ops recorded per call; a backward that runs more is reported as cut
 
