@@ -6,10 +6,9 @@ read from ``pyproject.toml`` ([project.urls] Repository), which pip and the site
 """
 from __future__ import annotations
 
+import tomllib
 from functools import cache
 from pathlib import Path
-
-import tomllib
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent

@@ -16,7 +16,7 @@ import getpass
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .collect import UsageError
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 
 def now() -> str:
     """The current time in UTC, ISO 8601 to the second."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 def whoami() -> str:

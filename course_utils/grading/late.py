@@ -18,7 +18,7 @@ import csv
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .collect import UsageError
@@ -54,7 +54,7 @@ def parse_time(text: str, where: str, assume_utc: bool = False) -> datetime:
     if when.tzinfo is None:
         if not (utc or assume_utc):
             raise UsageError(f"{where}: {text!r} has no time zone; add one (e.g. +01:00 or Z) so it means one instant.")
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when
 
 
@@ -113,7 +113,7 @@ def recorded_time(submission: str, student: str, assignment: str, times: dict[tu
             mtime = Path(submission).stat().st_mtime
         except OSError:
             return None, ""
-        return datetime.fromtimestamp(mtime, timezone.utc), "file mtime (not a recorded time)"
+        return datetime.fromtimestamp(mtime, UTC), "file mtime (not a recorded time)"
     return None, ""
 
 
