@@ -25,7 +25,7 @@ from . import book_cli, copies, sandbox, similarity
 from .collect import UsageError, collect, course_version, display_name, load_assignments
 from .outputs import json_line, write_all
 from .reports import common_root
-from .results import Batch, SubmissionResult
+from .results import Batch, Status, SubmissionResult
 from .store import Store, file_digest, merge, options_key
 
 
@@ -185,7 +185,7 @@ def _main(args) -> int:
     todo: list[tuple[Path, str]] = []
     for f, skipped in files:
         if skipped:
-            rows.append(SubmissionResult(submission=display_name(f), status="skipped", flags=[f"skipped: {skipped}"]))
+            rows.append(SubmissionResult(submission=display_name(f), status=Status.SKIPPED, flags=[f"skipped: {skipped}"]))
             continue
         digest = file_digest(f)  # the one hash of this submission: the store's key and the row's sha256
         row = store.lookup(display_name(f), digest)

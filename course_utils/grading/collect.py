@@ -18,7 +18,7 @@ from pathlib import Path
 from ..paths import ASSIGNMENT_KEY
 from .errors import UsageError
 from .policy import learning_flags, review_reasons
-from .results import ExerciseResult, SubmissionResult
+from .results import ExerciseResult, Status, SubmissionResult
 
 __all__ = ["UsageError", "learning_flags", "review_reasons"]  # UsageError: its home is errors; the judge reads policy
 
@@ -64,29 +64,29 @@ def parse_notebook(data: bytes, suffix: str = ".ipynb") -> tuple[str | None, lis
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise NotebookError("not a notebook", "not a notebook: the file is not UTF-8 text") from None
+        raise NotebookError(Status.NOT_A_NOTEBOOK, "not a notebook: the file is not UTF-8 text") from None
     try:
         raw = json.loads(text)
     except (ValueError, RecursionError, MemoryError) as exc:  # bad JSON, numbers of 4300+ digits, deep nesting
         kind = "truncated or invalid JSON" if suffix == ".ipynb" else "not JSON"
         why = "nested too deeply" if isinstance(exc, RecursionError) else clean(str(exc))[:80]
-        raise NotebookError("not a notebook", f"not a notebook: {kind} ({why})") from None
+        raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: {kind} ({why})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        raise NotebookError("not a notebook", "not a notebook: JSON but not a notebook (no list of 'cells')")
+        raise NotebookError(Status.NOT_A_NOTEBOOK, "not a notebook: JSON but not a notebook (no list of 'cells')")
     if len(raw["cells"]) > MAX_CELLS:
-        raise NotebookError("not a notebook", f"not a notebook: more than {MAX_CELLS} cells")
+        raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: more than {MAX_CELLS} cells")
     meta = raw.get("metadata")
     course = meta.get(ASSIGNMENT_KEY) if isinstance(meta, dict) else None
     name = course.get("assignment") if isinstance(course, dict) else None
     cells = []
     for i, c in enumerate(raw["cells"]):
         if not isinstance(c, dict) or not isinstance(c.get("cell_type"), str):
-            raise NotebookError("not a notebook", f"not a notebook: cell {i} is not a cell object")
+            raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: cell {i} is not a cell object")
         source = c.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str) or len(source) > MAX_SOURCE:
-            raise NotebookError("not a notebook", f"not a notebook: cell {i} has a source that is not text "
+            raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: cell {i} has a source that is not text "
                                 f"(or longer than {MAX_SOURCE} characters)")
         source = clean(source, keep_lines=True)
         cell_meta = c.get("metadata", {})
@@ -179,9 +179,9 @@ def read_submission(path: Path) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotebookError("skipped", "skipped: not a regular file")
+            raise NotebookError(Status.SKIPPED, "skipped: not a regular file")
         if info.st_size > MAX_NOTEBOOK_BYTES:
-            raise NotebookError("not a notebook", f"not a notebook: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+            raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
         with os.fdopen(os.dup(fd), "rb") as f:
             return f.read(MAX_NOTEBOOK_BYTES + 1)
     finally:
@@ -215,10 +215,10 @@ def plan(row: SubmissionResult, data: bytes, suffix: str, assignments: dict[str,
     name, cells = parse_notebook(data, suffix)
     if expected is not None and name != expected:
         row.assignment = name or ""
-        raise NotebookError("wrong assignment", f"wrong assignment: this notebook is {name!r}, the batch is "
+        raise NotebookError(Status.WRONG_ASSIGNMENT, f"wrong assignment: this notebook is {name!r}, the batch is "
                             f"{expected!r} (it was not graded)")
     if name not in assignments:
-        raise NotebookError("unknown assignment", f"belongs to no known assignment (metadata says {name!r}; known: "
+        raise NotebookError(Status.UNKNOWN_ASSIGNMENT, f"belongs to no known assignment (metadata says {name!r}; known: "
                             f"{', '.join(sorted(assignments))})")
     course = assignments[name]
     row.assignment = name
@@ -227,7 +227,7 @@ def plan(row: SubmissionResult, data: bytes, suffix: str, assignments: dict[str,
         if c.nbgrader["solution"] and c.nbgrader["grade_id"]:
             answers.setdefault(c.nbgrader["grade_id"], c.source)
     if not answers:
-        raise NotebookError("no answer cells", "has no answer cells (all cells with nbgrader solution metadata "
+        raise NotebookError(Status.NO_ANSWER_CELLS, "has no answer cells (all cells with nbgrader solution metadata "
                             "were deleted)")
     theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
     extra = sum(1 for c in cells if not c.nbgrader["grade_id"])

@@ -27,7 +27,7 @@ from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import sandbox
 from .collect import UsageError, load_assignments
-from .results import HELD, SubmissionResult
+from .results import HELD, Status, SubmissionResult
 
 PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -109,7 +109,8 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
     if row is None or not row.graded or row.assignment != assignment:
         why = ("no notebook (.ipynb) was found in your submission" if row is None else
                f"{Path(row.submission).name} is the notebook of {row.assignment}, not of {assignment}"
-               if row.status in ("graded", "wrong assignment") else "; ".join(f for f in row.flags if "sandbox" not in f))
+               if row.status in (Status.GRADED, Status.WRONG_ASSIGNMENT)
+               else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid,
@@ -152,9 +153,9 @@ def run(root: Path) -> int:
     row = None
     for path in found:  # the first notebook of this assignment counts
         candidate = grade_submission(Path(path), assignments, options)
-        if candidate.status != "wrong assignment" or row is None:
+        if candidate.status != Status.WRONG_ASSIGNMENT or row is None:
             row = candidate
-        if candidate.status != "wrong assignment":
+        if candidate.status != Status.WRONG_ASSIGNMENT:
             break
     for flag in row.flags if row else []:
         print(f"flag: {flag}")

@@ -22,7 +22,7 @@ from ..checks.engine import make_request
 from . import sandbox
 from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
 from .protocol import validate
-from .results import HELD, ExerciseResult, Part, SubmissionResult
+from .results import HELD, ExerciseResult, Part, Status, SubmissionResult
 from .worker import Worker
 
 __all__ = ["Options", "Worker", "grade_submission"]  # Worker: one runner start (grading/worker.py)
@@ -66,12 +66,12 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     try:
         _grade(row, path, assignments, options, slot)
     except Refused as exc:
-        _zero(row, "refused", str(exc))
+        _zero(row, Status.REFUSED, str(exc))
     except MemoryError:
-        _zero(row, "refused", "refused: grading this submission needed more memory than the judge allows; "
+        _zero(row, Status.REFUSED, "refused: grading this submission needed more memory than the judge allows; "
               "its exercises got 0 points")
     except Exception as exc:  # a bug or a broken machine costs one row, not the batch
-        _zero(row, "error", f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
+        _zero(row, Status.ERROR, f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
               "its exercises got 0 points")
     if row.review and row.graded:
         row.status = HELD
@@ -109,7 +109,7 @@ def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment]
         row.flags.append(str(exc))
         return
     except OSError as exc:
-        row.status = "skipped"
+        row.status = Status.SKIPPED
         row.flags.append(f"could not be read ({type(exc).__name__}: {exc.strerror or exc})")
         return
     if not options.sandbox.usable:  # fail closed: nothing runs, nothing earns points

@@ -10,15 +10,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .similarity import Pair
 
-# graded | held for review | not a notebook | unknown assignment | wrong assignment | no answer cells
-# | skipped | refused | error
-GRADED, HELD = "graded", "held for review"
+
+
+class Status(StrEnum):
+    """What became of a submission (a str: rows, JSON and the grade book store the text itself)."""
+
+    GRADED = "graded"
+    HELD = "held for review"  # graded, but its points wait for a person (policy, audit, protocol)
+    NOT_A_NOTEBOOK = "not a notebook"
+    UNKNOWN_ASSIGNMENT = "unknown assignment"
+    WRONG_ASSIGNMENT = "wrong assignment"
+    NO_ANSWER_CELLS = "no answer cells"
+    SKIPPED = "skipped"
+    REFUSED = "refused"
+    ERROR = "error"
+
+
+GRADED, HELD = Status.GRADED, Status.HELD
 
 
 @dataclass
