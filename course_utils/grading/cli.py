@@ -12,16 +12,15 @@ a batch across machines and ``--merge`` combines their result folders.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import re
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import book_cli, copies, sandbox, similarity
+from .batch import grade_batch
 from .collect import UsageError, collect, course_version, display_name, load_assignments
 from .outputs import json_line, write_all
 from .reports import common_root
@@ -171,7 +170,7 @@ def _main(args) -> int:
     elif box.mode == "uid":
         print(f"note: {box.reason}: weaker than bubblewrap (network reachable; see README, What holds where).",
               file=sys.stderr)
-    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options, grade_submission  # torch and the checks: only now
+    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options  # torch and the checks: only now
     from .limits import cap_judge_memory
 
     cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
@@ -197,30 +196,17 @@ def _main(args) -> int:
         print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
     for r in rows if args.json else []:
         print(json_line(r), flush=True)
-    lock = threading.Lock()
-    free_slots = list(range(args.jobs))
-
-    def one(path: Path, digest: str) -> None:
-        with lock:
-            slot = free_slots.pop()
-        try:
-            row = grade_submission(path, assignments, options, slot, digest)
-        finally:
-            with lock:
-                free_slots.append(slot)
+    def done(row: SubmissionResult) -> None:  # called under grade_batch's lock
         row.course_version, row.options = version, grading
-        with lock:
-            store.save(row)
-            rows.append(row)
-            if args.json:
-                print(json_line(row), flush=True)
-            bar.update()
+        store.save(row)
+        rows.append(row)
+        if args.json:
+            print(json_line(row), flush=True)
+        bar.update()
 
     with progress_bar(len(todo)) as bar:
         try:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                for future in [pool.submit(one, f, d) for f, d in todo]:
-                    future.result()
+            grade_batch(todo, assignments, options, done)
         except KeyboardInterrupt:
             write_all(Batch(list(rows), root), {"out": args.out, "feedback_dir": args.feedback_dir})
             print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)

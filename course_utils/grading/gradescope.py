@@ -26,6 +26,7 @@ from pathlib import Path
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import sandbox
+from .batch import grade_batch
 from .collect import UsageError, load_assignments
 from .results import HELD, Status, SubmissionResult
 
@@ -124,7 +125,7 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
 
 def run(root: Path) -> int:
     """Grade ``root/submission`` and write ``root/results/results.json``; always writes a result."""
-    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options, grade_submission
+    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options
     from .limits import cap_judge_memory
 
     course = ROOT
@@ -150,13 +151,12 @@ def run(root: Path) -> int:
         os.chown(root / "results", 0, 0)
         os.chmod(root / "results", 0o755)
     options = Options(timeout=float(os.environ.get("AUTOGRADER_TIMEOUT", "60")), sandbox=box, assignment=assignment)
-    row = None
-    for path in found:  # the first notebook of this assignment counts
-        candidate = grade_submission(Path(path), assignments, options)
-        if candidate.status != Status.WRONG_ASSIGNMENT or row is None:
-            row = candidate
-        if candidate.status != Status.WRONG_ASSIGNMENT:
+    graded: list[SubmissionResult] = []
+    for path in found:  # the first notebook of this assignment counts: grade one at a time until it is found
+        grade_batch([(Path(path), "")], assignments, options, graded.append)
+        if graded[-1].status != Status.WRONG_ASSIGNMENT:
             break
+    row = next((r for r in graded if r.status != Status.WRONG_ASSIGNMENT), graded[0] if graded else None)
     for flag in row.flags if row else []:
         print(f"flag: {flag}")
     return _write(root, results(row, found, assignment))

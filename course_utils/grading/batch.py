@@ -1,0 +1,47 @@
+"""Grade a batch of files in parallel slots: the one loop the command line and Gradescope share.
+
+Each file is graded by ``judge.grade_submission`` in a thread that holds one runner slot (a slot
+is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
+row is handed to ``done`` under a lock, so callers may print, store or count without their own.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .collect import Assignment
+from .results import SubmissionResult
+
+if TYPE_CHECKING:
+    from .judge import Options
+
+
+def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignment], options: Options,
+                done: Callable[[SubmissionResult], None]) -> None:
+    """Grade every ``(file, sha256)`` of ``todo`` with ``options.slots`` runners at once; ``done(row)`` per file.
+
+    ``sha256`` may be "" (the judge then hashes the file itself). Rows arrive in the order they
+    finish. A KeyboardInterrupt propagates after the rows already done were handed over.
+    """
+    from .judge import grade_submission  # torch and the checks: only when something is graded
+
+    lock = threading.Lock()
+    free_slots = list(range(options.slots))
+
+    def one(path: Path, digest: str) -> None:
+        with lock:
+            slot = free_slots.pop()
+        try:
+            row = grade_submission(path, assignments, options, slot, digest)
+        finally:
+            with lock:
+                free_slots.append(slot)
+        with lock:
+            done(row)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.slots) as pool:
+        for future in [pool.submit(one, f, d) for f, d in todo]:
+            future.result()
