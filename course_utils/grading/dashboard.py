@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .reports import feedback_name, page
-from .results import Batch, SubmissionResult
-from .similarity import SHOWN, Pair
+from .results import Batch, Pair, SubmissionResult
+from .similarity import SHOWN
 from .store import atomic_write
 
 TOP_DIAGNOSES = 5  # most common diagnoses shown per exercise

@@ -12,11 +12,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .similarity import Pair
-
 
 
 class Status(StrEnum):
@@ -128,6 +123,35 @@ class SubmissionResult:
             return cls(**values, exercises=parsed)
         except (TypeError, AttributeError) as exc:
             raise ValueError(str(exc)) from None
+
+
+MIN_SPAN = 50  # characters of tokenised code in common (a name is one) below which no pair is flagged: ~5 lines
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One submission's answer to one exercise (what the similarity report compares)."""
+
+    submission: str
+    source: str
+
+
+@dataclass
+class Pair:
+    """Two submissions' answers to one exercise and how much of them match (``similarity``)."""
+
+    assignment: str
+    exercise: str
+    a: Answer
+    b: Answer
+    similarity: float  # the larger of the two shares
+    shares: tuple[float, float]
+    slices: tuple  # copydetect's (starts, ends) of the matching code in each source
+    overlap: int = MIN_SPAN  # tokenised characters in common (after removing what the course shipped)
+
+    def flagged(self, threshold: float) -> bool:
+        """Similar enough, over a span long enough to mean something (a short standard answer never is)."""
+        return self.similarity >= threshold and self.overlap >= MIN_SPAN
 
 
 @dataclass(frozen=True)

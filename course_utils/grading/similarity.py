@@ -18,38 +18,16 @@ import csv
 import html
 import io
 import itertools
-from dataclasses import dataclass
 from pathlib import Path
 
 from .collect import Assignment, NotebookError, UsageError, checksum, display_name, parse_notebook, read_submission
 from .reports import neutral, page
+from .results import MIN_SPAN as MIN_SPAN  # re-exported: the pairs live in the results model every output reads
+from .results import Answer, Pair
 from .store import atomic_write
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
-MIN_SPAN = 50  # characters of tokenised code in common (a name is one) below which no pair is flagged: ~5 lines
 SHOWN = 200  # flagged pairs shown side by side in the HTML report (all of them are in the CSV)
-
-
-@dataclass(frozen=True)
-class Answer:
-    submission: str
-    source: str
-
-
-@dataclass
-class Pair:
-    assignment: str
-    exercise: str
-    a: Answer
-    b: Answer
-    similarity: float  # the larger of the two shares
-    shares: tuple[float, float]
-    slices: tuple  # copydetect's (starts, ends) of the matching code in each source
-    overlap: int = MIN_SPAN  # tokenised characters in common (after removing what the course shipped)
-
-    def flagged(self, threshold: float) -> bool:
-        """Similar enough, over a span long enough to mean something (a short standard answer never is)."""
-        return self.similarity >= threshold and self.overlap >= MIN_SPAN
 
 
 def answers(files: list[Path], assignments: dict[str, Assignment]) -> dict[tuple[str, str], list[Answer]]:
