@@ -22,6 +22,9 @@
 # > Write `LinearFunction` with an optional bias and `needs_input_grad`, a `Linear` module around it, then `LinearND` for inputs with any number of leading dims.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `linear_function` (4 points)
@@ -103,6 +106,8 @@ class Linear(nn.Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "linear_module", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
 check("linear_module", globals())
 
 
@@ -142,4 +147,6 @@ class LinearND(Function):
 
 
 # %% nbgrader={"grade": true, "grade_id": "linear_nd", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 5}
+from course_utils.checks import check
+
 check("linear_nd", globals())

@@ -24,6 +24,9 @@
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 # Each check compares your Function with PyTorch's own op on fresh inputs and names the
 # likely cause when something differs.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% nbgrader={"grade": false, "grade_id": "07_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).

@@ -22,3 +22,6 @@ c.ContentsManager.hide_globs = [
     "*.py", "solutions", "course_utils", "*.egg-info", "build", "_build", "artifacts", "tests", "benchmarks",
     "lab", "course", "requirements*.txt", "pyproject.toml", "environment.yml", "nbval_sanitize.cfg",
 ]
+# Answer cells are marked by their first line (the ✎ banner written by course_utils/build.py) and the "answer"
+# tag. JupyterLab 4.6 does not put a cell's tags into the page (they show only in the property inspector), so no
+# custom.css (LabApp.custom_css) selector can colour tagged cells; the banner is the visible mark.

@@ -24,6 +24,9 @@
 # Fill in every `raise NotImplementedError(...)` line of the answer cell, run it, then run
 # the check cell below it. The check compares your engine with `torch.autograd` and tells
 # you what is wrong. Re-run both cells after each change.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_engine` (4 points)

@@ -24,6 +24,9 @@
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check
 # below it. The check compares your Function with PyTorch on several inputs and runs
 # `gradcheck`; when something is wrong it says which gradient and the likely cause.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `mul` (2 points)

@@ -22,6 +22,9 @@
 # > Write `Exp`, saving the tensor that makes backward cheapest.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `exp` (2 points)

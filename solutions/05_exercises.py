@@ -22,6 +22,9 @@
 # > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient, and an embedding lookup whose backward adds rows.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `killhead` (2 points)
@@ -114,6 +117,8 @@ class ClipGrad(Function):
 
 
 # %% nbgrader={"grade": true, "grade_id": "clip_grad", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
 check("clip_grad", globals())
 
 

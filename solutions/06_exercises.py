@@ -22,6 +22,9 @@
 # > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere, then write the test that a backward deserves.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
+#
+# A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
+# notices a cell you edited but did not run again.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `abs_prod` (3 points)
@@ -108,6 +111,8 @@ class Maximum(Function):
 
 
 # %% nbgrader={"grade": true, "grade_id": "maximum", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 3}
+from course_utils.checks import check
+
 check("maximum", globals())
 
 

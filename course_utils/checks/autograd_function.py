@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -33,6 +34,7 @@ catalogue({
     "nan_gradient": "a gradient contains NaN or inf",
     "gradient_wrong": "a gradient does not match the reference",
     "forgot_grad_output": "backward did not multiply by grad_output",
+    "gradient_sign": "a gradient is exactly the negative of the true one (a sign error)",
     "gradcheck_failed": "torch.autograd.gradcheck fails in float64",
     "ignores_needs_input_grad": "backward computes gradients that ctx.needs_input_grad says are not needed",
     "autograd_in_backward": "backward runs ops through autograd (grad mode on, or its engine) instead of computing the VJP",
@@ -230,7 +232,8 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
     want = spec.reference(*args)
     g = case["g"].to(want.dtype)
     wanted = [i for i in tensor_positions if args[i].requires_grad]
-    want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True)
+    want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True, retain_graph=True)
+    ones: list[torch.Tensor | None] = []  # the gradients for grad_output = 1: what a backward without it returns
     for i, want_g in zip(wanted, want_grads):
         got_g, what = raw[i], describe_input(names, i)
         want_g = torch.zeros_like(args[i]) if want_g is None else want_g
@@ -259,10 +262,9 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
             continue
         if not close(got_g, want_g, want_g.dtype):
             mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
-            if mistake is None and g.shape == got_g.shape and close(got_g * g, want_g, want_g.dtype) and \
-                    not close(g, torch.ones_like(g), g.dtype):
-                mistake = Mistake("forgot_grad_output", f"{gid}: the gradient for {what} is missing the factor "
-                                  "grad_output; backward must return grad_output times the local derivative.")
+            if mistake is None:
+                mistake = _generic_diagnosis(spec, i, got_g, want_g, g, label, partial(
+                    _ones_grad, ones, want, [args[k] for k in wanted], g, wanted.index(i)))
             if mistake is not None:
                 raise mistake
             raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
@@ -272,6 +274,36 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
         if not isinstance(a, torch.Tensor) and i < len(raw) and raw[i] is not None:
             raise Mistake("missing_none", f"{gid}: backward returned a value for the non-tensor argument "
                           f"`{names[i]}`; return None in its place.")
+
+
+def _ones_grad(cache: list, want: torch.Tensor, inputs: list[torch.Tensor], g: torch.Tensor,
+               k: int) -> torch.Tensor | None:
+    """Input ``k``'s reference gradient for grad_output = ones, the case's computed once (on demand)."""
+    if not cache:
+        cache.extend(torch.autograd.grad(want, inputs, torch.ones_like(g), allow_unused=True, retain_graph=True))
+    return cache[k]
+
+
+def _generic_diagnosis(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, g: torch.Tensor,
+                       label: str, ones_grad: Callable[[], torch.Tensor | None]) -> Mistake | None:
+    """What every Function exercise recognises in a wrong gradient: a pure sign flip, a missing grad_output factor."""
+    gid, what = spec.grade_id, describe_input(spec.arg_names, i)
+    if close(-got_g, want_g, want_g.dtype) and max_err(want_g, torch.zeros_like(want_g)) > 0:
+        return Mistake("gradient_sign", f"{gid}: the gradient for {what} has the right size but the wrong sign "
+                       f"everywhere ({label}): it is exactly the negative of the true gradient; check the sign of "
+                       f"each term of d({spec.describe})/d{spec.arg_names[i] if i < len(spec.arg_names) else i}.")
+    if close(g, torch.ones_like(g), g.dtype):
+        return None  # with grad_output = 1 a missing factor cannot be seen
+    if g.shape == got_g.shape and close(got_g * g, want_g, want_g.dtype):
+        without = True
+    else:
+        alone = ones_grad()
+        without = alone is not None and close(got_g, alone, want_g.dtype)
+    if without:
+        return Mistake("forgot_grad_output", f"{gid}: the gradient for {what} is missing the factor grad_output "
+                       f"({label}): it is the gradient for grad_output = 1; backward must chain the incoming "
+                       "gradient into every input's gradient.")
+    return None
 
 
 def _matches_another(spec: FunctionSpec, case: dict, i: int, got_g: torch.Tensor) -> bool:
@@ -299,8 +331,7 @@ def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str
     if with_grad > 0:
         raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations through autograd (with "
                       "grad mode on, as under torch.enable_grad(), or inside autograd's engine, as torch.autograd.grad "
-                      "runs them): it lets autograd differentiate a recomputation instead of computing the "
-                      "vector-Jacobian product itself. That is the composite op again, with its memory.",
+                      "runs them): autograd computed part of the gradient instead of your backward.",
                       fix="write the vector-Jacobian product from the saved tensors with plain torch ops, under "
                       "the no_grad mode backward runs in.")
     used = sorted(op_names(ops) & native)

@@ -31,7 +31,8 @@ from ..probes.cells import (
     watch_cells,
 )
 
-__all__ = ["ANSWER_BANNER", "ANSWER_MARK", "RUNS", "SETUP_BANNER", "SETUP_MARK", "CellRun", "defined_names", "stale",
+__all__ = ["ANSWER_BANNER", "ANSWER_MARK", "RUNS", "SETUP_BANNER", "SETUP_MARK", "CellRun", "defined_names",
+           "provenance", "stale",
            "used_names", "watch_cells"]
 
 
@@ -40,11 +41,21 @@ def _latest(pred) -> CellRun | None:
     return max(runs, key=lambda r: r.count) if runs else None
 
 
+def _at(run: CellRun) -> str:
+    return f" (In[{run.number}])" if run.number else ""
+
+
 def _cell_name(run: CellRun, owners: Mapping[str, str]) -> str:
     if run.setup:
         return "the shared set-up cell at the top"
-    owner = run.exercise or next((owners[n] for n in sorted(run.names) if n in owners), None)
-    return f"the answer cell for {owner}" if owner else "the cell that defines it"
+    if run.exercise:
+        return f"the answer cell for {run.exercise}"
+    return "another cell" + _at(run)  # a scratch cell: not the answer cell, whatever it defines
+
+
+def _yours(run: CellRun, grade_id: str) -> str:
+    """The cell that ran this exercise's code: its answer cell (marked or, in a notebook without banners, not)."""
+    return f"your answer cell for {grade_id}"
 
 
 def stale(grade_id: str, names: tuple[str, ...], namespace: Mapping[str, object],
@@ -54,13 +65,28 @@ def stale(grade_id: str, names: tuple[str, ...], namespace: Mapping[str, object]
     ``names``: what the exercise's answer must define; ``owners``: name -> the exercise whose
     answer cell defines it. Only cells that ran in this kernel are known.
     """
-    if notebook_shell() is None or not RUNS:
+    if notebook_shell() is None:
         return None
-    # the last cell that ran this exercise's code: its answer cell, or an unmarked cell defining its names
-    own = _latest(lambda r: r.exercise == grade_id or (r.exercise is None and bool(r.names & set(names))))
+    not_run = (f"the answer cell for {grade_id} has not run in this kernel yet: run the shared set-up cell at the "
+               "top, then that answer cell, then this check.")
+    if not RUNS:  # only this check cell is running: nothing ran before it (or ran before the hooks)
+        return None if all(n in namespace for n in names) else not_run
+    own = _own(grade_id, names, owners)
+    edited = edited_since_run(own) if own is not None else None
+    if own is not None and edited:  # an edit since the last run wins over what that run raised
+        raised = f"; that run raised {own.error}" if own.error else ""
+        return (f"{_yours(own, grade_id)} was edited after it last ran ({edited}{raised}): run it, then this check "
+                "(nothing was graded: the check would grade the version that ran).")
     if own is not None and own.error:
+        if own.undefined:
+            where = _latest(lambda r: own.undefined in r.names and r is not own)
+            if where is not None and not where.error and where.count > own.count:  # cells run out of order
+                return (f"{_yours(own, grade_id)} last raised {own.error} because it ran before "
+                        f"{_cell_name(where, owners)}{'' if where.exercise is None and not where.setup else _at(where)}"
+                        f", which defines `{own.undefined}`: nothing to fix, run your answer cell again, then this "
+                        "check (nothing was graded).")
         origin = f"; {_origin(own.undefined, own, owners)}" if own.undefined else ""
-        return (f"your answer cell for {grade_id} last raised {own.error}{origin}: fix it and run it, then this "
+        return (f"{_yours(own, grade_id)} last raised {own.error}{origin}: fix it and run it, then this "
                 "check (nothing was graded).")
     for name in names:  # an answer that builds on another exercise's answer cell (linear_module on LinearFunction)
         other = _latest(lambda r, name=name: name in r.names)
@@ -70,17 +96,57 @@ def stale(grade_id: str, names: tuple[str, ...], namespace: Mapping[str, object]
     if own is None:
         if all(n in namespace for n in names):
             return None  # defined some other way (a cell without banner run before the hooks, exec): grade it
-        return (f"the answer cell for {grade_id} has not run in this kernel yet: run the shared set-up cell at the "
-                "top, then that answer cell, then this check.")
-    edited = edited_since_run(own)
-    if edited:
-        return (f"your answer cell for {grade_id} was edited after it last ran ({edited}): run it, then this check "
-                "(nothing was graded: the check would grade the version that ran).")
+        return not_run
     missing = sorted(n for n in own.names | own.uses if n not in namespace)
     for name in missing:
-        return (f"your answer cell for {grade_id} uses `{name}`, which is not defined in this kernel: "
+        return (f"{_yours(own, grade_id)} uses `{name}`, which is not defined in this kernel: "
                 f"{_origin(name, own, owners)}; then run your answer cell and this check (nothing was graded).")
     return None
+
+
+def _own(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str]) -> CellRun | None:
+    """The last cell that ran this exercise's code: its answer cell, or a cell without banner defining its own names.
+
+    A name another exercise owns (``LinearFunction`` for linear_module) does not make a cell this exercise's.
+    """
+    mine = {n for n in names if owners.get(n, grade_id) == grade_id}
+    return _latest(lambda r: r.exercise == grade_id or (r.exercise is None and not r.setup and bool(r.names & mine)))
+
+
+def provenance(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str]) -> str:
+    """What a graded verdict says about the code it graded, in a Jupyter kernel ("" elsewhere).
+
+    A name last defined by a cell other than the answer cell is named (it was graded, not the answer
+    cell); under Jupyter Server the verdict also says which run it graded, and that an edit is seen
+    only once the notebook is saved.
+    """
+    if notebook_shell() is None or not RUNS:
+        return ""
+    notes = []
+    answer = _latest(lambda r: r.exercise == grade_id)
+    for name in names:
+        if owners.get(name, grade_id) != grade_id:
+            continue
+        last = _latest(lambda r, name=name: name in r.names)
+        # only where the answer cell carries its banner (a notebook without banners has no other answer cell)
+        if answer is not None and last is not None and last.count > answer.count and not last.setup \
+                and last.exercise is None:
+            notes.append(f"`{name}` was last defined by another cell{_at(last)}, not your answer cell: that is "
+                         "what was graded")
+    own = _own(grade_id, names, owners)
+    if not notes and own is not None and own.number and os.environ.get("JPY_SESSION_NAME", "").endswith(".ipynb"):
+        saved = _saved_at()
+        notes.append(f"graded the version that ran at In[{own.number}]" + (
+            "" if saved is not None and saved > own.at else
+            "; save the notebook (Ctrl+S) so the check can tell when you edit it without running it"))
+    return "; ".join(notes)
+
+
+def _saved_at() -> float | None:
+    try:
+        return os.path.getmtime(os.environ.get("JPY_SESSION_NAME", ""))
+    except OSError:
+        return None
 
 
 def edited_since_run(run: CellRun) -> str | None:

@@ -50,6 +50,7 @@ catalogue({
     "timeout": "student code ran past the time limit",
     "malformed_result": "the data reported from beside the student's code was not what the check asked for",
     "stale_answer": "the answer cell's last run failed, or it has not run in this kernel: nothing was graded",
+    "interrupted": "the student interrupted the check (Jupyter's stop button): nothing was graded",
 })
 
 

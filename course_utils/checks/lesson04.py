@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import torch
@@ -28,6 +29,7 @@ catalogue({
     "transposed_weight_grad": "the weight gradient is transposed",
     "bias_not_summed": "the bias gradient is not summed over the batch",
     "module_structure": "the module's parameters have the wrong type or shape",
+    "module_bias_bound": "the bias is drawn with the right draws but the wrong bound (e.g. from out_features)",
     "module_init": "the module is not initialised like nn.Linear",
     "module_not_using_function": "the module does not call LinearFunction",
     "module_repr": "extra_repr does not describe the layer",
@@ -120,17 +122,38 @@ def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, tor
     return weight, bias
 
 
+def _init_cause(seed: int, fan_in: int, w: object, b: object, ref_w: torch.Tensor, ref_b: torch.Tensor) -> \
+        tuple[str, str]:
+    """(mistake code, what differs) for parameters not initialised like nn.Linear: which one, and how."""
+    bound = 1 / math.sqrt(fan_in)
+    if isinstance(w, torch.Tensor) and w.shape == ref_w.shape and torch.equal(w, ref_w):
+        if isinstance(b, torch.Tensor) and b.shape == ref_b.shape and ref_b.abs().max() > 0:
+            scale = (b.double() @ ref_b.double() / (ref_b.double() @ ref_b.double())).item()
+            if abs(scale - 1) > 1e-6 and torch.allclose(b.double(), scale * ref_b.double(), rtol=1e-5, atol=1e-7):
+                return "module_bias_bound", (f"the weight is right and the bias has the right random draws, but their "
+                                             f"range is {abs(scale):.3g} times nn.Linear's: check what the bias's "
+                                             "bound depends on")
+        return "module_init", "the weight is right, the bias is not drawn like nn.Linear's"
+    if isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6:
+        return "module_init", "weights exceed the bound 1/sqrt(in_features)"
+    gen = torch.Generator().manual_seed(seed)  # the bias drawn before the weight: the same draws, the other order
+    bias_first = torch.empty_like(ref_b)
+    nn.init.uniform_(bias_first, -bound, bound, generator=gen)
+    weight_after = torch.empty_like(ref_w)
+    nn.init.kaiming_uniform_(weight_after, a=math.sqrt(5), generator=gen)
+    if isinstance(w, torch.Tensor) and w.shape == ref_w.shape and torch.equal(w, weight_after):
+        return "module_init", "same seed, different numbers: initialise the weight first, then the bias"
+    return "module_init", "the weight is not drawn like nn.Linear's"
+
+
 def _judge_init(req, facts):
     for (seed, fan_in, fan_out), got in zip(req["init"], facts):
         ref_w, ref_b = linear_init(seed, fan_in, fan_out)
         w, b = got["weight"], got["bias"]
         if not (isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor) and w.shape == ref_w.shape
                 and b.shape == ref_b.shape and torch.equal(w, ref_w) and torch.equal(b, ref_b)):
-            bound = 1 / math.sqrt(fan_in)
-            too_big = isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6
-            cause = ("weights exceed the bound 1/sqrt(in_features)" if too_big
-                     else "same seed, different numbers: initialise the weight first, then the bias")
-            raise Mistake("module_init", f"linear_module: Linear({fan_in}, {fan_out}) is not initialised like "
+            code, cause = _init_cause(seed, fan_in, w, b, ref_w, ref_b)
+            raise Mistake(code, f"linear_module: Linear({fan_in}, {fan_out}) is not initialised like "
                           f"nn.Linear ({cause}); compare your reset_parameters with nn.Linear's.",
                           fix="use nn.init.kaiming_uniform_(weight, a=math.sqrt(5)) and bias ~ U(-1/sqrt(in_features), "
                           "1/sqrt(in_features)) in reset_parameters.")
@@ -283,8 +306,9 @@ def _judge_permuted(req: dict, facts: object) -> None:
     except Mistake as m:
         if m.code != "raised":
             raise
-        if "view" in m.hint:
-            raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {m.hint.rstrip('.')}. "
+        if "view" in m.hint:  # PyTorch's own "Use .reshape(...) instead." is the fix: level 2 only
+            hint = re.sub(r"\s*Use \.reshape\(\.\.\.\) instead\.?", "", m.hint).rstrip(" .")
+            raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {hint}. "
                           "view only works when the memory allows it, and a non-contiguous input does not.",
                           fix="flatten with reshape(-1, in), which copies when it must.") from None
         raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None

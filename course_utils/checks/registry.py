@@ -25,5 +25,9 @@ def _collect() -> dict[str, Exercise]:
 
 
 EXERCISES: dict[str, Exercise] = _collect()
-# a name an answer cell defines -> the exercise whose cell that is (to say which cell did not run)
-OWNERS: dict[str, str] = {name: gid for gid, ex in EXERCISES.items() for name in ex.names}
+# a name an answer cell defines -> the exercise whose cell that is (to say which cell did not run); the first
+# exercise that names it owns it (linear_function owns LinearFunction, which linear_module builds on)
+OWNERS: dict[str, str] = {}
+for _gid, _ex in EXERCISES.items():
+    for _name in _ex.names:
+        OWNERS.setdefault(_name, _gid)

@@ -12,8 +12,11 @@ The failing part shows its diagnosis (level 1); its fix, where the check has one
 from __future__ import annotations
 
 import html
+import re
 
 from .engine import Exercise, Result
+
+CODE_SPAN = re.compile(r"`([^`<>]+)`")
 
 COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "not attempted": "#757575"}
 ICONS = {"passed": "✓", "failed": "✗", "not attempted": "·"}
@@ -31,14 +34,21 @@ def _fix_toggle(fix: str | None) -> str:
             f"Show the fix</summary><div>{html.escape(fix)}</div></details>")
 
 
-def verdict_html(ex: Exercise, result: Result) -> str:
+def _text(text: str, grade_id: str = "") -> str:
+    """A message as HTML: escaped, `code` spans as <code>, without a leading "<grade_id>: " the heading already says."""
+    if grade_id and text.startswith(f"{grade_id}: "):
+        text = text[len(grade_id) + 2:]
+    return CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
+
+
+def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
     """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet."""
     colour = COLOURS.get(result.status, COLOURS["failed"])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
             f"{result.points:g}/{result.max_points:g} points")
     if result.status == "not attempted":  # a prompt, not a score: what a fresh exercise notebook shows
         head = f"<b>{ICONS['not attempted']} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
-        body = (f"<div>{html.escape(result.diagnosis)} Write your answer in the cell above, run it, then run "
+        body = (f"<div>{_text(result.diagnosis, ex.grade_id)} Write your answer in the cell above, run it, then run "
                 "this check again.</div>")
     else:
         items = []
@@ -50,15 +60,20 @@ def verdict_html(ex: Exercise, result: Result) -> str:
                 items.append(f"<li>✓ {label}</li>")
             elif o is not None and o.status in ("failed", "not attempted"):
                 items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
-                             f"{html.escape(o.diagnosis)}</span>{_fix_toggle(o.fix)}</li>")
+                             f"{_text(o.diagnosis, ex.grade_id)}</span>{_fix_toggle(o.fix)}</li>")
             else:
                 items.append(f"<li style='opacity:.6'>· {label}: not checked yet</li>")
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
-            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {html.escape(result.problem)}</li>")
+            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
-    note = f"<div style='opacity:.7'>note: {html.escape(result.output_note)}</div>" if result.output_note else ""
-    # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too
-    note += "".join(f"<div style='opacity:.7'>note: {html.escape(flag)}</div>" for flag in result.flags)
+    note = f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
+    # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,
+    # unless the failing part already says it (a backward that runs autograd, failed for exactly that)
+    failing = result.failing
+    said = failing.code if failing is not None else ""
+    flags = [f for f in result.flags if not (said == "autograd_in_backward" and "calls autograd itself" in f)]
+    note += "".join(f"<div style='opacity:.7'>note: {_text(flag, ex.grade_id)}</div>" for flag in flags)
+    note += f"<div class='course-footer' style='opacity:.7'>{_text(footer)}.</div>" if footer else ""
     return (f"<div class='course-verdict' data-status='{html.escape(result.status)}' style='border-left:4px solid "
             f"{colour};padding:.3em .8em;margin:.2em 0;font-family:system-ui,sans-serif;line-height:1.5'>"
             f"<div>{head}</div>{body}{note}</div>")
@@ -70,17 +85,18 @@ class Verdict(float):
     result: Result
     exercise: Exercise
     show_fix: bool
+    footer: str  # which code was graded (``cells.provenance``): shown to the student, never part of the result
 
-    def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False) -> Verdict:
+    def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False, footer: str = "") -> Verdict:
         obj = super().__new__(cls, result.points)
-        obj.result, obj.exercise, obj.show_fix = result, exercise, show_fix
+        obj.result, obj.exercise, obj.show_fix, obj.footer = result, exercise, show_fix, footer
         return obj
 
     def __repr__(self) -> str:  # the text form nbgrader parses as the cell's score
         return float.__repr__(self)
 
     def __str__(self) -> str:
-        return self.result.report(fix=self.show_fix)
+        return self.result.report(fix=self.show_fix) + (f"\n  {self.footer}." if self.footer else "")
 
     def _repr_html_(self) -> str:
-        return verdict_html(self.exercise, self.result)
+        return verdict_html(self.exercise, self.result, self.footer)

@@ -44,6 +44,7 @@ class CellRun:
     undefined: str | None = None  # the name of a NameError it raised
     cell_id: str | None = None  # the front end's id of the cell (JupyterLab sends it)
     at: float = 0.0  # when it ran (time.time())
+    number: int | None = None  # its execution count, the N of In[N] the student sees
 
 
 RUNS: dict[str, CellRun] = {}  # cell key (id, or the exercise of its banner, or its source hash) -> last run
@@ -111,7 +112,7 @@ def record(result: object) -> None:
         used_names(source) if mark else frozenset(), hashlib.sha1(source.encode()).hexdigest()[:12], _COUNTER[0],
         describe(error) if isinstance(error, BaseException) else None,
         getattr(error, "name", None) if isinstance(error, NameError) else None, getattr(info, "cell_id", None),
-        time.time())
+        time.time(), getattr(result, "execution_count", None))
 
 
 def notebook_shell() -> Any:

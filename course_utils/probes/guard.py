@@ -63,6 +63,7 @@ class Guard:
     def __init__(self, time_limit: float) -> None:
         self.time_limit = time_limit
         self.out = CappedText()
+        self.timed_out: str | None = None  # the first time-out's message: later calls fail at once, never wait again
 
     @contextlib.contextmanager
     def __call__(self):
@@ -119,6 +120,8 @@ def failure(exc: BaseException, what: str, time_limit: float, location: str = ""
 def call(what: str, fn: Callable, *args, **kwargs):
     """Run student code ``fn(*args)``; turn failures into NotAttempted or a Mistake naming ``what``."""
     guard = _GUARD or Guard(TIME_LIMIT)
+    if guard.timed_out:  # one endless loop costs the student one wait, not one per stage
+        raise Mistake("timeout", guard.timed_out)
     try:
         with guard():
             return fn(*args, **kwargs)
@@ -129,7 +132,10 @@ def call(what: str, fn: Callable, *args, **kwargs):
     except Exception as exc:
         if type(exc).__name__ == "InterpreterError" and isinstance(exc.__cause__, NotImplementedError):
             raise NotAttempted(f"{what} (a kernel it launches)") from None
-        raise Mistake(*failure(exc, what, guard.time_limit)) from None
+        code, hint = failure(exc, what, guard.time_limit)
+        if code == "timeout":
+            guard.timed_out = hint
+        raise Mistake(code, hint) from None
 
 
 @contextlib.contextmanager

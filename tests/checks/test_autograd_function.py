@@ -110,6 +110,17 @@ class Exp(Function):
         (result,) = ctx.saved_tensors  # believes it saved the output
         return g * result
 """, ["exp", "grad_output * x", "save the output"]),
+    "gradient_sign": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = ctx.saved_tensors
+        return -grad_output * b, grad_output * a
+""", ["input 0 (`a`)", "wrong sign everywhere", "exactly the negative"]),  # review 2, finding 9
     "forgot_grad_output": ("exp", """
 class Exp(Function):
     @staticmethod
@@ -316,6 +327,27 @@ class Linear(nn.Module):
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 """, ["not initialised like nn.Linear", "kaiming_uniform_"]),
+    "module_bias_bound": ("linear_module", """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(out_features)) if bias else None
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(out_features)  # review 2, finding 10: weight first, the wrong bound
+            nn.init.uniform_(self.bias, -bound, bound)
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+""", ["the weight is right", "the right random draws", "range is", "bound depends on"]),
     "module_not_using_function": ("linear_module", """
 class LinearFunction(Function):
     pass
@@ -352,7 +384,8 @@ def all_bug_codes() -> set[str]:
 
 def test_every_catalogue_entry_is_tested():
     tested = all_bug_codes() | {"not_attempted", "timeout", "gradient_wrong", "malformed_result",
-                                "stale_answer"}  # stale_answer: tests/checks/test_stale_cells.py, in a kernel
+                                "stale_answer", "interrupted"}  # stale_answer: tests/checks/test_stale_cells.py,
+    # in a kernel; interrupted: tests/checks/test_engine.py
     assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
 
 
@@ -413,7 +446,8 @@ def test_autograd_inside_backward_is_remarked_however_it_is_reached(name):
     from course_utils.checks.verdict import verdict_html
 
     shown = verdict_html(checks.EXERCISES["mul"], result)  # the student sees the remark the grader flags
-    assert "note: mul: Mul.backward calls autograd itself" in shown and "calls autograd itself" in result.report()
+    # the heading names mul: the note does not repeat it (review 2, finding 16); the plain report keeps it
+    assert "note: Mul.backward calls autograd itself" in shown and "calls autograd itself" in result.report()
 
 
 def test_abs_prod_with_an_aliased_autograd_grad_is_remarked():

@@ -105,9 +105,24 @@ class Mul(Function):
         while True:
             pass
 """)
+    import time
+    t0 = time.monotonic()
     result = checks.run_check("mul", ns, time_limit=0.5)
     assert result.mistakes == ["timeout"]
     assert "did not finish within 0.5 s" in result.report()
+    assert time.monotonic() - t0 < 1.4  # review 2, finding 12: later stages do not wait again (3 stages)
+
+
+def test_an_interrupted_check_says_nothing_was_graded(monkeypatch, capsys):
+    """Review 2, finding 12: the stop button during a check is a sentence, not a traceback through course_utils."""
+    from course_utils.checks import notebook
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(notebook, "run_check", interrupted)
+    verdict = notebook.check("mul", {})
+    assert float(verdict) == 0.0 and verdict.result.mistakes == ["interrupted"]
+    assert "interrupted: nothing was graded" in capsys.readouterr().out
 
 
 def test_printing_a_lot_is_summarised_not_shown(capsys):

@@ -32,6 +32,15 @@ def test_locked_cells_are_locked_for_jupyterlab_and_answer_cells_are_marked(fold
             assert not ANSWER_MARK.search(cell.source)
 
 
+@pytest.mark.parametrize("name", [p.stem for p in sorted((ROOT / "solutions").glob("*_exercises.py"))])
+def test_every_check_cell_works_alone(name):
+    """Review 2, finding 1: a check cell run first in a fresh kernel must not raise NameError: check."""
+    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade") and "check(" in cell.source:
+            assert "from course_utils.checks import check" in cell.source, f"{name}: {cell.source[:60]!r}"
+
+
 def test_the_shared_set_up_is_generated_and_idempotent():
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(build.setup_cell_source()),

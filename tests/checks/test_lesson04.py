@@ -23,6 +23,22 @@ class LinearND(Function):
         return gi, gw, gb
 """
 
+LINEAR_FUNCTION = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = GRAD_INPUT if ctx.needs_input_grad[0] else None
+        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+"""
+
 
 def linear_nd(forward="input @ weight.t()", grad_weight="rows.t() @ input.reshape(-1, in_f)",
               grad_bias="rows.sum(0)") -> str:
@@ -41,7 +57,18 @@ BUGS = {
     "nd_view_not_reshape": ("linear_nd", linear_nd(grad_weight="rows.t() @ input.view(-1, in_f)"),
                             ["non-contiguous input of shape (3, 2, 4)", "LinearND.backward raised RuntimeError",
                              "view size is not compatible", "reshape(-1, in)"]),
+    # review 2, finding 9: a negated grad_input, and grad_output forgotten in a matrix product
+    "gradient_sign": ("linear_function", LINEAR_FUNCTION.replace("GRAD_INPUT", "-g.mm(weight)"),
+                      ["input 0 (`input`)", "wrong sign everywhere", "exactly the negative"]),
+    "forgot_grad_output": ("linear_function", LINEAR_FUNCTION.replace("GRAD_INPUT", "torch.ones_like(g).mm(weight)"),
+                           ["input 0 (`input`)", "missing the factor grad_output", "grad_output = 1"]),
 }
+
+
+def test_the_view_hint_does_not_quote_the_fix():
+    """Review 2, finding 18: PyTorch's 'Use .reshape(...) instead.' is the fix: not in the level-1 hint."""
+    result = checks.run_check("linear_nd", ns_from(BUGS["nd_view_not_reshape"][1]))
+    assert "view size is not compatible" in result.diagnosis and "Use .reshape" not in result.diagnosis
 
 
 @pytest.mark.parametrize("code", sorted(BUGS))
@@ -91,3 +118,30 @@ def test_solution_matches_f_linear_on_its_own_inputs():
     x = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
     w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(ns["LinearND"].apply, (x, w))
+
+
+def test_a_bias_drawn_before_the_weight_is_named_and_the_right_order_is_not_blamed():
+    """Review 2, finding 10: the order message only when the order is what differs."""
+    module = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        return input.mm(weight.t())
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(out_features)) if bias else None
+        if bias:
+            bound = 1 / math.sqrt(in_features)
+            nn.init.uniform_(self.bias, -bound, bound)
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+"""
+    result = checks.run_check("linear_module", ns_from(module))
+    assert result.mistakes == ["module_init"] and "initialise the weight first, then the bias" in result.diagnosis

@@ -147,7 +147,8 @@ def test_embedding_calling_the_native_backward_fails():
 def test_embedding_differentiating_f_embedding_in_backward_fails():
     src = embedding("with torch.enable_grad():\n            w = weight.detach().requires_grad_()\n"
                     "            return None, torch.autograd.grad(torch.nn.functional.embedding(indices, w), w, g)[0]")
-    assert_diagnosed("autograd_in_backward", "embedding", src, ["grad mode on"])
+    result = assert_diagnosed("autograd_in_backward", "embedding", src, ["grad mode on", "instead of your backward"])
+    assert "recomputation" not in result.diagnosis  # review 2, finding 17: only what was observed
 
 
 @pytest.mark.parametrize("code", sorted(BUGS))

@@ -76,7 +76,7 @@ def run(kc, code: str, cell_id: str | None = None, timeout: float = 300) -> dict
 
 def verdict(kc, grade_id: str) -> tuple[float, str]:
     shown = run(kc, f'check("{grade_id}", globals())')["results"][0]
-    return float(shown["text/plain"]), shown["text/html"]
+    return float(shown["text/plain"]), re.sub(r"</?code>", "`", shown["text/html"])  # `code` spans as written
 
 
 def fresh(kc) -> None:
@@ -205,3 +205,87 @@ def test_defined_and_used_names():
     assert defined_names(source) == {"torch", "n2", "A", "z"}
     assert used_names(source) == {"Function", "y"}
     assert defined_names("class Broken(\n") == {"Broken"} and defined_names("def f(:\n  pass\nx = 1") == {"f", "x"}
+
+
+# ---------------------------------------------------------------- review 2 (a student in JupyterLab), findings 2-8
+def test_a_fresh_kernel_with_only_the_check_cell_run_says_run_the_answer_cell(kernel):
+    """Finding 7: nothing ran before the check (its own cell is the first): the 'has not run' message, no NameError."""
+    fresh(kernel)
+    shown = run(kernel, "_cells.RUNS.clear()\ncheck('mul', globals())")["results"][0]
+    assert float(shown["text/plain"]) == 0.0
+    assert "the answer cell for mul has not run in this kernel yet: run the shared set-up cell" in shown["text/html"]
+    assert "Traceback" not in shown["text/html"]
+    assert "is not defined" not in shown["text/html"]
+
+
+def test_an_answer_run_before_the_set_up_cell_says_nothing_to_fix(kernel):
+    """Finding 8: answer (NameError: Function), then set-up, then the check: re-run the answer, nothing to fix."""
+    fresh(kernel)
+    assert "NameError" in run(kernel, MUL.format(tail=""), "answer-mul")["error"]
+    run(kernel, SETUP, "setup")
+    points, shown = verdict(kernel, "mul")
+    assert points == 0.0 and "because it ran before the shared set-up cell at the top" in shown, shown
+    assert "which defines `Function`: nothing to fix, run your answer cell again" in shown, shown
+    assert "fix it and run it" not in shown
+
+
+def test_a_broken_scratch_copy_of_another_exercise_is_not_blamed_on_this_answer_cell(kernel):
+    """Finding 2: a correct Linear, then a cell without banner defining LinearFunction raises: name that cell."""
+    fresh(kernel)
+    run(kernel, SETUP, "setup")
+    good = ANSWER_BANNER.format(grade_id="linear_function") + "\nclass LinearFunction(Function):\n    pass\n"
+    run(kernel, good, "answer-lf")
+    module = ANSWER_BANNER.format(grade_id="linear_module") + "\nclass Linear(nn.Module):\n    pass\n"
+    assert run(kernel, module, "answer-lm")["error"] is None
+    assert "SyntaxError" in run(kernel, "class LinearFunction(Function):\n    x = (\n", "scratch")["error"]
+    points, shown = verdict(kernel, "linear_module")
+    assert points == 0.0 and "your answer cell for linear_module" not in shown, shown
+    assert re.search(r"`LinearFunction` comes from another cell \(In\[\d+\]\), which last raised SyntaxError", shown), shown
+
+
+def test_a_redefinition_in_another_cell_is_named(kernel):
+    """Finding 4: a scratch cell redefines Mul after the answer: graded as before, but the verdict says so."""
+    fresh(kernel)
+    run(kernel, SETUP, "setup")
+    run(kernel, MUL.format(tail=""), "answer-mul")
+    run(kernel, "\n".join(MUL.format(tail="").splitlines()[1:]), "scratch")
+    points, shown = verdict(kernel, "mul")
+    assert points == 2.0
+    assert re.search(r"`Mul` was last defined by another cell \(In\[\d+\]\), not your answer cell", shown), shown
+
+
+def test_an_edit_saved_after_a_failing_run_wins_over_the_old_error(kernel, saved):
+    """Finding 6: the failing line deleted and saved, not run: say 'edited after it last ran', not only the error."""
+    fresh(kernel)
+    run(kernel, SETUP, "setup")
+    broken = DIV.format(tail="print(1 / 0)")
+    assert "ZeroDivisionError" in run(kernel, broken, "answer-div")["error"]
+    save(saved, {"setup": SETUP, "answer-div": DIV.format(tail="")})
+    points, shown = verdict(kernel, "div")
+    assert points == 0.0 and "your answer cell for div was edited after it last ran (the notebook saved at" in shown
+    assert "that run raised ZeroDivisionError on line 12" in shown, shown
+    saved.unlink()
+
+
+def test_a_graded_verdict_says_which_run_it_graded_and_to_save(kernel, saved):
+    """Finding 5: an edit neither saved nor run cannot be seen: the verdict says which run it graded, and to save."""
+    fresh(kernel)
+    if saved.exists():
+        saved.unlink()
+    run(kernel, SETUP, "setup")
+    run(kernel, MUL.format(tail=""), "answer-mul")
+    points, shown = verdict(kernel, "mul")
+    assert points == 2.0 and re.search(r"graded the version that ran at In\[\d+\]; save the notebook", shown), shown
+    save(saved, {"setup": SETUP, "answer-mul": MUL.format(tail="")})
+    points, shown = verdict(kernel, "mul")
+    assert re.search(r"graded the version that ran at In\[\d+\]\.", shown) and "save the notebook" not in shown
+    saved.unlink()
+
+
+def test_without_banners_the_answer_cell_is_not_called_another_cell(kernel):
+    """Lessons 08-11 have no banners yet: their unmarked answer cell is the answer, not 'another cell'."""
+    fresh(kernel)
+    run(kernel, SETUP, "setup")
+    run(kernel, "\n".join(MUL.format(tail="").splitlines()[1:]), "unmarked-answer")
+    points, shown = verdict(kernel, "mul")
+    assert points == 2.0 and "another cell" not in shown, shown

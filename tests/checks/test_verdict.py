@@ -170,3 +170,23 @@ def test_a_passing_verdict_has_no_toggle():
     namespace: dict = {}
     exec(MUL.format(grads="b, grad_output * a"), namespace)
     assert "course-fix" not in verdict_html(checks.EXERCISES["mul"], checks.run_check("mul", namespace))
+
+
+def test_code_spans_render_and_the_exercise_name_is_not_repeated():
+    """Review 2, findings 15 and 16: `a` shows as code, not backticks; a hint does not restate "mul: " under the
+    heading that names mul; a flag the failing part already says is not repeated as a note."""
+    from course_utils import checks
+    from course_utils.checks.engine import StageOutcome
+    from course_utils.checks.verdict import verdict_html
+
+    ex = checks.EXERCISES["mul"]
+    outcomes = [StageOutcome(ex.stages[0].name, 1.0, 1.0, "passed"),
+                StageOutcome(ex.stages[1].name, 0.0, 1.0, "failed", "mul: the gradient for input 0 (`a`) is wrong.",
+                             None, "autograd_in_backward")]
+    result = checks.Result("mul", 1.0, 2.0, "failed", stages=outcomes,
+                           flags=["mul: Mul.backward calls autograd itself (2 operations ran through autograd)"])
+    shown = verdict_html(ex, result)
+    assert "input 0 (<code>a</code>)" in shown and "`" not in shown, shown
+    assert "mul: the gradient" not in shown and "the gradient for input 0" in shown
+    assert "calls autograd itself" not in shown
+    assert "mul: the gradient" in result.report()  # the plain report (the grader's text) keeps it as it was
