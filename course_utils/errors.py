@@ -79,12 +79,11 @@ def _show_short(shell, etype, value, tb, tb_offset=None):  # IPython's custom ex
 
 
 def notebook_shell() -> Any:
-    """The IPython shell of a Jupyter kernel (JupyterLab, Colab, nbval, nbgrader), else None (never imports IPython)."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is not None and any(c.__name__ == "ZMQInteractiveShell" for c in type(shell).__mro__):
-        return shell
-    return None
+    """The IPython shell of a Jupyter kernel, else None: ``probes.cells`` holds the one copy (the grader's sandbox has
+    probes, not this module); imported here only when called, so importing ``errors`` stays free of torch."""
+    from .probes.cells import notebook_shell as shell
+
+    return shell()
 
 
 def install_notebook_tracebacks() -> None:
