@@ -40,7 +40,8 @@
 #   backward launches yours.
 #
 # The check compares with plain torch on several shapes (1-D to 3-D, $d$ not a multiple of
-# any block size, a non-contiguous $x$, float32 and float64, `gradcheck`) and with a
+# any block size, a non-contiguous $x$, float32 and float64, which a kernel must compute in
+# float64, `gradcheck`) and with a
 # `grad_output` that is an expanded view (what `y.sum().backward()` sends). Torch may
 # allocate and copy memory around your launches, but every number of the output and of
 # the gradient must come from a kernel: the check records the ops each pass runs, and runs
@@ -48,8 +49,9 @@
 # (the gradient must follow them). On a GPU the check's inputs are CUDA tensors, as your
 # compiled kernels need; without one they stay on the CPU for Triton's interpreter.
 #
-# Lesson 10, sections 2 and 3, launch a flat kernel over two separate tensors; here one
-# program handles part of one row of a packed tensor, so the offsets are yours to work out.
+# Lesson 10's section 2 launches a flat kernel over two separate tensors, and section 3 one
+# program per row of one tensor; here one program handles part of one row of a packed
+# tensor, so the offsets are yours to work out.
 
 # %% nbgrader={"grade": false, "grade_id": "10_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).

@@ -60,11 +60,17 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # * the gradients of `hidden` and `weight` are computed in forward, from a second pass over
 #   the slices once the log-sum-exp is known; backward only scales them by `grad_output`.
 #
+# Compute the logits with PyTorch's matrix product (`@`): the memory is measured on PyTorch's
+# tensors only. When every target is `-100` no token counts: the gradients must be zero
+# (the loss may be NaN, 0/0, as `F.cross_entropy`'s, or 0).
+#
 # The check compares the loss and both gradients with PyTorch on several shapes (some
-# targets `-100`, slices that do not divide $V$, a slice of one class, float32 and float64,
-# `gradcheck`), then runs forward and backward of $N = 64$ tokens over $V = 4096$ classes in
-# slices of 256 and **measures** the peak memory they allocate: it must stay well below
-# what one $N \times V$ matrix of logits takes. Backward must not call autograd.
+# targets `-100`, all of them `-100`, slices that do not divide $V$, a slice of one class,
+# float32 and float64, `gradcheck`), then runs forward and backward of $N = 64$ tokens of
+# width 2 over $V = 8192$ classes, in slices of 256 and again of 24, and **measures** the
+# peak number of elements they allocate: at most about the gradients, their scaled copies
+# and a few $N \times$ `chunk` slices, far below one $N \times V$ matrix of logits.
+# Backward must not call autograd.
 
 # %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `vocab_chunked_ce`: edit this cell, run it, then run the check below it.

@@ -163,15 +163,17 @@ from course_utils.kernels import triton_swiglu as sw
 print(inspect.getsource(sw.swiglu_forward_kernel.fn))
 
 # %% [markdown]
-# Three details matter in every elementwise kernel:
+# Four details matter in every elementwise kernel:
 #
 # * the **mask** `offsets < n`: the last program runs past the end of the tensor whenever
 #   $n$ is not a multiple of `BLOCK`, and must neither read nor write there;
 # * `.to(tl.int64)` before multiplying: a program id times a block size overflows 32 bits
 #   for tensors of more than $2^{31}$ elements;
 # * the pointer arithmetic assumes **contiguous** memory: element $i$ sits at `ptr + i`;
-# * half types are loaded, **computed in float32** (`UPCAST`) and stored back in their own
-#   dtype: `tl.sigmoid` has no bfloat16 version, and float32 keeps the gradient accurate.
+# * half types are loaded, **computed in float32** (`UPCAST`, set only for float16 and
+#   bfloat16) and stored back in their own dtype: `tl.sigmoid` has no bfloat16 version, and
+#   float32 keeps the gradient accurate. float32 and float64 are computed as loaded:
+#   converting a float64 input to float32 would lose its precision.
 #
 # The backward kernel loads what forward loaded plus the incoming gradient, recomputes
 # $\sigma(a)$, and writes both gradients. With $s = \sigma(a)$:
@@ -366,6 +368,10 @@ print("sum of 4096 squares, relative error: kept in bfloat16",
 print("saved by the Function:")
 for s in saved_tensors(lambda: rn.RMSNorm.apply(x, w, 1e-6)):
     print(" ", s)
+blocks = (128, 1024, 2048, 8192, 32768, 65536)
+print("block: (warps per program, values per thread):",
+      {block: (rn.num_warps(block), block // (32 * rn.num_warps(block))) for block in blocks})
+
 
 # %% [markdown]
 # Against section 1's composite: no new tensor of $x$'s size is kept, only the 256 values
@@ -377,7 +383,10 @@ for s in saved_tensors(lambda: rn.RMSNorm.apply(x, w, 1e-6)):
 # On a GPU, backward's band count is the number of streaming multiprocessors (`rn.bands`:
 # 132 on an H100), so every SM has a band and the partial sums stay small (SMs $\times d$).
 # A fixed 8 bands left 124 of an H100's 132 SMs idle; `num_warps` grows with the row width
-# so that each thread holds 8 to 32 values of a row. These choices are not measured here
+# (`rn.num_warps`: 4 warps of 32 threads up to a block of 1024 columns, 8 from 2048, 16 from
+# 8192, 32 from 32768), so that each thread holds 8 to 32 values of a row for blocks of 1024
+# to 32768 columns; narrower blocks give fewer (1 at 128), a block of 65536 gives 64. These
+# choices are not measured here
 # (no GPU): `./course bench` times them where there is one.
 
 # %% [markdown]

@@ -65,7 +65,12 @@ def mib(nbytes):
 # and $V$ (32k to 256k) is far larger than $d$. `F.cross_entropy` also keeps its
 # log-softmax, another $N \times V$, for backward. Measure it on a small model: 1024 tokens
 # (16 sequences of 64), width 64, two layers, and a vocabulary of 8192.
-# `measure.pass_memory` counts every byte created, at its peak over forward and backward.
+# `measure.pass_memory` adds up the storage of every tensor an ATen op returns, frees it
+# when the tensor dies, and reports the peak over forward and backward. What it cannot see:
+# scratch memory an op allocates and frees inside itself (`torch.logsumexp`, for one, makes
+# a temporary the size of its input), and memory outside PyTorch's tensors. Section 2
+# therefore builds its log-sum-exp from ops whose results are all they allocate
+# (`tests/test_capstone.py` checks both with PyTorch's profiler).
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -100,9 +105,10 @@ print(f"head + loss share of the peak   {1 - body.peak / whole.peak:.0%}")
 
 # %% [markdown]
 # Almost nine tenths of the peak belong to the last layer and the loss, although the head is
-# one matrix multiply. The peak is several logits matrices: the logits, the log-softmax kept
-# for backward, and the logits' gradient created in backward. Nothing else in the model
-# scales with $V$ times $N$.
+# one matrix multiply. The peak is in backward and holds three $N \times V$ matrices: the
+# log-softmax kept for backward, the loss's gradient with respect to it (`nll_loss`'s
+# backward) and the logits' gradient (the log-softmax's backward); the logits themselves
+# were freed at the end of forward. Nothing else in the model scales with $V$ times $N$.
 #
 # ## 2. `FusedLinearCrossEntropy`: the gradients during forward
 #
@@ -135,15 +141,18 @@ class FusedLinearCrossEntropy(Function):
             t = torch.where(k, target[start:stop], 0)  # a valid column for ignored rows; zeroed below
             rows = torch.arange(len(t), device=t.device)
             z = torch.addmm(bias, h, weight.T)  # this chunk's logits: chunk x V
-            lse = torch.logsumexp(z, dim=-1)
-            loss += ((lse - z[rows, t]) * k).sum()
-            dz = z.sub_(lse[:, None]).exp_()  # softmax, written over the logits
+            own = z[rows, t]  # each token's logit of its target, before z is overwritten
+            top = z.amax(dim=-1, keepdim=True)  # log-sum-exp in steps, written over the logits:
+            e = z.sub_(top).exp_()  # exp(z - max), in z's memory
+            total = e.sum(dim=-1, keepdim=True)
+            loss += (((top + total.log())[:, 0] - own) * k).sum()
+            dz = e.div_(total)  # softmax, still in z's memory
             dz[rows, t] -= 1
-            dz *= (k / n)[:, None]  # the chunk's dL/dz
+            dz *= (k / n.clamp(min=1))[:, None]  # the chunk's dL/dz (zero when no target counts)
             grad_h[start:stop] = dz @ weight
             grad_w.addmm_(dz.T, h)
             grad_b += dz.sum(0)
-            del z, dz  # or the next chunk's logits are made while these still exist
+            del z, e, dz  # or the next chunk's logits are made while these still exist
         ctx.save_for_backward(grad_h, grad_w, grad_b)
         return loss / n
 
@@ -155,16 +164,20 @@ class FusedLinearCrossEntropy(Function):
 
 
 # %% [markdown]
-# Four choices worth a second look. `n` stays a tensor: `n.item()` would make a GPU wait
+# Five choices worth a second look. `n` stays a tensor: `n.item()` would make a GPU wait
 # for the count before it can go on. The ignored rows get a harmless target `0` and are
-# multiplied by zero, which keeps every chunk one dense matrix multiply. The softmax is
-# written into the logits' own memory (`sub_`, `exp_`): no second chunk-sized matrix. And
+# multiplied by zero, which keeps every chunk one dense matrix multiply; when *no* target
+# counts, `n.clamp(min=1)` keeps the gradients at zero, as `F.cross_entropy`'s are, while the
+# loss is 0/0, NaN, as its is. The log-sum-exp and the softmax are written into the logits'
+# own memory (`amax`, `sub_`, `exp_`, `sum`, `div_`): no second chunk-sized matrix, not even
+# the hidden one inside `torch.logsumexp`. And
 # `del z, dz` frees the chunk's logits before the loop makes the next ones: without it,
 # `z = ...` allocates the new chunk while the name still holds the old one, and two chunks
 # exist at the peak.
 #
 # Is it right? Against the composite, on tokens where some targets are ignored, with a
-# chunk size that does not divide the number of tokens, then `gradcheck` in float64:
+# chunk size that does not divide the number of tokens, then `gradcheck` in float64, and
+# with every target ignored:
 
 # %%
 def inputs(tokens, dim, vocab, dtype=torch.float32, seed=1, ignored=0.25):
@@ -192,6 +205,10 @@ print("gradients equal:", [torch.allclose(a, r, atol=1e-12) for a, r in zip(g_mi
 small = [t.detach()[:k].clone().requires_grad_() for t, k in ((h, 20), (w, 40), (b, 40))]
 y_small = y[:20].clamp(max=39)  # 40 classes; -100 stays
 print("gradcheck:", gradcheck(lambda h, w, b: FusedLinearCrossEntropy.apply(h, w, b, y_small, 8), small))
+none = torch.full_like(y, -100)  # every target ignored
+loss_none = FusedLinearCrossEntropy.apply(h, w, b, none, 64)
+print(f"every target ignored: loss {loss_none.item()} (F.cross_entropy: {composite(h, w, b, none).item()}),",
+      "gradients all zero:", all(bool((g == 0).all()) for g in torch.autograd.grad(loss_none, (h, w, b))))
 
 # %% [markdown]
 # The capstone below uses the same Function from `course_utils.capstone.functions` (it also
@@ -232,8 +249,9 @@ for vocab in vocabs:
 
 # %% [markdown]
 # The composite holds one $N \times V$ matrix between the passes (the log-softmax) and peaks
-# at three; the fused loss holds the three gradients ($N d + V d + V$ numbers) and peaks at
-# those, their scaled copies and one chunk's logits. From a vocabulary of 4096 on its peak
+# at three; the fused loss holds the three gradients ($N d + V d + V$ numbers). Its peak is
+# the larger of two moments: in forward, the gradients plus one chunk's logits; in
+# backward, the gradients plus their scaled copies. From a vocabulary of 4096 on its peak
 # is about a tenth of the composite's here (4096 tokens at 32k: the benchmark). Now the
 # chunk size, at a vocabulary of 16384:
 

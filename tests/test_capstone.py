@@ -109,3 +109,40 @@ def test_an_op_can_be_replaced_by_name_and_unknown_names_are_refused():
     assert torch.equal(plain.loss(ids, ids), swapped.loss(ids, ids)) and len(calls) == 1
     with pytest.raises(ValueError, match="no op named 'gelu'"):
         TinyLM(config, ops={"gelu": counting_swiglu})
+
+
+def test_fused_loss_with_every_target_ignored_has_zero_gradients_like_cross_entropy():
+    """review1 #4: no target counts: the loss is 0/0 (NaN) for both, the gradients are zero, not NaN."""
+    h, w, b = rand(5, 3), rand(7, 3, seed=1), rand(7, seed=2)
+    y = torch.full((5,), functions.IGNORE_INDEX)
+    mine, ref = both("loss", h, w, b, y, 2)
+    assert mine.isnan() and ref.isnan()
+    for a, c in zip(torch.autograd.grad(mine, (h, w, b)), torch.autograd.grad(ref, (h, w, b))):
+        assert torch.equal(a, torch.zeros_like(a)) and torch.equal(c, torch.zeros_like(c))
+
+
+def test_fused_loss_allocates_nothing_that_measure_cannot_see():
+    """review1 #1: every chunk-sized allocation the profiler sees is an op's result (addmm), none an op's scratch."""
+    from torch.profiler import ProfilerActivity, profile
+    tokens, vocab, chunk = 64, 4096, 16
+    h, w, b = rand(tokens, 8, dtype=torch.float32), rand(vocab, 8, seed=1, dtype=torch.float32), None
+    y = torch.randint(0, vocab, (tokens,), generator=torch.Generator().manual_seed(3))
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        functions.linear_cross_entropy(h, w, b, y, chunk).backward()
+    slice_bytes = chunk * vocab * 4
+    big = {e.key for e in prof.key_averages() if e.self_cpu_memory_usage >= slice_bytes * e.count // 2 > 0}
+    assert big <= {"aten::mm", "aten::empty", "aten::empty_strided", "aten::zeros_like", "aten::mul"}, big
+    assert "aten::logsumexp" not in {e.key for e in prof.key_averages()}
+
+
+def test_logsumexp_hides_an_input_sized_temporary_from_measure():
+    """The lesson's reason for not using torch.logsumexp: the profiler sees a temporary that measure cannot."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from course_utils import measure
+    z = torch.randn(64, 4096, generator=torch.Generator().manual_seed(0))
+    assert measure.peak_memory(lambda: torch.logsumexp(z, -1)) < z.numel() * 4 // 8
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        torch.logsumexp(z, -1)
+    # the only op called is logsumexp: any input-sized allocation the profiler sees was made inside it
+    assert max(e.self_cpu_memory_usage for e in prof.key_averages()) >= z.numel() * 4

@@ -89,7 +89,8 @@ class FusedLinearCrossEntropy(Function):
 
     Forward walks over ``chunk`` tokens at a time: their logits, log-sum-exp, loss, and their
     share of the gradients of ``hidden``, ``weight`` and ``bias``, then forgets the logits.
-    Only the gradients are saved; backward multiplies them by grad_output. It is differentiable
+    Only the gradients are saved; backward multiplies them by grad_output. When no target
+    counts the loss is NaN (0/0, as F.cross_entropy's) and the gradients are zero (as its). It is differentiable
     once (``once_differentiable``): the saved gradients carry no graph of their own.
     """
 
@@ -106,22 +107,28 @@ class FusedLinearCrossEntropy(Function):
         for start in range(0, hidden.shape[0], chunk):
             h, t, k = hidden[start:start + chunk], target[start:start + chunk], keep[start:start + chunk]
             logits = h @ weight.T if bias is None else torch.addmm(bias, h, weight.T)
-            lse = torch.logsumexp(logits, dim=-1)
             t = torch.where(k, t, 0)  # any valid row for the ignored tokens; their terms are zeroed below
             rows = torch.arange(t.shape[0], device=t.device)
-            loss += ((lse - logits[rows, t]) * k).sum()
+            own = logits[rows, t]
+            # log-sum-exp in steps that write into the logits' memory (torch.logsumexp would
+            # allocate a hidden chunk-sized temporary): shift by the row maximum, exponentiate, sum
+            top = logits.amax(dim=-1, keepdim=True)
+            e = logits.sub_(top).exp_()
+            total = e.sum(dim=-1, keepdim=True)
+            loss += ((top + total.log())[:, 0] - own).mul_(k).sum()
             if grad_h is None and grad_w is None and grad_b is None:
+                del logits, e
                 continue
-            d = logits.sub_(lse[:, None]).exp_()  # softmax, in the logits' memory
+            d = e.div_(total)  # softmax, still in the logits' memory
             d[rows, t] -= 1
-            d *= (k / count).to(d.dtype)[:, None]  # d(mean loss)/d(logits) of this chunk
+            d *= (k / count.clamp(min=1)).to(d.dtype)[:, None]  # d(mean loss)/d(logits); 0 if no target counts
             if grad_h is not None:
                 grad_h[start:start + chunk] = d @ weight
             if grad_w is not None:
                 grad_w.addmm_(d.T, h)
             if grad_b is not None:
                 grad_b += d.sum(0)
-            del logits, d  # before the next chunk's logits exist
+            del logits, e, d  # before the next chunk's logits exist
         ctx.save_for_backward(grad_h, grad_w, grad_b)
         return loss / count
 

@@ -29,7 +29,22 @@ catalogue({
     "triton_expanded_grad": "backward reads grad_output as contiguous memory when it is an expanded view",
     "triton_halves_swapped": "the gradients of the two halves of x are swapped or misplaced",
     "triton_wrong_rows": "a kernel reads or writes the wrong memory for some rows or columns (offsets, masks, strides)",
+    "triton_lost_precision": "a kernel computes a float64 input in float32 and loses precision",
 })
+
+
+def _lost_precision(what: str, got: torch.Tensor, want: torch.Tensor, label: str) -> Mistake | None:
+    """A float64 result right only to float32 precision: the kernel converted float64 values to float32."""
+    if want.dtype != torch.float64 or not isinstance(got, torch.Tensor) or got.shape != want.shape or \
+            not close(got, want, torch.float32):
+        return None
+    err = (got.double() - want).abs().max().item()
+    return Mistake("triton_lost_precision", f"triton_swiglu: {what} is right only to float32 precision for {label} "
+                   f"(largest error {err:.1e}; float64 allows 1e-10): the kernel computes this float64 input in "
+                   "float32 (a value converted to tl.float32 on the way). Computing in float32 is right for half "
+                   "types and float32, but a float64 input must keep its precision.",
+                   fix="convert to tl.float32 only when the loaded dtype is narrower than float32 "
+                   "(e.g. a constexpr UPCAST flag set for float16/bfloat16), and keep float64 as loaded.")
 
 # ATen ops that make, view, move or fill memory without computing from values: everything a
 # Function needs around a kernel launch (and what Triton's interpreter itself runs to copy
@@ -98,6 +113,9 @@ def wrong_memory(what: str, got: object, want: torch.Tensor, label: str, columns
 def _diagnose(i, got, want, args, g):
     if got.shape != want.shape:
         return None
+    lost = _lost_precision("grad_x", got, want, f"x {tuple(want.shape)}")
+    if lost is not None:
+        return lost
     d = want.shape[-1] // 2
     x = args[0].detach().requires_grad_()
     y = swiglu_packed(x)
@@ -176,10 +194,14 @@ def _judge_forward(req: dict, facts: dict) -> None:
     try:
         judge_forward(SPEC, req, facts)
     except Mistake as m:
-        if m.code not in ("forward_wrong", "forward_not_finite"):
+        if m.code not in ("forward_wrong", "forward_not_finite", "forward_lost_precision"):
             raise
         for case, got in zip(req["cases"], facts["cases"]):
             out = unwrap(got)["out"]
+            lost = _lost_precision("forward's output", out, swiglu_packed(probes.f.materialize(case["args"][0])).detach(),
+                                   case["label"])
+            if lost is not None:
+                raise lost from None
             rows = wrong_memory("forward's output", out, swiglu_packed(probes.f.materialize(case["args"][0])).detach(),
                                 "the output for " + case["label"])
             if rows is not None:

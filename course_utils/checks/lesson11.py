@@ -2,8 +2,10 @@
 
 ``apply(hidden, weight, target, chunk)`` must equal ``F.cross_entropy(hidden @ weight.T, target)``
 (mean over the targets that are not -100) with its gradients computed in forward. Besides values
-and gradients the check measures the peak memory of forward + backward beside the student's code
-and rejects an answer that ever holds a matrix the size of all the logits.
+and gradients (also with every target ignored: zero gradients) the check measures the peak
+memory of forward + backward beside the student's code, in numbers allocated, at two slice
+sizes, and rejects an answer that holds more than a few slices of logits at once, or computes
+the logits outside PyTorch's matrix products (where it cannot measure them).
 """
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ GID, IGNORE = "vocab_chunked_ce", -100
 
 catalogue({
     "ce_ignored_counted": "the mean counts the tokens whose target is ignore_index (-100)",
+    "ce_ignored_as_class": "tokens whose target is ignore_index (-100) add a loss term, as if their target were a class",
     "ce_not_mean": "the loss is the sum over tokens, not their mean",
-    "materializes_logits": "forward or backward holds a matrix the size of all the logits at once",
+    "materializes_logits": "forward or backward holds more than a few slices of the logits at once (up to all of them)",
+    "logits_outside_torch": "forward computes the logits outside PyTorch's matrix products, where memory is not measured",
 })
 
 
@@ -57,13 +61,27 @@ def _cases(base: int):
         (_args(5, 3, 17, 1, base + 30, (2, 3)), "5 tokens, V = 17 in slices of one class"),
         (_args(9, 4, 50, 7, base + 40, (8,), torch.float32), "float32, 9 tokens, V = 50 in slices of 7"),
         (_args(7, 6, 30, 8, base + 50, (), layout="t"), "a non-contiguous hidden (7, 6), V = 30, no target ignored"),
+        (_args(4, 3, 11, 5, base + 90, (0, 1, 2, 3)), "4 tokens, V = 11, every target -100"),
     ]
 
 
+def _all_ignored(case: dict) -> bool:
+    return bool((materialize(case["args"][2]) == IGNORE).all())
+
+
+def _memory_cases(base: int) -> list[dict]:
+    """Few tokens, a large vocabulary, a narrow width: the logits dwarf the gradients. Two slice sizes, so an
+    answer that ignores ``chunk`` is measured against the one it did not choose."""
+    return [{"args": _args(64, 2, 8192, 256, base + 70, (3, 40), torch.float32)},
+            {"args": _args(64, 2, 8192, 24, base + 80, (5,), torch.float32)}]
+
+
 def _diagnose_forward(req: dict, facts: dict) -> None:
-    """Name the two ways a loss can get the mean wrong before the generic forward judge runs."""
+    """Name the ways a loss can get ignore_index or the mean wrong before the generic forward judge runs."""
     for case, got in zip(req["cases"], facts["cases"]):
         out = unwrap(got)["out"]
+        if _all_ignored(case):
+            continue
         hidden, weight, target, _ = (materialize(a) for a in case["args"])
         want = reference(hidden, weight, target, 0).detach()
         if not isinstance(out, torch.Tensor) or out.shape != want.shape or close(out, want, want.dtype):
@@ -73,42 +91,86 @@ def _diagnose_forward(req: dict, facts: dict) -> None:
         if close(out, (losses * kept).sum() / len(target), want.dtype) or close(out, losses.mean(), want.dtype):
             raise Mistake("ce_ignored_counted", f"{GID}: the loss is wrong for {case['label']}: it averages over all "
                           f"{len(target)} tokens, but tokens whose target is -100 must neither add to the loss "
-                          "nor count in the mean (as F.cross_entropy's ignore_index).")
+                          "nor count in the mean (as F.cross_entropy's ignore_index).",
+                          fix="divide by the number of tokens whose target is not -100, and weight the ignored "
+                          "tokens' terms (and gradient rows) by 0.")
+        if close(out, losses.sum() / kept.sum(), want.dtype):
+            raise Mistake("ce_ignored_as_class", f"{GID}: the loss is wrong for {case['label']}: the mean divides by the "
+                          "right count, but the tokens whose target is -100 still add a term to the loss (computed "
+                          "against a real class); they must add nothing to the loss, nor to the gradients.",
+                          fix="weight each token's term, and its row of the logits' gradient, by whether its target "
+                          "counts (0 for -100).")
         if close(out, (losses * kept).sum(), want.dtype):
             raise Mistake("ce_not_mean", f"{GID}: the loss for {case['label']} is the sum over the tokens; "
                           "F.cross_entropy's default reduction is the mean over the tokens whose target counts.")
 
 
 def _judge_forward(req: dict, facts: dict) -> None:
+    """As judge_forward, except that when every target is ignored the loss is 0/0: NaN (as torch's) or 0 pass."""
     _diagnose_forward(req, facts)
-    judge_forward(SPEC, req, facts)
+    if len(facts.get("cases", [])) != len(req["cases"]):
+        raise Malformed("missing cases")
+    kept_cases, kept_facts = [], []
+    for case, got in zip(req["cases"], facts["cases"]):
+        if not _all_ignored(case):
+            kept_cases.append(case)
+            kept_facts.append(got)
+            continue
+        out = unwrap(got)["out"]
+        if isinstance(out, torch.Tensor) and out.shape == () and out.is_floating_point() and \
+                (bool(out.isnan()) or float(out) == 0.0):
+            continue
+        raise Mistake("forward_wrong", f"{GID}: for {case['label']} the loss should be NaN (0/0, as F.cross_entropy "
+                      "gives) or 0: no token counts.")
+    judge_forward(SPEC, dict(req, cases=kept_cases), dict(facts, cases=kept_facts))
 
 
 def _judge_memory(req: dict, facts: dict) -> None:
-    got = unwrap(facts)
+    records = unwrap(facts).get("cases")
+    if not isinstance(records, list) or len(records) != len(req["memory"]["cases"]):
+        raise Malformed("memory facts")
+    for spec, got in zip(req["memory"]["cases"], records):
+        _judge_memory_case(spec, unwrap(got))
+
+
+def _judge_memory_case(spec: dict, got: dict) -> None:
     if got.get("node") is not True:
         raise Mistake("no_graph", f"{GID}: the output of VocabChunkedCrossEntropy.apply has no backward node.")
-    with_grad, peak, loss = got["backward_with_grad"], got["peak"], got["loss"]
-    if not isinstance(with_grad, int) or not isinstance(peak, int) or not isinstance(loss, torch.Tensor):
+    with_grad, peak, products, loss = got["backward_with_grad"], got["peak"], got["products"], got["loss"]
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (with_grad, peak, products)) or \
+            not isinstance(loss, torch.Tensor):
         raise Malformed("memory facts")
     if with_grad > 0:
         raise Mistake("autograd_in_backward", f"{GID}: backward ran {with_grad} operations with grad mode on: it lets "
                       "autograd differentiate a recomputation (which builds the logits' graph again). Backward "
                       "should only scale the gradients forward computed.")
-    hidden, weight, target, chunk = (materialize(a) for a in req["memory"]["args"])
+    hidden, weight, target, chunk = (materialize(a) for a in spec["args"])
+    tokens, vocab, dim = hidden.shape[0], weight.shape[0], hidden.shape[1]
+    label = f"{tokens} tokens over {vocab} classes in slices of {chunk}"
     want = reference(hidden, weight, target, chunk).detach()
     if not close(loss, want, want.dtype):
-        raise Mistake("forward_wrong", f"{GID}: the loss of {hidden.shape[0]} tokens over {weight.shape[0]} classes "
-                      f"in slices of {chunk} is wrong (largest error {fmt((loss.double() - want.double()).abs().item())}).")
-    tokens, vocab = hidden.shape[0], weight.shape[0]
-    logits = tokens * vocab * hidden.element_size()
-    gradients = hidden.numel() * hidden.element_size() + weight.numel() * weight.element_size()
-    allowed = 2 * gradients + logits // 4  # the gradients, their scaled copies, and a few N x chunk slices
+        raise Mistake("forward_wrong", f"{GID}: the loss of {label} is wrong "
+                      f"(largest error {fmt((loss.double() - want.double()).abs().item())}).")
+    counted = int((target != IGNORE).sum())
+    if products < counted * vocab:
+        raise Mistake("logits_outside_torch", f"{GID}: for {label}, forward's PyTorch matrix products returned "
+                      f"{products} numbers, fewer than the {counted} x {vocab} logits of the tokens that count: the "
+                      "logits are computed elsewhere (NumPy, Python loops, elementwise products), where this check "
+                      "cannot measure their memory.",
+                      fix="compute each slice's logits with a PyTorch matrix product (hidden @ slice.T).")
+    # counted in numbers (elements), whatever the dtype: the gradients, their scaled copies and a copy of the
+    # inputs (twice: a wider dtype is allowed), a few tokens x chunk slices, a few per-token vectors
+    gradients = (tokens + vocab) * dim
+    allowed = 4 * gradients + 8 * tokens * chunk + 32 * tokens
     if peak > allowed:
-        raise Mistake("materializes_logits", f"{GID}: forward + backward of {tokens} tokens over {vocab} classes in "
-                      f"slices of {chunk} allocated {peak / 2**20:.2f} MiB at their peak, but all the {tokens} x {vocab} "
-                      f"logits take {logits / 2**20:.2f} MiB and the gradients {gradients / 2**20:.2f} MiB: something "
-                      "holds a matrix over every class at once. Find the step that is not done slice by slice.")
+        logits = tokens * vocab
+        raise Mistake("materializes_logits", f"{GID}: forward + backward of {label} held {peak} numbers at their "
+                      f"peak, more than the {allowed} that the gradients ({gradients} numbers), their copies and a few "
+                      f"slices of logits ({tokens * chunk} each) take; all the {tokens} x {vocab} logits are {logits}. "
+                      "Find the step whose size follows the whole vocabulary (or a fixed size) rather than `chunk`.",
+                      fix="slice the vocabulary in both passes: per token keep a running maximum and sum of "
+                      "exponentials across slices, then in a second pass turn each slice's logits into its share "
+                      "of the gradients and drop them before making the next slice.")
 
 
 def _diagnose_backward(i: int, got: torch.Tensor, want: torch.Tensor, args: list, g: torch.Tensor) -> Mistake | None:
@@ -129,12 +191,13 @@ def _exercise() -> Exercise:
     base = function_exercise(spec=SPEC, title="A fused loss over the vocabulary", forward_points=1, backward_points=2)
     forward, backward = base.stages
     forward = Stage(name=forward.name, points=forward.points, probe=forward.probe, judge=_judge_forward)
-    memory = Stage(name="never holds all the logits (peak memory measured over forward + backward), backward without "
-                   "autograd", points=1, probe=probes.memory, judge=_judge_memory)
+    memory = Stage(name="holds only a few slices of logits at once (elements allocated over forward + backward, "
+                   "at two slice sizes), logits from torch matrix products, backward without autograd",
+                   points=1, probe=probes.memory, judge=_judge_memory)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
-        return dict(request(SPEC, seed), memory={"args": _args(64, 16, 8192, 256, b + 70, (3, 40), torch.float32)})
+        return dict(request(SPEC, seed), memory={"cases": _memory_cases(b)})
     return Exercise(grade_id=GID, title="A fused loss over the vocabulary", names=("VocabChunkedCrossEntropy",),
                     stages=(forward, backward, memory), request=req)
 

@@ -108,6 +108,14 @@ TORCH_FORWARD = answer(forward="""ctx.save_for_backward(x)
         return torch.nn.functional.silu(a) * b""", backward=GOOD_BACKWARD.replace(
     "(x,) = ctx.saved_tensors", "(x,) = ctx.saved_tensors\n        x = x.contiguous()"))
 
+LOADS = ("a = tl.load(x_ptr + row * 2 * d + cols, mask=m)", "b = tl.load(x_ptr + row * 2 * d + d + cols, mask=m)")
+UPCAST_ALL = KERNEL.replace(LOADS[0], LOADS[0] + ".to(tl.float32)").replace(LOADS[1], LOADS[1] + ".to(tl.float32)")
+# correct: float32 math for float32 (a no-op) and narrower inputs, float64 kept: a constexpr flag picks
+UPCAST_FLAG = answer(kernel=KERNEL.replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, UP: tl.constexpr):")
+                     .replace("    s = tl.sigmoid(a)", "    if UP:\n        a, b, g = a.to(tl.float32), b.to(tl.float32), "
+                              "g.to(tl.float32)\n    s = tl.sigmoid(a)"),
+                     backward=GOOD_BACKWARD.replace("d, BLOCK=BLOCK)", "d, BLOCK=BLOCK, UP=x.dtype != torch.float64)"))
+
 BUGS = {
     "triton_no_kernel": ("triton_swiglu", TORCH_BACKWARD, ["backward launched no Triton kernel"]),
     "triton_torch_math": ("triton_swiglu", SHOW_LAUNCH, ["backward computes with torch", "sigmoid",
@@ -116,6 +124,9 @@ BUGS = {
     "triton_expanded_grad": ("triton_swiglu", answer(grad_y="grad_y"), ["expanded view", "raw memory"]),
     "triton_wrong_rows": ("triton_swiglu", WRONG_ROWS, ["grad_x is right in", "rows 1, 3", "row's offset"]),
     "triton_halves_swapped": ("triton_swiglu", answer(grad_a=GRAD_B, grad_b=GRAD_A), ["the other half", "the other way round"]),
+    # review1 #10: "compute in float32" read literally: every load upcast, float64 included
+    "triton_lost_precision": ("triton_swiglu", answer(kernel=UPCAST_ALL), ["only to float32 precision", "float64 input",
+                                                                           "right for half types and float32"]),
 }
 
 
@@ -231,7 +242,8 @@ class TritonSwiGLU(Function):
 '''
 
 
-@pytest.mark.parametrize("source", [ONE_PROGRAM_PER_ROW, TWO_BUFFERS], ids=["one-program-per-row", "two-buffers"])
+@pytest.mark.parametrize("source", [ONE_PROGRAM_PER_ROW, TWO_BUFFERS, UPCAST_FLAG],
+                         ids=["one-program-per-row", "two-buffers", "upcast-below-float64"])
 def test_unusual_correct_answers_pass(source):
     result = checks.run_check("triton_swiglu", ns_from(source))
     assert result.status == "passed", result.report()

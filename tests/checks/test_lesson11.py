@@ -28,7 +28,7 @@ class VocabChunkedCrossEntropy(Function):
         loss = ((z.logsumexp(1) - z.gather(1, t[:, None])[:, 0]) * keep).sum() / n
         d = torch.softmax(z, 1)
         d[torch.arange(len(t)), t] -= 1
-        d = d * (keep / n)[:, None]
+        d = d * (keep / n.clamp(min=1))[:, None]
         ctx.save_for_backward(d @ weight, d.T @ hidden)
         return loss
     @staticmethod
@@ -72,7 +72,7 @@ class VocabChunkedCrossEntropy(Function):
             loss += ((lse - z[r, t]) * k).sum()
             d = (z - lse[:, None]).exp()
             d[r, t] -= 1
-            d *= (k / n)[:, None]
+            d *= (k / n.clamp(min=1))[:, None]
             gh[s:s + chunk] = d @ weight
             gw += d.T @ h
         ctx.save_for_backward(gh, gw)
@@ -83,15 +83,75 @@ class VocabChunkedCrossEntropy(Function):
         return gh * g, gw * g, None, None
 '''
 
-BUGS = {
-    "materializes_logits": (MATERIALISED, ["x 8192 logits", "every class at once"]),
-    "autograd_in_backward": (AUTOGRAD_BACKWARD, ["grad mode on", "only scale"]),
-    "ce_ignored_counted": (SOLUTION.replace("/ counted.sum().to(hidden.dtype)", "/ len(target)"),
-                           ["-100 must neither add to the loss", "count in the mean"]),
-    "ce_not_mean": (SOLUTION.replace("/ counted.sum().to(hidden.dtype)", ""), ["sum over the tokens", "mean"]),
-    "forgot_grad_output": (SOLUTION.replace("return grad_output * dh, grad_output * dw", "return dh, dw"), ["grad_output"]),
-}
+# review1 #5: lesson 11's token chunking with a fixed 8-token chunk, `chunk` ignored; every chunk spans all classes
+TOKEN_CHUNK_8 = TOKEN_CHUNKS.replace("for s in range(0, hidden.shape[0], chunk)", "for s in range(0, hidden.shape[0], 8)") \
+    .replace("[s:s + chunk]", "[s:s + 8]")
 
+# review1 #6: the whole logits in NumPy, invisible to a dispatch mode
+NUMPY_LOGITS = '''
+import numpy as np
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        h, w, t = hidden.detach().numpy(), weight.detach().numpy(), target.numpy()
+        keep = t != -100
+        tt = np.where(keep, t, 0)
+        z = h @ w.T
+        m = z.max(1, keepdims=True)
+        lse = m[:, 0] + np.log(np.exp(z - m).sum(1))
+        n = max(keep.sum(), 1)
+        loss = ((lse - z[np.arange(len(t)), tt]) * keep).sum() / keep.sum()
+        d = np.exp(z - lse[:, None])
+        d[np.arange(len(t)), tt] -= 1
+        d *= (keep / n)[:, None]
+        ctx.save_for_backward(torch.from_numpy(d @ w), torch.from_numpy(d.T @ h))
+        return torch.tensor(loss, dtype=hidden.dtype)
+    @staticmethod
+    def backward(ctx, g):
+        gh, gw = ctx.saved_tensors
+        return gh * g, gw * g, None, None
+'''
+
+# review1 #6: the whole logits written by out= into an empty tensor, which the op resizes
+OUT_RESIZE = '''
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        keep = target != -100
+        t = torch.where(keep, target, 0)
+        z = hidden.new_empty(0)
+        torch.mm(hidden, weight.T, out=z)
+        n = keep.sum().to(hidden.dtype)
+        m = z.amax(1, keepdim=True)
+        lse = (m + (z - m).exp().sum(1, keepdim=True).log())[:, 0]
+        loss = ((lse - z.gather(1, t[:, None])[:, 0]) * keep).sum() / n
+        z.sub_(lse[:, None]).exp_()
+        z[torch.arange(len(t)), t] -= 1
+        z.mul_((keep / n.clamp(min=1))[:, None])
+        ctx.save_for_backward(z @ weight, z.T @ hidden)
+        return loss
+    @staticmethod
+    def backward(ctx, g):
+        dh, dw = ctx.saved_tensors
+        return g * dh, g * dw, None, None
+'''
+
+SHARE = "share = counted.to(hidden.dtype) / counted.sum().clamp(min=1).to(hidden.dtype)"
+assert SHARE in SOLUTION
+BUGS = {
+    "materializes_logits": (MATERIALISED, ["x 8192 logits", "numbers at their peak", "a few slices of logits"]),
+    "autograd_in_backward": (AUTOGRAD_BACKWARD, ["grad mode on", "only scale"]),
+    "ce_ignored_counted": (SOLUTION.replace(SHARE, "share = counted.to(hidden.dtype) / len(target)"),
+                           ["-100 must neither add to the loss", "count in the mean"]),
+    # review1 #9: ignored tokens scored against class 0, divided by the right count
+    "ce_ignored_as_class": (SOLUTION.replace(SHARE, "share = torch.ones_like(hidden[:, 0]) / counted.sum()"),
+                            ["divides by the right count", "-100 still add a term"]),
+    "ce_not_mean": (SOLUTION.replace(SHARE, "share = counted.to(hidden.dtype)"), ["sum over the tokens", "mean"]),
+    "forgot_grad_output": (SOLUTION.replace("return grad_output * dh, grad_output * dw", "return dh, dw"), ["grad_output"]),
+    # review1 #4: every target ignored gives 0/0 in the gradients
+    "nan_gradient": (SOLUTION.replace(".clamp(min=1)", ""), ["NaN", "every target -100"]),
+    "logits_outside_torch": (NUMPY_LOGITS, ["matrix products returned 0 numbers", "cannot measure"]),
+}
 
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
@@ -99,17 +159,25 @@ def test_each_mistake_gets_its_hint(code):
     assert_diagnosed(code, "vocab_chunked_ce", source, phrases)
 
 
-def test_the_materialising_answers_lose_only_the_memory_point():
-    for source in (MATERIALISED, TOKEN_CHUNKS):
-        result = assert_diagnosed("materializes_logits", "vocab_chunked_ce", source, ["MiB"])
-        assert result.points == 3  # values and gradients are right
+@pytest.mark.parametrize("source", [MATERIALISED, TOKEN_CHUNKS, TOKEN_CHUNK_8, OUT_RESIZE],
+                         ids=["materialised", "token-chunks", "token-chunk-8", "out-resize"])
+def test_the_materialising_answers_lose_only_the_memory_point(source):
+    result = assert_diagnosed("materializes_logits", "vocab_chunked_ce", source, ["numbers at their peak"])
+    assert result.points == 3  # values and gradients are right
 
 
 def test_hints_diagnose_without_the_fix():
     for source, _ in BUGS.values():
         report = checks.run_check("vocab_chunked_ce", ns_from(source)).report()
-        for fix in ("logaddexp", "torch.maximum", "exp(best", "amax", "running", "save_for_backward("):
+        for fix in ("logaddexp", "torch.maximum", "exp(best", "amax", "running", "save_for_backward(", "clamp", "slice.T",
+                    "weight by", "weight each"):
             assert fix not in report, report
+
+
+def test_the_memory_mistakes_offer_a_fix():
+    for source in (MATERIALISED, NUMPY_LOGITS, BUGS["ce_ignored_as_class"][0], BUGS["ce_ignored_counted"][0]):
+        result = checks.run_check("vocab_chunked_ce", ns_from(source))
+        assert result.fix and result.fix not in result.report(), result.report()
 
 
 # --------------------------------------------------------------------------- unusual but correct
@@ -132,7 +200,7 @@ class VocabChunkedCrossEntropy(Function):
     def backward(ctx, g):
         hidden, weight, target, lse = ctx.saved_tensors
         keep = target != -100
-        scale = g * keep.to(hidden.dtype) / keep.sum()
+        scale = g * keep.to(hidden.dtype) / keep.sum().clamp(min=1)
         dh = torch.zeros_like(hidden)
         dw = []
         for lo in range(0, weight.shape[0], ctx.chunk):
@@ -167,7 +235,7 @@ class VocabChunkedCrossEntropy(Function):
             ew = [x * r[None, :] for x in ew] + [e.T]  # columns: tokens
             m = m2
         lse = m + s.log()
-        n = keep.sum()
+        n = keep.sum().clamp(min=1)
         a = keep / (n * s)
         dw = torch.cat([x * a[None, :] for x in ew]) @ hidden
         dw.index_add_(0, t, -hidden * (keep / n)[:, None])
@@ -181,7 +249,47 @@ class VocabChunkedCrossEntropy(Function):
 '''
 
 
-@pytest.mark.parametrize("source", [RECOMPUTE_IN_BACKWARD, SOLUTION], ids=["recompute-in-backward", "solution"])
+# review1 #7: float32 inputs computed in float64 and cast back: correct, and no more numbers than the solution
+UPCAST_FLOAT64 = SOLUTION.replace("counted = target != -100",
+                                  "dt = hidden.dtype\n        hidden, weight = hidden.double(), weight.double()\n"
+                                  "        counted = target != -100") \
+    .replace("ctx.save_for_backward(dh, dw)", "ctx.save_for_backward(dh.to(dt), dw.to(dt))") \
+    .replace("return ((norm - right) * share).sum()", "return ((norm - right) * share).sum().to(dt)")
+
+# only the kept rows enter the slices; loss NaN when none is kept, as F.cross_entropy's
+FILTER_KEPT_ROWS = '''
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        keep = (target != -100).nonzero()[:, 0]
+        h, t = hidden[keep], target[keep]
+        n = max(len(t), 1)
+        m = h.new_full((len(t),), float("-inf")); s = h.new_zeros(len(t))
+        for lo in range(0, weight.shape[0], chunk):
+            z = h @ weight[lo:lo + chunk].T
+            m2 = torch.maximum(m, z.amax(1)); s = s * (m - m2).exp() + (z - m2[:, None]).exp().sum(1); m = m2
+        lse = m + s.log()
+        own = (h * weight[t]).sum(1)
+        dh = torch.zeros_like(hidden); dw = torch.zeros_like(weight); dhk = torch.zeros_like(h)
+        for lo in range(0, weight.shape[0], chunk):
+            w = weight[lo:lo + chunk]
+            p = (h @ w.T - lse[:, None]).exp() / n
+            dhk += p @ w
+            dw[lo:lo + chunk] = p.T @ h
+        dhk -= weight[t] / n
+        dw.index_add_(0, t, -h / n)
+        dh[keep] = dhk
+        ctx.save_for_backward(dh, dw)
+        return (lse - own).sum() / len(t)
+    @staticmethod
+    def backward(ctx, g):
+        dh, dw = ctx.saved_tensors
+        return g * dh, g * dw, None, None
+'''
+
+
+@pytest.mark.parametrize("source", [RECOMPUTE_IN_BACKWARD, SOLUTION, UPCAST_FLOAT64, FILTER_KEPT_ROWS],
+                         ids=["recompute-in-backward", "solution", "upcast-float64", "filter-kept-rows"])
 def test_unusual_correct_answers_pass(source):
     result = checks.run_check("vocab_chunked_ce", ns_from(source))
     assert result.status == "passed", result.report()
@@ -189,7 +297,7 @@ def test_unusual_correct_answers_pass(source):
 
 def test_the_one_pass_answer_is_right_but_holds_n_by_v():
     """Keeping every slice's exponentials until the end is the full logits again, spread over a list."""
-    assert_diagnosed("materializes_logits", "vocab_chunked_ce", ONE_PASS, ["MiB"])
+    assert_diagnosed("materializes_logits", "vocab_chunked_ce", ONE_PASS, ["numbers at their peak"])
 
 
 def test_the_stub_is_not_attempted():
