@@ -133,7 +133,8 @@ class Worker:
         """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | garbled | died.
 
         The runner is stopped at ``min(deadline["hard"], deadline["step"])``: the hard deadline is
-        fixed at start; ``step`` (the per-exercise limit after the last sign of progress) can only
+        fixed at start (the judge adds a short grace once per exercise, after its first result, so a
+        loaded machine can still confirm it); ``step`` (the per-exercise limit after the last sign of progress) can only
         be moved by ``on_message`` to a time that is still before the hard one.
         """
         outcome = "done"
