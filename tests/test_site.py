@@ -225,6 +225,7 @@ def test_instructors_page_is_in_the_site(built):
         assert normalise(re.sub(r"[`*]", "", heading)) in text
 
 
+@pytest.mark.slow  # 30 s of Chromium; CI runs it (the site's text and links are tested above without a browser)
 def test_every_lesson_page_in_chromium(served):
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):

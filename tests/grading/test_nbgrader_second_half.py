@@ -10,6 +10,9 @@ from test_nbgrader import (ALL_ASSIGNMENTS, grade_with_both, test_nbgrader_gives
 
 ASSIGNMENTS = ALL_ASSIGNMENTS[1::2]
 
+# CI runs both halves; a developer's ./course test runs the first (about 90 s of notebook execution each)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
