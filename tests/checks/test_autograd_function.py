@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from check_helpers import assert_diagnosed, ns_from
+from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
 from course_utils import checks
 
 MUL_OK_BACKWARD = """
@@ -276,28 +276,14 @@ class Mul(Function):
             return g * b * 1.01, g * a
         return g * b, g * a
 """, ["gradcheck fails in float64"]),
-    "module_structure": ("linear_module", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        return input.mm(weight.t())
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None
+    "module_structure": ("linear_module", FORWARD_ONLY_LINEAR + """
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(in_features, out_features))
         self.bias = nn.Parameter(torch.zeros(out_features))
 """, ["(out_features, in_features) = (3, 5)"]),
-    "module_repr": ("linear_module", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        return input.mm(weight.t())
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None
+    "module_repr": ("linear_module", FORWARD_ONLY_LINEAR + """
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
@@ -307,14 +293,7 @@ class Linear(nn.Module):
         else:
             self.register_parameter("bias", None)
 """, ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
-    "module_init": ("linear_module", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        return input.mm(weight.t())
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None
+    "module_init": ("linear_module", FORWARD_ONLY_LINEAR + """
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
@@ -327,14 +306,7 @@ class Linear(nn.Module):
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 """, ["not initialised like nn.Linear", "kaiming_uniform_"]),
-    "module_bias_bound": ("linear_module", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        return input.mm(weight.t())
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None
+    "module_bias_bound": ("linear_module", FORWARD_ONLY_LINEAR + """
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from course_utils import checks
-from check_helpers import assert_diagnosed, ns_from, solution_namespace
+from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from, solution_namespace
 
 LINEAR_ND = """
 class LinearND(Function):
@@ -122,14 +122,7 @@ def test_solution_matches_f_linear_on_its_own_inputs():
 
 def test_a_bias_drawn_before_the_weight_is_named_and_the_right_order_is_not_blamed():
     """Review 2, finding 10: the order message only when the order is what differs."""
-    module = """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        return input.mm(weight.t())
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None
+    module = FORWARD_ONLY_LINEAR + """
 class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
