@@ -3,6 +3,8 @@
 Each file is graded by ``judge.grade_submission`` in a thread that holds one runner slot (a slot
 is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
 row is handed to ``done`` under a lock, so callers may print, store or count without their own.
+Each slot's first runner is started before the judge imports torch and the checks, so the two
+start-ups overlap; it gets its job when the slot's first file is graded.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .collect import Assignment
 from .results import SubmissionResult
+from .worker import Worker
 
 if TYPE_CHECKING:
     from .judge import Options
@@ -26,22 +29,30 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     ``sha256`` may be "" (the judge then hashes the file itself). Rows arrive in the order they
     finish. A KeyboardInterrupt propagates after the rows already done were handed over.
     """
-    from .judge import grade_submission  # torch and the checks: only when something is graded
+    # first the runners, then the judge's import of torch and the checks: they overlap (two cores do both)
+    warm = {slot: Worker(options, slot) for slot in range(min(options.slots, len(todo)))} \
+        if options.sandbox.usable else {}
+    try:
+        from .judge import grade_submission  # torch and the checks: only when something is graded
 
-    lock = threading.Lock()
-    free_slots = list(range(options.slots))
+        lock = threading.Lock()
+        free_slots = list(range(options.slots))
 
-    def one(path: Path, digest: str) -> None:
-        with lock:
-            slot = free_slots.pop()
-        try:
-            row = grade_submission(path, assignments, options, slot, digest)
-        finally:
+        def one(path: Path, digest: str) -> None:
             with lock:
-                free_slots.append(slot)
-        with lock:
-            done(row)
+                slot = free_slots.pop()
+                started = warm.pop(slot, None)
+            try:
+                row = grade_submission(path, assignments, options, slot, digest, started)
+            finally:
+                with lock:
+                    free_slots.append(slot)
+            with lock:
+                done(row)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.slots) as pool:
-        for future in [pool.submit(one, f, d) for f, d in todo]:
-            future.result()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=options.slots) as pool:
+            for future in [pool.submit(one, f, d) for f, d in todo]:
+                future.result()
+    finally:
+        for worker in warm.values():  # not taken (an interrupted batch): end them
+            worker.stop()

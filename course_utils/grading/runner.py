@@ -132,14 +132,22 @@ def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
     drop_privileges(uid)
     if seccomp_file is not None:
         load_seccomp(seccomp_file)
-    job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size
-    if not isinstance(job, dict):
-        os._exit(98)
-    set_limits(int(job["memory"]), int(job["cpu_seconds"]), int(job["processes"]) or None)
     channel = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    # torch first, the job after: a runner the judge starts early (``worker.Worker``) imports while
+    # the judge is still choosing the job's inputs; no student code exists in this process yet
+    import torch
+
+    torch.set_num_threads(1)
+    from .. import probes  # the probes only: no check, reference or expected value is in the sandbox
+    from . import audit
+
+    job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size
+    if not isinstance(job, dict):
+        os._exit(98)
+    set_limits(int(job["memory"]), int(job["cpu_seconds"]), int(job["processes"]) or None)
 
     lock = threading.RLock()  # one frame at a time, even when the audit hook reports from a student's thread
 
@@ -148,12 +156,6 @@ def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
         with lock:
             while data:
                 data = data[os.write(channel, data):]
-
-    import torch
-
-    torch.set_num_threads(1)
-    from .. import probes  # the probes only: no check, reference or expected value is in the sandbox
-    from . import audit
 
     where = {"exercise": ""}  # the exercise whose cells run now: audit reports name it
     audit.install(lambda why: send(kind="audit", exercise=where["exercise"], reason=why))

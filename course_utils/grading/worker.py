@@ -37,7 +37,13 @@ class RunnerOptions(Protocol):
 class Worker:
     """One runner start: the process, its limits, and the messages it sent."""
 
-    def __init__(self, job: dict, options: RunnerOptions, slot: int) -> None:
+    def __init__(self, options: RunnerOptions, slot: int) -> None:
+        """Start the runner now; it imports torch and the probes, then waits for ``send_job``.
+
+        Starting it before the job is chosen lets the judge's own work (importing the checks,
+        choosing inputs) overlap the runner's start-up (``batch.grade_batch`` starts one per slot
+        first thing); nothing of the student's is in the runner before its job arrives.
+        """
         self.messages: queue.Queue = queue.Queue()
         self.bytes = 0  # read from the runner's channel
         self.flood = False
@@ -47,7 +53,8 @@ class Worker:
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         pin = cpus[slot % len(cpus)] if cpus and options.slots <= len(cpus) else None
         self.limits = Limits(options.memory, pin)
-        job = dict(job, memory=options.memory, processes=0 if self.limits.cgroups else MAX_PROCESSES)
+        self.memory = options.memory
+        self.job_sent = False
         mode = options.sandbox.mode
         self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
         seccomp_fd = sandbox.seccomp_pipe() if mode in ("root", "user") else None
@@ -78,10 +85,15 @@ class Worker:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
         self.started = time.monotonic()
-        data = frame(job)
-        threading.Thread(target=self._write, args=(data,), daemon=True).start()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+
+    def send_job(self, job: dict) -> None:
+        """Hand the runner its job (once): the cells, the exercises to grade and their inputs."""
+        assert not self.job_sent, "a runner takes one job"
+        self.job_sent = True
+        job = dict(job, memory=self.memory, processes=0 if self.limits.cgroups else MAX_PROCESSES)
+        threading.Thread(target=self._write, args=(frame(job),), daemon=True).start()
 
     def _write(self, data: bytes) -> None:
         try:  # a runner that never reads its input only blocks this thread, which ends when it is killed

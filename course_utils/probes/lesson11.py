@@ -11,17 +11,17 @@ from __future__ import annotations
 import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from . import autograd_function as f
 from .guard import attempt, call
+from .op_recorder import QuietMode
 from .recorded_ops import recorded
 
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "vdot", "einsum"}
 
 
-class _Peak(TorchDispatchMode):
+class _Peak(QuietMode):
     """Live numbers (elements) in the storages created under it, their peak, and the matrix products' outputs.
 
     Counted in elements, not bytes, so an answer that works in a wider dtype is measured by the

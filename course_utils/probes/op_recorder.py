@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .guard import call
 
-# A dispatch mode around Python-level ops makes torch import torch._dynamo lazily, which asks for the temp
+# Should torch import torch._dynamo lazily anyway (student code that compiles), it asks for the temp
 # directory: look it up now (Python caches it), before student code runs and can fill or remove it.
 tempfile.gettempdir()
 
@@ -39,7 +39,21 @@ def in_autograd() -> bool:
     return torch.is_grad_enabled() or torch._C._current_graph_task_id() != -1
 
 
-class Recorder(TorchDispatchMode):
+class QuietMode(TorchDispatchMode):
+    """A dispatch mode whose ``__torch_dispatch__`` torch does not wrap in ``torch._dynamo.disable``.
+
+    Torch wraps every subclass's ``__torch_dispatch__`` so that Dynamo skips it, and that wrapper
+    imports ``torch._dynamo`` on its first call: about 1.2 s of every runner start, more than the
+    probes' own work. No probe runs under ``torch.compile``, so the wrapper protects nothing here;
+    ``_should_skip_dynamo`` is torch's documented opt-out (a plain attribute on releases without it).
+    """
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+
+class Recorder(QuietMode):
     """Every op dispatched while active, and how many ran through autograd (``in_autograd``)."""
 
     def __init__(self) -> None:

@@ -80,6 +80,23 @@ def test_no_points_without_a_sandbox_unless_asked(tmp_path, monkeypatch):
     assert sandbox.NO_SANDBOX.usable and not judge.Options().sandbox.usable
 
 
+def test_a_runner_started_early_grades_its_submission_or_is_stopped(tmp_path):
+    """``batch`` starts each slot's first runner before the judge imports the checks: a good notebook is
+    graded by it; a file that never runs (not a notebook) leaves no runner behind."""
+    options = judge.Options(sandbox=sandbox.detect(), timeout=20)
+    good, broken = tmp_path / "good.ipynb", tmp_path / "broken.ipynb"
+    nbformat.write(submission("02"), good)
+    broken.write_text("{not json")
+    assignments = load_assignments(ROOT)
+    warm = worker.Worker(options, 0)
+    row = judge.grade_submission(good, assignments, options, 0, "", warm)
+    assert row.status == "graded" and row.total == row.max > 0, row.flags
+    assert warm.job_sent and warm.proc.poll() is not None
+    warm = worker.Worker(options, 0)
+    row = judge.grade_submission(broken, assignments, options, 0, "", warm)
+    assert not row.graded and not warm.job_sent and warm.proc.poll() is not None
+
+
 def test_the_cli_grades_nothing_when_the_sandbox_cannot_start(tmp_path, monkeypatch, capsys):
     from course_utils.grading import cli
 

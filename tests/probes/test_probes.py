@@ -84,3 +84,18 @@ def test_tensors_kept_on_ctx_in_any_container_are_found():
     src = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        " + ok + "\n        return a * b\n"
            "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
     assert checks.run_check("mul", ns_from(src)).status == "passed"  # plain data on ctx is fine
+
+
+def test_the_probes_dispatch_modes_do_not_import_torch_dynamo():
+    """Torch wraps a dispatch mode's ``__torch_dispatch__`` in a Dynamo skip that imports ``torch._dynamo``
+    on first use (about 1.2 s of every runner start); the probes' modes opt out, so a runner pays none of it."""
+    code = ("import sys, torch\n"
+            "from course_utils.probes.op_recorder import recorded\n"
+            "from course_utils.probes.lesson11 import _Peak\n"
+            "x = torch.randn(8, requires_grad=True)\n"
+            "out, ops, with_grad = recorded('f', lambda: (x.exp() * 2).sum())\n"
+            "with _Peak() as peak:\n"
+            "    (x.sin() ** 2).sum().backward()\n"
+            "print(bool(ops), peak.peak > 0, 'torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["True", "True", "False"], out.stdout + out.stderr
