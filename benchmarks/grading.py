@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_utils.grading import sandbox, worker
+from course_utils.grading import sandbox, zygote
 from course_utils.grading.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ def floor_seconds(repeat: int = 5) -> float:
         if box.mode == "none":
             command = sandbox.plain_command()
         else:
-            command = sandbox.bwrap_command(box.mode, worker.COURSE_UTILS, worker.SCRATCH_BYTES, fd)
+            command = sandbox.bwrap_command(box.mode, sandbox.COURSE_UTILS, zygote.SCRATCH_BYTES, fd)
         command[-1] = "import torch"
         t0 = time.perf_counter()
         try:
@@ -172,9 +172,9 @@ def run() -> str:
         "## Grading throughput",
         "",
         f"{n} correct submissions ({COPIES} of every assignment, {len(EXERCISES)} exercises in all), runners {where}, "
-        f"limits by {probe.kind}. The judge never runs student code; each runner is a plain Python process, so "
-        "besides the kernel floor the table compares with a bare process that imports torch, started exactly the "
-        "way runners are started.",
+        f"limits by {probe.kind}. The judge never runs student code. Under bubblewrap each slot's runners are "
+        "forked from one zygote that imported torch once (`grading/zygote.py`), so a runner start costs less than "
+        "the process floor below: a bare process that imports torch, started the way a zygote is.",
         "",
         "| measurement | seconds per submission | vs kernel floor | vs process floor |",
         "| --- | ---: | ---: | ---: |",

@@ -3,8 +3,8 @@
 Each file is graded by ``judge.grade_submission`` in a thread that holds one runner slot (a slot
 is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
 row is handed to ``done`` under a lock, so callers may print, store or count without their own.
-Each slot's first runner is started before the judge imports torch and the checks, so the two
-start-ups overlap; it gets its job when the slot's first file is graded.
+Each slot's zygote (``zygote.py``: torch imported once, a runner forked per runner start) is
+started before the judge imports torch and the checks, so the two start-ups overlap.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import zygote
 from .collect import Assignment
 from .results import SubmissionResult
-from .worker import Worker
 
 if TYPE_CHECKING:
     from .judge import Options
@@ -29,9 +29,10 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     ``sha256`` may be "" (the judge then hashes the file itself). Rows arrive in the order they
     finish. A KeyboardInterrupt propagates after the rows already done were handed over.
     """
-    # first the runners, then the judge's import of torch and the checks: they overlap (two cores do both)
-    warm = {slot: Worker(options, slot) for slot in range(min(options.slots, len(todo)))} \
-        if options.sandbox.usable else {}
+    # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
+    # the two overlap
+    if options.sandbox.usable:
+        zygote.warm_up(options.sandbox.mode, options.memory, min(options.slots, len(todo)), options.slots)
     try:
         from .judge import grade_submission  # torch and the checks: only when something is graded
 
@@ -41,9 +42,8 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         def one(path: Path, digest: str) -> None:
             with lock:
                 slot = free_slots.pop()
-                started = warm.pop(slot, None)
             try:
-                row = grade_submission(path, assignments, options, slot, digest, started)
+                row = grade_submission(path, assignments, options, slot, digest)
             finally:
                 with lock:
                     free_slots.append(slot)
@@ -54,5 +54,4 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
             for future in [pool.submit(one, f, d) for f, d in todo]:
                 future.result()
     finally:
-        for worker in warm.values():  # not taken (an interrupted batch): end them
-            worker.stop()
+        zygote.close_all()

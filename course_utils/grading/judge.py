@@ -57,17 +57,15 @@ REASONS = {
 
 
 def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0,
-                     sha256: str = "", warm: Worker | None = None) -> SubmissionResult:
+                     sha256: str = "") -> SubmissionResult:
     """Grade one file; every failure becomes a row with a status and a reason, never an exception.
 
     ``sha256``: the digest of the file's bytes when the caller already computed it (the result store).
-    ``warm``: a runner already started for this slot (``Worker``, no job yet): the first runner start
-    uses it; it is stopped here if the submission never runs (not a notebook, wrong assignment...).
     """
     started = time.monotonic()
     row = SubmissionResult(submission=display_name(path), sha256=sha256)
     try:
-        _grade(row, path, assignments, options, slot, warm)
+        _grade(row, path, assignments, options, slot)
     except Refused as exc:
         _zero(row, Status.REFUSED, str(exc))
     except MemoryError:
@@ -76,9 +74,6 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     except Exception as exc:  # a bug or a broken machine costs one row, not the batch
         _zero(row, Status.ERROR, f"the grader failed on this submission ({type(exc).__name__}: {str(exc)[:160]}); "
               "its exercises got 0 points")
-    finally:
-        if warm is not None and not warm.job_sent:
-            warm.stop()
     if row.review and row.graded:
         row.status = HELD
     row.seconds = round(time.monotonic() - started, 2)
@@ -105,8 +100,7 @@ def sanitized(row: SubmissionResult) -> SubmissionResult:
     return row
 
 
-def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int,
-           warm: Worker | None) -> None:
+def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int) -> None:
     try:
         data = read_submission(path)
         row.sha256 = row.sha256 or hashlib.sha256(data).hexdigest()
@@ -125,10 +119,10 @@ def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment]
     row.sandbox = options.sandbox.mode
     if options.sandbox.mode == "none":
         row.flags.append("graded WITHOUT the sandbox (" + options.sandbox.reason + "): its code was not isolated")
-    _run_all(row, cells, options, slot, warm)
+    _run_all(row, cells, options, slot)
 
 
-def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: int, warm: Worker | None) -> None:
+def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: int) -> None:
     order = list(row.exercises)
     requests = {gid: make_request(checks.EXERCISES[gid], secrets.randbelow(1 << 30) + 1) for gid in order}
     results: dict[str, checks.Result] = {}
@@ -202,7 +196,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(broken), "time_limit": options.timeout,
                "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
                "requests": {g: public(requests[g]) for g in remaining}}
-        worker, warm = (warm, None) if warm is not None else (Worker(options, slot), None)
+        worker = Worker(options, slot)
         worker.send_job(job)
         deadline["hard"] = worker.started + STARTUP + budget
         deadline["step"] = deadline["hard"]  # until the runner is ready, start-up time applies

@@ -118,6 +118,10 @@ class Limits:
         """Whether the kernel killed a process of this worker for passing the memory cap."""
         return self.oom or self._oom_kills() > 0
 
+    def oom_count(self) -> int:
+        """How many processes the kernel has killed in this worker's cgroups for passing the cap (0 without)."""
+        return self._oom_kills()
+
     def _oom_kills(self) -> int:
         for d in self.dirs:
             for name in ("memory.oom_control", "memory.events"):

@@ -8,6 +8,8 @@ channel: Python-level output is captured and capped, fd-level output goes to /de
 Points are computed by the judge, in another process, from these facts alone. Inside the
 sandbox only this module, ``protocol``, ``wire`` and ``course_utils.probes`` exist (see
 ``sandbox.RUNNER_FILES``): no check code, reference implementation or expected value.
+Under bubblewrap a runner is forked from the slot's zygote (``serve``; the judge's side is
+``zygote.py``), which imported torch once; elsewhere it is a process of its own (``main``).
 """
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ import ctypes
 import os
 import re
 import resource
+import shutil
 import signal
+import socket
 import sys
 import threading
+import time
 
 from ..probes.guard import CappedText, failure
 from .protocol import frame, read_frame
@@ -26,6 +31,8 @@ FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
 CAPTURE_LIMIT = 20_000
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_DUMPABLE = 4
+WRITABLE = ("/tmp", "/scratch", "/dev/shm")  # a zygote's sandbox: what a runner could leave files in
 
 
 class _CapHeader(ctypes.Structure):
@@ -124,6 +131,15 @@ def load_seccomp(path: str) -> None:
         os._exit(95)
 
 
+def _prepare() -> None:
+    """Import what every job needs (torch, the probes, the audit hook's module): before any job exists."""
+    import torch
+
+    torch.set_num_threads(1)
+    from .. import probes  # noqa: F401 - the probes only: no check, reference or expected value is in the sandbox
+    from . import audit  # noqa: F401
+
+
 def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
     """Run one job; ``uid``: the unprivileged user to become first (root and uid modes; see ``sandbox.boot``).
 
@@ -132,16 +148,130 @@ def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
     drop_privileges(uid)
     if seccomp_file is not None:
         load_seccomp(seccomp_file)
+    # torch first, the job after: the runner imports while the judge is still choosing the job's
+    # inputs; no student code exists in this process yet
+    _prepare()
+    run_job()
+
+
+def serve(uid: int | None = None) -> None:
+    """The zygote (bubblewrap modes): import once, then fork one runner per job; it never runs student code.
+
+    Its stdin is a Unix socket to the judge. Each ``run`` message carries two descriptors, the job's
+    pipe and the result channel: the child becomes a runner (``run_job``) on them, the zygote waits
+    for it, then ends every other process of the sandbox and empties its writable folders before it
+    reports ``ended`` with the exit code and whether the sandbox is as clean as it started. The judge
+    never reuses a zygote that is not clean, that answers late, or whose runner it had to stop.
+    Children cannot reach the zygote: in root mode they are another uid; in user mode the zygote is
+    not dumpable (no ``/proc/PID/mem``), seccomp forbids ``ptrace``, and a runner that kills it only
+    ends its own run.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    control = socket.socket(fileno=0)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    _prepare()
+    with open("/proc/self/status") as f:
+        rss = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+    control.sendall(frame({"kind": "ready", "rss": rss}))
+    me = os.getpid()
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 64, 2)
+        except OSError:
+            os._exit(0)
+        if message != b"run" or len(fds) != 2:
+            os._exit(0)  # the judge closed the socket (or sent nonsense): the slot ends
+        job_fd, channel_fd = fds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                control.close()
+                os.dup2(job_fd, 0)
+                os.dup2(channel_fd, 1)
+                os.close(job_fd)
+                os.close(channel_fd)
+                os.setsid()
+                with open("/proc/self/oom_score_adj", "w") as f:  # under the memory cap, the runner goes first
+                    f.write("1000")
+                drop_privileges(uid)
+                run_job()
+            finally:
+                os._exit(99)  # never back into the zygote's loop
+        os.close(job_fd)
+        os.close(channel_fd)
+        _, status = os.waitpid(pid, 0)
+        clean = _sweep(me)
+        control.sendall(frame({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean}))
+
+
+def _sweep(me: int) -> bool:
+    """End every process but the sandbox's init and the zygote, and empty the writable folders; True if clean."""
+    for _ in range(400):
+        alive = []
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (1, me):
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] != "Z":  # a zombie waits for init to reap it
+                            alive.append(name)
+                except (OSError, IndexError):
+                    pass
+        if not alive:
+            break
+        try:
+            os.kill(-1, signal.SIGKILL)  # every process this one may signal, except init and itself
+        except OSError:
+            pass
+        time.sleep(0.005)
+    else:
+        return False
+    for kind in ("shm", "msg", "sem"):  # System V objects outlive their process: the slot is not reused
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.read().splitlines()) > 1:
+                    return False
+        except OSError:
+            pass
+    return all(_empty(folder) for folder in WRITABLE)
+
+
+def _empty(folder: str) -> bool:
+    """Remove everything in ``folder`` (nothing runs any more); True if it is empty afterwards."""
+    def unlock(function, path, _exc):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+
+    try:
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, onerror=unlock)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    os.chmod(folder, 0o1777)
+                    os.unlink(entry.path)
+        return not os.listdir(folder)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def run_job() -> None:
+    """Read the job on stdin, run it, report on the original stdout, and end the process."""
     channel = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    # torch first, the job after: a runner the judge starts early (``worker.Worker``) imports while
-    # the judge is still choosing the job's inputs; no student code exists in this process yet
-    import torch
-
-    torch.set_num_threads(1)
-    from .. import probes  # the probes only: no check, reference or expected value is in the sandbox
+    from .. import probes
     from . import audit
 
     job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size

@@ -122,10 +122,11 @@ def _ancestors(path: str) -> list[str]:
 
 
 def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd: int | None,
-                  uid: int | None = None) -> list[str]:
+                  uid: int | None = None, zygote: bool = False) -> list[str]:
     """The bubblewrap command line that starts the runner (without the limits wrapper).
 
     ``uid``: in root mode, the host uid the runner drops to (one per worker slot).
+    ``zygote``: start ``runner.serve`` (one import, a forked runner per job) instead of one runner.
     """
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv"]
@@ -162,7 +163,8 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
     cmd += ["--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
-    return cmd + ["--", sys.executable, "-I", "-B", "-c", boot(uid)]
+    code = boot(uid).replace("import main; main(", "import serve; serve(") if zygote else boot(uid)
+    return cmd + ["--", sys.executable, "-I", "-B", "-c", code]
 
 
 def plain_command() -> list[str]:

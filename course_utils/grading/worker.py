@@ -18,12 +18,11 @@ import threading
 import time
 from typing import IO, Protocol
 
-from ..paths import PACKAGE as COURSE_UTILS
-from . import sandbox
+from . import sandbox, zygote
 from .limits import MAX_PROCESSES, Limits
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
 
-SCRATCH_BYTES = 256 << 20
+SCRATCH_BYTES = zygote.SCRATCH_BYTES
 
 
 class RunnerOptions(Protocol):
@@ -35,72 +34,112 @@ class RunnerOptions(Protocol):
 
 
 class Worker:
-    """One runner start: the process, its limits, and the messages it sent."""
+    """One runner start: the process, its limits, and the messages it sent.
+
+    In the bubblewrap modes the runner is forked by the slot's zygote (``zygote.py``: torch is
+    imported once per slot, not once per runner); in uid mode and without a sandbox it is a
+    process of its own. Either way it gets its job on a pipe and answers on another.
+    """
 
     def __init__(self, options: RunnerOptions, slot: int) -> None:
-        """Start the runner now; it imports torch and the probes, then waits for ``send_job``.
-
-        Starting it before the job is chosen lets the judge's own work (importing the checks,
-        choosing inputs) overlap the runner's start-up (``batch.grade_batch`` starts one per slot
-        first thing); nothing of the student's is in the runner before its job arrives.
-        """
+        """Start the runner now; it waits for ``send_job`` (nothing of the student's is in it before)."""
         self.messages: queue.Queue = queue.Queue()
         self.bytes = 0  # read from the runner's channel
         self.flood = False
         self.garbled = False
         self.unreadable = ""  # why the reader thread failed (an exception's type), if it did
         self.scratch: str | None = None
+        self.memory = options.memory
+        self.job_sent = False
+        self.zygote: zygote.Zygote | None = None
+        self.end: dict | None = None  # zygote mode: the runner's end as the zygote reported it
+        self.oom = False  # zygote mode: the kernel killed one of its processes for memory (set by ``stop``)
+        self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
+        mode = options.sandbox.mode
+        if mode in zygote.MODES:
+            self._fork(options, slot)
+        else:
+            self._spawn(options, slot)
+        self.started = time.monotonic()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _fork(self, options: RunnerOptions, slot: int) -> None:
+        for attempt in range(2):  # a zygote that died since its last runner is replaced once
+            self.zygote = zygote.for_slot(options.sandbox.mode, options.memory, slot, options.slots)
+            try:
+                job_w, result_r = self.zygote.fork()
+                break
+            except OSError:
+                zygote.discard(self.zygote)
+                if attempt:
+                    raise
+        self.limits = self.zygote.limits
+        self.proc = None
+        self.job_pipe: IO[bytes] = os.fdopen(job_w, "wb")
+        self.channel: IO[bytes] = os.fdopen(result_r, "rb", buffering=0)
+
+    def _spawn(self, options: RunnerOptions, slot: int) -> None:
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         pin = cpus[slot % len(cpus)] if cpus and options.slots <= len(cpus) else None
         self.limits = Limits(options.memory, pin)
-        self.memory = options.memory
-        self.job_sent = False
         mode = options.sandbox.mode
-        self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
-        seccomp_fd = sandbox.seccomp_pipe() if mode in ("root", "user") else None
         try:
             if mode == "uid":
                 self.uid = sandbox.uid_for(slot)
                 self.scratch, home = sandbox.uid_dir(self.uid)
                 cmd = sandbox.uid_command(self.scratch, self.uid)
                 env, cwd = sandbox.runner_env({"HOME": home, "TMPDIR": home}), home
-            elif mode == "none":
+            else:
                 self.scratch = tempfile.mkdtemp(prefix="grade-")
                 cmd = sandbox.plain_command()
                 env = sandbox.runner_env({"HOME": self.scratch, "TMPDIR": self.scratch})
                 cwd = self.scratch
-            else:
-                uid = sandbox.ROOT_MODE_FIRST_UID + slot if mode == "root" else None
-                cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd, uid)
-                env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
             self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
-                                         pass_fds=(seccomp_fd,) if seccomp_fd is not None else ())
+                                         stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
         except BaseException:
             self.limits.close(None)
             if self.scratch:
                 shutil.rmtree(self.scratch, ignore_errors=True)
             raise
-        finally:
-            if seccomp_fd is not None:
-                os.close(seccomp_fd)
-        self.started = time.monotonic()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # started with PIPEs
+        self.job_pipe, self.channel = self.proc.stdin, self.proc.stdout
 
     def send_job(self, job: dict) -> None:
         """Hand the runner its job (once): the cells, the exercises to grade and their inputs."""
         assert not self.job_sent, "a runner takes one job"
         self.job_sent = True
-        job = dict(job, memory=self.memory, processes=0 if self.limits.cgroups else MAX_PROCESSES)
+        processes = 0 if self.limits.cgroups else MAX_PROCESSES
+        job = dict(job, memory=self.memory, processes=processes)
         threading.Thread(target=self._write, args=(frame(job),), daemon=True).start()
+
+    def ended(self) -> bool:
+        """Whether the runner process has ended (zygote mode: the zygote said so, or is gone)."""
+        if self.proc is not None:
+            return self.proc.poll() is not None
+        if self.end is None:
+            assert self.zygote is not None
+            self.end = self.zygote.poll()
+        return self.end is not None
+
+    def returncode(self) -> int:
+        if self.proc is not None:
+            return self.proc.returncode
+        return self.end["rc"] if self.end is not None else -9
+
+    def over_memory(self) -> bool:
+        if self.zygote is not None:
+            return self.zygote.over_memory()
+        return self.proc is not None and self.limits.over_memory(self.proc.pid)
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of this runner for passing the memory cap (after ``stop``)."""
+        return self.oom if self.zygote is not None else self.limits.oom_killed()
 
     def _write(self, data: bytes) -> None:
         try:  # a runner that never reads its input only blocks this thread, which ends when it is killed
-            stdin = self.proc.stdin
-            assert stdin is not None  # started with stdin=PIPE
-            stdin.write(data)
-            stdin.close()
+            self.job_pipe.write(data)
+            self.job_pipe.close()
         except (OSError, ValueError):
             pass
 
@@ -109,9 +148,7 @@ class Worker:
         count = 0
         worker = self
 
-        stdout = worker.proc.stdout
-        assert stdout is not None  # started with stdout=PIPE
-        channel: IO[bytes] = stdout
+        channel: IO[bytes] = worker.channel
 
         class Counted:  # the channel, counting what the judge reads from it
             def read(self, n: int) -> bytes:
@@ -152,9 +189,9 @@ class Worker:
         outcome = "done"
         while True:
             self._drain(on_message)
-            if self.proc.poll() is not None and self.uid is not None and self.reader.is_alive():
+            if self.ended() and self.uid is not None and self.reader.is_alive():
                 sandbox.kill_uid(self.uid)  # a daemon it left may hold the channel open: end it now
-            if self.proc.poll() is not None and not self.reader.is_alive():
+            if self.ended() and not self.reader.is_alive():
                 break
             if time.monotonic() > min(deadline["hard"], deadline["step"]):
                 outcome = "timeout"
@@ -162,14 +199,14 @@ class Worker:
             if self.flood or self.garbled or self.unreadable:
                 outcome = "flood" if self.flood else "garbled" if self.garbled else "unreadable"
                 break
-            if self.limits.over_memory(self.proc.pid):
+            if self.over_memory():
                 outcome = "memory"
                 break
             time.sleep(0.02)
         self.stop()
         self._drain(on_message)
-        if outcome == "done" and self.proc.returncode != 0:
-            outcome = "memory" if self.limits.oom_killed() else "died"
+        if outcome == "done" and self.returncode() != 0:
+            outcome = "memory" if self.oom_killed() else "died"
         return outcome
 
     def _drain(self, on_message) -> None:
@@ -180,19 +217,25 @@ class Worker:
                 return
 
     def stop(self) -> None:
-        self.limits.close(self.proc.pid if self.proc.poll() is None else None)
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        self.proc.wait()
-        if self.uid is not None:
-            sandbox.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
-        self.reader.join(timeout=5)
-        for stream in (self.proc.stdout, self.proc.stdin):
+        """End the runner and everything it started; a zygote is kept only if its runner ended and it is clean."""
+        if self.zygote is not None:
+            self.oom = self.zygote.oom_killed()
+            if not (self.ended() and self.end is not None and self.end["clean"]):
+                zygote.discard(self.zygote)  # a runner stopped from outside, or leftovers: its sandbox goes too
+        else:
+            assert self.proc is not None
+            self.limits.close(self.proc.pid if self.proc.poll() is None else None)
             try:
-                if stream is not None:
-                    stream.close()
+                self.proc.kill()
+            except OSError:
+                pass
+            self.proc.wait()
+            if self.uid is not None:
+                sandbox.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
+        self.reader.join(timeout=5)
+        for stream in (self.channel, self.job_pipe):
+            try:
+                stream.close()
             except (OSError, ValueError):
                 pass
         if self.scratch:

@@ -6,7 +6,6 @@ scaled down (the byte cap is lowered for the test, so no test reads hundreds of 
 import io
 import queue
 import struct
-from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -21,7 +20,7 @@ def reader(data: bytes | io.RawIOBase) -> worker.Worker:
     """A Worker whose runner wrote ``data`` and ended; only its reader thread's work is done (synchronously)."""
     w = worker.Worker.__new__(worker.Worker)
     w.messages, w.bytes, w.flood, w.garbled, w.unreadable = queue.Queue(), 0, False, False, ""
-    w.proc = SimpleNamespace(stdout=io.BytesIO(data) if isinstance(data, bytes) else data)
+    w.channel = io.BytesIO(data) if isinstance(data, bytes) else data
     w._read()
     return w
 
@@ -78,23 +77,6 @@ def test_no_points_without_a_sandbox_unless_asked(tmp_path, monkeypatch):
         assert row.status == "refused" and row.total == 0 and not row.graded
         assert "sandbox could not start" in row.flags[0] and box.reason in row.flags[0]
     assert sandbox.NO_SANDBOX.usable and not judge.Options().sandbox.usable
-
-
-def test_a_runner_started_early_grades_its_submission_or_is_stopped(tmp_path):
-    """``batch`` starts each slot's first runner before the judge imports the checks: a good notebook is
-    graded by it; a file that never runs (not a notebook) leaves no runner behind."""
-    options = judge.Options(sandbox=sandbox.detect(), timeout=20)
-    good, broken = tmp_path / "good.ipynb", tmp_path / "broken.ipynb"
-    nbformat.write(submission("02"), good)
-    broken.write_text("{not json")
-    assignments = load_assignments(ROOT)
-    warm = worker.Worker(options, 0)
-    row = judge.grade_submission(good, assignments, options, 0, "", warm)
-    assert row.status == "graded" and row.total == row.max > 0, row.flags
-    assert warm.job_sent and warm.proc.poll() is not None
-    warm = worker.Worker(options, 0)
-    row = judge.grade_submission(broken, assignments, options, 0, "", warm)
-    assert not row.graded and not warm.job_sent and warm.proc.poll() is not None
 
 
 def test_the_cli_grades_nothing_when_the_sandbox_cannot_start(tmp_path, monkeypatch, capsys):

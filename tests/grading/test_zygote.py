@@ -1,0 +1,110 @@
+"""The slot's zygote (issue 29's speed): torch imported once per slot, and no runner ever sees another's leftovers.
+
+Runners of one slot come from one zygote while each ends cleanly; the zygote ends every process
+a runner left (a double-forked ``setsid`` daemon included) and empties ``/tmp``, ``$HOME`` and
+``/dev/shm`` before the next runner starts, which checks that from the inside: a leftover makes
+its answer raise, so its exercise scores 0. A runner the judge had to stop takes its sandbox with
+it. The zygote itself is beyond the runner's reach.
+"""
+import nbformat
+import pytest
+from conftest import ROOT
+from grading_corpus import answer, submission
+
+from course_utils.grading import judge, sandbox, zygote
+from course_utils.grading.collect import load_assignments
+
+LEAVE_BEHIND = """
+import os, time
+for folder in ("/tmp", os.environ["HOME"], "/dev/shm"):
+    try:
+        os.makedirs(os.path.join(folder, "left", "deep"), exist_ok=True)
+        with open(os.path.join(folder, "left", "deep", "poison.py"), "w") as f:
+            f.write("x = 1")
+        os.chmod(os.path.join(folder, "left"), 0)
+    except OSError:
+        pass
+if os.fork() == 0:  # a daemon: its own session, no longer the runner's child
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.05)
+    os._exit(0)
+# the zygote is out of reach: not dumpable (no memory to read), and in root mode another uid (no signal)
+_zygote = os.getppid()
+_attempts = [lambda: open(f"/proc/{_zygote}/mem", "rb").read(1)]
+if ROOT_MODE:
+    _attempts.append(lambda: os.kill(_zygote, 9))
+for _reach in _attempts:
+    try:
+        _reach()
+    except OSError:
+        continue
+    raise RuntimeError("the runner reached its zygote")
+"""
+
+MUST_BE_CLEAN = """
+import os
+_left = [f for d in ("/tmp", os.environ["HOME"], "/dev/shm") if os.path.isdir(d) for f in os.listdir(d)]
+_others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
+_others = [p for p in _others if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+if _left or _others:
+    raise RuntimeError(f"leftovers: files {_left}, processes {_others}")
+"""
+
+
+@pytest.fixture
+def bwrap_options():
+    box = sandbox.detect()
+    if box.mode not in zygote.MODES:
+        pytest.skip(f"no bubblewrap here ({box.reason})")
+    zygote.close_all()
+    yield judge.Options(sandbox=box, timeout=20)
+    zygote.close_all()
+
+
+@pytest.fixture
+def starts(monkeypatch):
+    made = []
+    original = zygote.Zygote.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(zygote.Zygote, "__init__", counted)
+    return made
+
+
+def _grade(tmp_path, name, answers, options):
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(submission("02", answers), path)
+    return judge.grade_submission(path, load_assignments(ROOT), options)
+
+
+def test_one_zygote_serves_the_slot_and_each_runner_starts_clean(tmp_path, bwrap_options, starts):
+    mul = answer("02", "mul_answer")
+    leave = f"ROOT_MODE = {bwrap_options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND
+    attacker = _grade(tmp_path, "attacker", {"mul_answer": leave + mul}, bwrap_options)
+    assert attacker.exercises["mul"].points == attacker.exercises["mul"].max > 0  # leaving things costs nothing...
+    victim = _grade(tmp_path, "victim", {"mul_answer": MUST_BE_CLEAN + mul}, bwrap_options)
+    assert victim.total == victim.max, victim.exercises["mul"].feedback  # ...nor helps (held: it lists folders)
+    assert len(starts) == 1  # the same zygote graded both: the check above ran in a reused sandbox
+    honest = _grade(tmp_path, "honest", {}, bwrap_options)
+    assert honest.total == honest.max and len(starts) == 1
+
+
+def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
+    options = judge.Options(sandbox=bwrap_options.sandbox, timeout=3)
+    endless = f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND + "while True:\n    pass\n"
+    stuck = _grade(tmp_path, "stuck", {"mul_answer": endless}, options)
+    assert stuck.exercises["mul"].points == 0 and "time limit" in stuck.exercises["mul"].feedback
+    assert stuck.exercises["div"].points == stuck.exercises["div"].max  # a fresh sandbox ran the rest
+    after = _grade(tmp_path, "after", {"mul_answer": MUST_BE_CLEAN + answer("02", "mul_answer")}, options)
+    assert after.total == after.max, after.exercises["mul"].feedback
+    assert len(starts) == 2  # the stuck runner's sandbox was not used again
+
+
+def test_the_zygote_reports_ready_with_torch_imported(bwrap_options):
+    z = zygote.for_slot(bwrap_options.sandbox.mode, bwrap_options.memory, 0, 1)
+    assert zygote.wait_ready(z, 60) and z.baseline > 50 << 20  # torch is imported: its resident size is known
