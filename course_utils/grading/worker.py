@@ -189,15 +189,17 @@ class Worker:
         outcome = "done"
         while True:
             self._drain(on_message)
+            # first: a channel the runner broke decides, even if the runner has ended since (a fast
+            # runner can finish the rest of its job after the reader stopped reading it)
+            if self.flood or self.garbled or self.unreadable:
+                outcome = "flood" if self.flood else "garbled" if self.garbled else "unreadable"
+                break
             if self.ended() and self.uid is not None and self.reader.is_alive():
                 sandbox.kill_uid(self.uid)  # a daemon it left may hold the channel open: end it now
             if self.ended() and not self.reader.is_alive():
                 break
             if time.monotonic() > min(deadline["hard"], deadline["step"]):
                 outcome = "timeout"
-                break
-            if self.flood or self.garbled or self.unreadable:
-                outcome = "flood" if self.flood else "garbled" if self.garbled else "unreadable"
                 break
             if self.over_memory():
                 outcome = "memory"

@@ -14,6 +14,7 @@ runner together, as they held for one runner process before.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import socket
 import subprocess
@@ -23,7 +24,6 @@ import time
 from ..paths import PACKAGE as COURSE_UTILS
 from . import sandbox
 from .limits import Limits
-from .protocol import MAX_FRAME, ProtocolError, read_frame
 
 MODES = ("root", "user")  # where a zygote is used; uid mode and no sandbox start one process per runner
 SCRATCH_BYTES = 256 << 20
@@ -82,7 +82,7 @@ class Zygote:
         """The runner's end ``{"rc": int, "clean": bool}`` once the zygote reports it (or died), else None."""
         while True:
             try:
-                data = self.control.recv(4096)
+                data = self.control.recv(4096)  # one datagram: a small JSON object from the zygote
             except BlockingIOError:
                 if self.proc.poll() is not None:
                     self.dead = True
@@ -94,8 +94,8 @@ class Zygote:
                 self.dead = True
                 return {"rc": -9, "clean": False}
             try:
-                message = read_frame(_Bytes(data), MAX_FRAME)
-            except ProtocolError:
+                message = json.loads(data)
+            except ValueError:
                 message = None
             if not isinstance(message, dict):
                 self.dead = True
@@ -129,15 +129,6 @@ class Zygote:
             pass
         self.proc.wait()
         self.control.close()
-
-
-class _Bytes:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, n: int) -> bytes:
-        out, self.data = self.data[:n], self.data[n:]
-        return out
 
 
 _slots: dict[tuple[int, str, int], Zygote] = {}

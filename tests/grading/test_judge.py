@@ -6,6 +6,7 @@ scaled down (the byte cap is lowered for the test, so no test reads hundreds of 
 import io
 import queue
 import struct
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -55,6 +56,16 @@ def test_the_reader_thread_survives_any_error_and_marks_the_row(error):
 
     w = reader(Broken())
     assert w.unreadable == error.__name__ and "unreadable" in judge.REASONS
+
+
+def test_a_broken_channel_decides_even_if_the_runner_ended_since():
+    """A warm runner finishes the rest of its job in milliseconds after the judge stopped reading its broken
+    channel: the row must say so (it said "ended the process before this exercise was checked", by timing)."""
+    w = reader(struct.pack(">I", 8) + struct.pack("<I", 4) + b"{{{{")  # a header that is not JSON
+    assert w.garbled
+    w.reader, w.uid = SimpleNamespace(is_alive=lambda: False), None
+    w.ended, w.returncode, w.stop = (lambda: True), (lambda: 0), (lambda: None)
+    assert w.wait({"hard": float("inf"), "step": float("inf")}, lambda message: None) == "garbled"
 
 
 def test_honest_messages_are_all_read():

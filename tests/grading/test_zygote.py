@@ -96,7 +96,9 @@ def test_one_zygote_serves_the_slot_and_each_runner_starts_clean(tmp_path, bwrap
 
 def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
     options = judge.Options(sandbox=bwrap_options.sandbox, timeout=3)
-    endless = f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND + "while True:\n    pass\n"
+    endless = (f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND
+               + "while True:  # the runner's own alarm cannot end it: the judge must\n"
+               "    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")
     stuck = _grade(tmp_path, "stuck", {"mul_answer": endless}, options)
     assert stuck.exercises["mul"].points == 0 and "time limit" in stuck.exercises["mul"].feedback
     assert stuck.exercises["div"].points == stuck.exercises["div"].max  # a fresh sandbox ran the rest
