@@ -647,13 +647,16 @@ print(cpp_silu.SOURCE)
 
 # %% [markdown]
 # Two versions of the forward are in the source. `silu_scalar` computes one element per loop
-# iteration; `silu_forward` and `silu_backward` use `at::vec::Vectorized`, which holds 16
-# floats in one AVX-512 register (8 with AVX2) and computes `exp` for all of them in one call
-# (SLEEF's vectorised `exp`, the one ATen's own kernels use; `cpp_silu.compile_flags()` picks
-# the instructions this CPU and torch's build both use). The scalar loop loses because
-# `std::exp` is a function call per element that the compiler cannot turn into vector
-# instructions, so each instruction does one element's work instead of 8 or 16; both split
-# the tensor across threads with `at::parallel_for`. `benchmarks/results.md` has the measured times against `F.silu`
+# iteration. `silu_forward` and `silu_backward` are written the way ATen writes its own
+# elementwise kernels: a `TensorIterator` walks the inputs in whatever layout they come
+# (a transposed `x`, or backward's `grad_y`, which is usually the *expanded* gradient of a
+# sum: stride 0, never copied) and `cpu_kernel_vec` calls the second lambda on
+# `at::vec::Vectorized` values, 16 floats in one AVX-512 register (8 with AVX2), computing
+# `exp` for all of them in one call (SLEEF's vectorised `exp`; `cpp_silu.compile_flags()`
+# picks the instructions this CPU and torch's build both use), and splits the work across
+# threads. The scalar loop loses because `std::exp` is a function call per element that the
+# compiler cannot turn into vector instructions, so each instruction does one element's
+# work instead of 8 or 16. `benchmarks/results.md` has the measured times against `F.silu`
 # (no timing is printed here).
 #
 # The Python side registers a fake implementation of each operator (a contiguous tensor, as

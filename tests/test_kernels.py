@@ -102,6 +102,14 @@ def test_the_cpp_extension_is_silu_with_its_own_backward():
     x32 = torch.randn(1027, generator=torch.Generator().manual_seed(6))  # not a multiple of the vector width
     torch.testing.assert_close(torch.ops.course_cpp.silu_scalar(x32), torch.nn.functional.silu(x32))
     torch.testing.assert_close(silu(x32[::2]), torch.nn.functional.silu(x32[::2]))
+    # larger than one thread's share, transposed: a contiguous result; the gradient of a sum arrives expanded
+    xt = torch.randn(300, 220, generator=torch.Generator().manual_seed(7)).t()
+    y = silu(xt)
+    assert y.is_contiguous() and y.shape == xt.shape
+    torch.testing.assert_close(y, torch.nn.functional.silu(xt))
+    leaf = xt.detach().requires_grad_()
+    silu(leaf).sum().backward()
+    torch.testing.assert_close(leaf.grad, torch.func.grad(lambda v: torch.nn.functional.silu(v).sum())(xt.detach()))
     t = torch.randn(4, 3, generator=torch.Generator().manual_seed(4), requires_grad=True)
     (silu(t).t() * torch.arange(12.0).view(3, 4)).sum().backward()  # grad_output arrives transposed
     torch.testing.assert_close(t.grad, torch.autograd.grad((torch.nn.functional.silu(t).t() *

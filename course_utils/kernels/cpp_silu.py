@@ -3,10 +3,12 @@
 The C++ defines the operators with ``TORCH_LIBRARY`` and their CPU kernels with
 ``TORCH_LIBRARY_IMPL``; Python adds what the compiler and autograd need: a fake (shape-only)
 implementation of each, and ``register_autograd`` so that ``course_cpp::silu`` saves only
-``x`` and calls ``course_cpp::silu_backward`` in backward. The kernels are vectorised with
-``at::vec::Vectorized`` (16 floats per AVX-512 instruction, 8 with AVX2; ``exp`` from SLEEF,
-as in ATen's own kernels) and split across threads with ``at::parallel_for``; ``course_cpp::silu_scalar`` is
-the one-element-at-a-time loop, kept for comparison (lesson 10, ``benchmarks/kernels.py``).
+``x`` and calls ``course_cpp::silu_backward`` in backward. The kernels run over a
+``TensorIterator`` with ``cpu_kernel_vec``, as ATen's own elementwise kernels do: any input layout
+(a transposed ``x``, the expanded gradient of a sum) without a copy, ``at::vec::Vectorized`` math
+(16 floats per AVX-512 instruction, 8 with AVX2; ``exp`` from SLEEF) and the work split across
+threads; ``course_cpp::silu_scalar`` is the one-element-at-a-time loop, kept for comparison
+(lesson 10, ``benchmarks/kernels.py``).
 ``load()`` builds once per machine (the build directory is cached; about a minute the first
 time) and registers once per process.
 """
@@ -18,11 +20,13 @@ import sys
 
 import torch
 
-NAME = "course_silu_vec"
+NAME = "course_silu_iter"
 SOURCE = r"""
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
+#include <ATen/native/TensorIterator.h>
+#include <ATen/native/cpu/Loops.h>
 #include <cmath>
 
 using at::vec::Vectorized;
@@ -45,55 +49,42 @@ torch::Tensor silu_scalar(const torch::Tensor& x) {
   return y;
 }
 
-// y = x * sigmoid(x): Vectorized<scalar_t>::size() elements per instruction, the tail one by one.
+// y = x * sigmoid(x). A TensorIterator walks x in any layout (strided, expanded) and writes a
+// contiguous y; cpu_kernel_vec calls the Vectorized lambda on Vectorized<scalar_t>::size() elements
+// at a time (16 floats with AVX-512), the scalar one on the tail, and splits the work across threads.
 torch::Tensor silu_forward(const torch::Tensor& x) {
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble,
               "course_cpp::silu needs a float32 or float64 tensor");
-  auto xc = x.contiguous();
-  auto y = torch::empty(xc.sizes(), xc.options());
-  AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "silu_forward", [&] {
+  auto y = torch::empty(x.sizes(), x.options());
+  auto iter = at::TensorIteratorConfig().add_output(y).add_const_input(x).build();
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "silu_forward", [&] {
     using Vec = Vectorized<scalar_t>;
-    const scalar_t* in = xc.data_ptr<scalar_t>();
-    scalar_t* out = y.data_ptr<scalar_t>();
-    at::parallel_for(0, xc.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
-      const Vec one(scalar_t(1));
-      int64_t i = begin;
-      for (; i + Vec::size() <= end; i += Vec::size()) {
-        Vec v = Vec::loadu(in + i);
-        (v / (one + v.neg().exp())).store(out + i);
-      }
-      for (; i < end; ++i) {
-        out[i] = in[i] / (scalar_t(1) + std::exp(-in[i]));
-      }
-    });
+    at::native::cpu_kernel_vec(iter,
+        [](scalar_t v) -> scalar_t { return v / (scalar_t(1) + std::exp(-v)); },
+        [](Vec v) -> Vec { return v / (Vec(scalar_t(1)) + v.neg().exp()); });
   });
   return y;
 }
 
-// grad_x = grad_y * s * (1 + x * (1 - s)), s = sigmoid(x) recomputed from the saved x
+// grad_x = grad_y * s * (1 + x * (1 - s)), s = sigmoid(x) recomputed from the saved x. grad_y is
+// often expanded (the gradient of a sum): the iterator reads it with stride 0, nothing is copied.
 torch::Tensor silu_backward(const torch::Tensor& grad_y, const torch::Tensor& x) {
   TORCH_CHECK(grad_y.sizes() == x.sizes(), "course_cpp::silu_backward: grad_y and x differ in shape");
-  auto xc = x.contiguous();
-  auto gc = grad_y.to(xc.scalar_type()).contiguous();  // a grad_output may be an expanded view
-  auto grad_x = torch::empty(xc.sizes(), xc.options());
-  AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "silu_backward", [&] {
+  auto g = grad_y.scalar_type() == x.scalar_type() ? grad_y : grad_y.to(x.scalar_type());
+  auto grad_x = torch::empty(x.sizes(), x.options());
+  auto iter = at::TensorIteratorConfig().add_output(grad_x).add_const_input(g).add_const_input(x).build();
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "silu_backward", [&] {
     using Vec = Vectorized<scalar_t>;
-    const scalar_t* in = xc.data_ptr<scalar_t>();
-    const scalar_t* g = gc.data_ptr<scalar_t>();
-    scalar_t* out = grad_x.data_ptr<scalar_t>();
-    at::parallel_for(0, xc.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
-      const Vec one(scalar_t(1));
-      int64_t i = begin;
-      for (; i + Vec::size() <= end; i += Vec::size()) {
-        Vec v = Vec::loadu(in + i);
-        Vec s = one / (one + v.neg().exp());
-        (Vec::loadu(g + i) * s * (one + v * (one - s))).store(out + i);
-      }
-      for (; i < end; ++i) {
-        scalar_t s = scalar_t(1) / (scalar_t(1) + std::exp(-in[i]));
-        out[i] = g[i] * s * (scalar_t(1) + in[i] * (scalar_t(1) - s));
-      }
-    });
+    at::native::cpu_kernel_vec(iter,
+        [](scalar_t dy, scalar_t v) -> scalar_t {
+          scalar_t s = scalar_t(1) / (scalar_t(1) + std::exp(-v));
+          return dy * s * (scalar_t(1) + v * (scalar_t(1) - s));
+        },
+        [](Vec dy, Vec v) -> Vec {
+          const Vec one(scalar_t(1));
+          Vec s = one / (one + v.neg().exp());
+          return dy * s * (one + v * (one - s));
+        });
   });
   return grad_x;
 }
