@@ -260,8 +260,21 @@ def build_one(py: Path) -> Path:
     return out
 
 
+USAGE = """usage: ./course build [NAME ...]
+Regenerate every notebook from its py:percent source and execute it (exercise notebooks,
+README's lesson table and the start page too). NAME: build only the sources whose path
+contains it (e.g. 10_kernels, solutions/04)."""
+
+
 def main(argv: list[str]) -> int:
-    names = [a for a in argv if not a.startswith("-")]
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    unknown = [a for a in argv if a.startswith("-")]
+    if unknown:
+        print(f"./course build takes notebook names, not {' '.join(unknown)}: see ./course build --help", file=sys.stderr)
+        return 2
+    names = list(argv)
     for folder in ("notebooks", "solutions"):
         for py in sources(folder):
             refresh_source(py)

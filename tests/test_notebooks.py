@@ -137,3 +137,10 @@ def test_twin_and_notebook_hold_the_same_cells_free_of_control_characters(py: Pa
             bad = CONTROL.search(c.source) or (re.search("\t", c.source) if c.cell_type == "markdown" else None)
             where = c.source[max(bad.start() - 20, 0):bad.start() + 10] if bad else ""
             assert bad is None, f"{name}, cell {i}: a control character near {where!r}"
+
+
+def test_build_help_and_unknown_options_build_nothing(capsys, monkeypatch):
+    """`./course build --help` printed nothing useful and rebuilt every notebook (minutes); now it explains."""
+    monkeypatch.setattr(build, "build_one", lambda py: (_ for _ in ()).throw(AssertionError(f"built {py}")))
+    assert build.main(["--help"]) == 0 and "usage: ./course build" in capsys.readouterr().out
+    assert build.main(["--jobs", "2"]) == 2 and "takes notebook names" in capsys.readouterr().err
