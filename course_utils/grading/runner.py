@@ -72,8 +72,9 @@ def drop_privileges(uid: int | None) -> None:
 
 def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
     """Caps that hold for this process and everything it starts (they can only be lowered)."""
+    # RLIMIT_MSGQUEUE 0: no POSIX message queue, which would outlive the runner in the sandbox's IPC namespace
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_FSIZE, 256 << 20),
-              (resource.RLIMIT_CPU, cpu_seconds)]
+              (resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_MSGQUEUE, 0)]
     if memory:
         # RLIMIT_DATA (private writable memory), not RLIMIT_AS: a CUDA build of torch maps ~3 GB of
         # libraries at import (0.8 GB of it data), so an address-space cap of a few GiB would fail
@@ -219,23 +220,19 @@ def serve(uid: int | None = None) -> None:
 
 
 def _sweep(me: int) -> bool:
-    """End every process but the sandbox's init and the zygote, and empty the writable folders; True if clean."""
+    """End every process but the sandbox's init and the zygote, and empty the writable folders; True if clean.
+
+    Clean means ``/proc`` lists nothing but those two: a zombie counts until init has reaped it,
+    since a process whose main thread left with a bare ``exit`` reads as a zombie while its other
+    threads run on. ``kill(-1)`` is sent at least once, whatever ``/proc`` seems to say.
+    """
     for _ in range(400):
-        alive = []
-        for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) not in (1, me):
-                try:
-                    with open(f"/proc/{name}/stat") as f:
-                        if f.read().rsplit(")", 1)[1].split()[0] != "Z":  # a zombie waits for init to reap it
-                            alive.append(name)
-                except (OSError, IndexError):
-                    pass
-        if not alive:
-            break
         try:
-            os.kill(-1, signal.SIGKILL)  # every process this one may signal, except init and itself
+            os.kill(-1, signal.SIGKILL)  # every process this one may signal (thread groups whole), except init and itself
         except OSError:
             pass
+        if not [name for name in os.listdir("/proc") if name.isdigit() and int(name) not in (1, me)]:
+            break
         time.sleep(0.005)
     else:
         return False

@@ -205,7 +205,7 @@ class Worker:
                 outcome = "memory"
                 break
             time.sleep(0.02)
-        self.stop()
+        self.stop(reuse=outcome == "done")
         self._drain(on_message)
         if outcome == "done" and self.returncode() != 0:
             outcome = "memory" if self.oom_killed() else "died"
@@ -218,12 +218,18 @@ class Worker:
             except queue.Empty:
                 return
 
-    def stop(self) -> None:
-        """End the runner and everything it started; a zygote is kept only if its runner ended and it is clean."""
+    def stop(self, reuse: bool = False) -> None:
+        """End the runner and everything it started.
+
+        A zygote is kept only when ``reuse`` (the judge saw the runner through to its end) and the
+        runner exited by itself with status 0 and the zygote reported its sandbox clean; a runner
+        the judge stopped, one that died, or any doubt: the sandbox goes with it.
+        """
         if self.zygote is not None:
             self.oom = self.zygote.oom_killed()
-            if not (self.ended() and self.end is not None and self.end["clean"]):
-                zygote.discard(self.zygote)  # a runner stopped from outside, or leftovers: its sandbox goes too
+            ended_well = self.ended() and self.end is not None and self.end["clean"] and self.end["rc"] == 0
+            if not (reuse and ended_well):
+                zygote.discard(self.zygote)
         else:
             assert self.proc is not None
             self.limits.close(self.proc.pid if self.proc.poll() is None else None)

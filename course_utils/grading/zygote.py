@@ -5,10 +5,11 @@ submissions' own work. In the bubblewrap modes each slot therefore keeps one san
 first process, the zygote (``runner.serve``), imports torch and the probes and then forks
 a fresh runner for each job. The zygote never runs student code and never reads anything
 a runner wrote. Between two runners it ends every other process of the sandbox, checks that
-no System V object survived, and empties ``/tmp``, ``/scratch`` and ``/dev/shm``; only a
-zygote that reports its sandbox clean is used again. A runner the judge had to stop
-(timeout, memory, flood) takes its whole sandbox with it: the next runner start makes a new
-one. Memory and process caps (``Limits``) are the slot's and hold for the zygote and its
+no System V object survived, and empties ``/tmp``, ``/scratch`` and ``/dev/shm``. A sandbox
+is used again only after a runner that ended by itself with status 0, read to its end by
+the judge, and a clean report (``Worker.stop``); anything else (a timeout, memory, a flood
+or broken channel, a crash) takes the whole sandbox with it: the next runner start makes a
+new one. Memory and process caps (``Limits``) are the slot's and hold for the zygote and its
 runner together, as they held for one runner process before.
 """
 from __future__ import annotations

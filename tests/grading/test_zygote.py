@@ -43,6 +43,52 @@ for _reach in _attempts:
     raise RuntimeError("the runner reached its zygote")
 """
 
+# the red team's leftover (issue 29 follow-up): a daemon whose main thread leaves with a bare exit (SYS_exit, not
+# exit_group), so /proc shows it as a zombie while its other thread runs on, sending SIGALRM (the runner's cell
+# timer) to every new process of its uid; it also points every descriptor it has at /dev/null
+ZOMBIE_LEADER = """
+import ctypes, os, platform, signal, threading, time
+def _harass():
+    seen = {int(p) for p in os.listdir("/proc") if p.isdigit()}
+    while True:
+        for p in os.listdir("/proc"):
+            if p.isdigit() and int(p) not in seen:
+                try:
+                    if os.stat("/proc/" + p).st_uid == os.getuid():
+                        seen.add(int(p))
+                        for _ in range(100):
+                            os.kill(int(p), signal.SIGALRM)
+                            time.sleep(0.02)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _null = os.open("/dev/null", os.O_WRONLY)
+        for _fd in range(3, 256):
+            if _fd != _null:
+                try:
+                    os.fstat(_fd)
+                    os.dup2(_null, _fd)
+                except OSError:
+                    pass
+        threading.Thread(target=_harass).start()
+        time.sleep(0.1)
+        ctypes.CDLL(None).syscall(60 if platform.machine() == "x86_64" else 93, 0)
+    os._exit(0)
+os.wait()
+time.sleep(0.3)
+"""
+
+# a POSIX message queue would outlive its runner in the sandbox's IPC namespace: creating one must fail
+MESSAGE_QUEUE = """
+import ctypes, os
+_rt = ctypes.CDLL("librt.so.1", use_errno=True)
+if _rt.mq_open(b"/left_for_the_next", os.O_CREAT | os.O_WRONLY, 0o600, None) >= 0:
+    raise RuntimeError("a message queue was created")
+"""
+
 MUST_BE_CLEAN = """
 import os
 _left = [f for d in ("/tmp", os.environ["HOME"], "/dev/shm") if os.path.isdir(d) for f in os.listdir(d)]
@@ -92,6 +138,28 @@ def test_one_zygote_serves_the_slot_and_each_runner_starts_clean(tmp_path, bwrap
     assert len(starts) == 1  # the same zygote graded both: the check above ran in a reused sandbox
     honest = _grade(tmp_path, "honest", {}, bwrap_options)
     assert honest.total == honest.max and len(starts) == 1
+
+
+@pytest.mark.parametrize("attack", ["zombie_leader", "message_queue"])
+def test_what_the_red_team_left_behind_reaches_no_later_runner(tmp_path, bwrap_options, starts, attack):
+    mul = answer("02", "mul_answer")
+    source = {"zombie_leader": ZOMBIE_LEADER, "message_queue": MESSAGE_QUEUE}[attack]
+    attacker = _grade(tmp_path, "attacker", {"mul_answer": source + mul}, bwrap_options)
+    assert attacker.exercises["mul"].points == attacker.exercises["mul"].max, attacker.exercises["mul"].feedback
+    for name in ("victim", "second_victim"):  # the same slot, one after another: graded as if alone
+        victim = _grade(tmp_path, name, {"mul_answer": MUST_BE_CLEAN + mul}, bwrap_options)
+        assert victim.total == victim.max, [e.feedback for e in victim.exercises.values()]
+    assert len(starts) == 1  # ...and in the attacker's sandbox: the sweep ended the leftover, it did not hide
+
+
+def test_a_runner_whose_channel_broke_takes_its_sandbox_with_it_even_if_it_ended_cleanly(tmp_path, bwrap_options,
+                                                                                         starts):
+    from grading_corpus import OVERLAP
+
+    broke = _grade(tmp_path, "broke", {"mul_answer": OVERLAP}, bwrap_options)
+    assert "not valid" in " ".join(broke.flags)
+    after = _grade(tmp_path, "after", {}, bwrap_options)
+    assert after.total == after.max and len(starts) >= 2  # the judge stopped trusting that sandbox
 
 
 def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
