@@ -247,30 +247,35 @@ def _sweep(me: int) -> bool:
 
 
 def _empty(folder: str) -> bool:
-    """Remove everything in ``folder`` (nothing runs any more); True if it is empty afterwards."""
-    def unlock(function, path, _exc):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass
+    """Remove everything in ``folder`` (nothing runs any more); True if it is empty afterwards.
 
+    Symlinks are removed, never followed. A folder a runner made unreadable (mode 000, which
+    stops a zygote that is not root) is opened up first, its own folders only, then removed.
+    """
     try:
         for entry in os.scandir(folder):
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, onerror=unlock)
+                shutil.rmtree(entry.path, ignore_errors=True)
+                if os.path.lexists(entry.path):
+                    _open_up(entry.path)
+                    shutil.rmtree(entry.path, ignore_errors=True)
             else:
-                try:
-                    os.unlink(entry.path)
-                except OSError:
-                    os.chmod(folder, 0o1777)
-                    os.unlink(entry.path)
+                os.unlink(entry.path)
         return not os.listdir(folder)
     except FileNotFoundError:
         return True
     except OSError:
         return False
+
+
+def _open_up(top: str) -> None:
+    """Mode 0700 on ``top`` and every folder below it that is not a symlink (walked without following any)."""
+    os.chmod(top, 0o700)
+    for root, dirs, _files in os.walk(top):
+        for name in dirs:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o700)
 
 
 def run_job() -> None:

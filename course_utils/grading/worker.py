@@ -52,6 +52,7 @@ class Worker:
         self.memory = options.memory
         self.job_sent = False
         self.zygote: zygote.Zygote | None = None
+        self.proc: subprocess.Popen[bytes] | None = None  # uid mode and no sandbox: the runner's own process
         self.end: dict | None = None  # zygote mode: the runner's end as the zygote reported it
         self.oom = False  # zygote mode: the kernel killed one of its processes for memory (set by ``stop``)
         self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
@@ -66,16 +67,16 @@ class Worker:
 
     def _fork(self, options: RunnerOptions, slot: int) -> None:
         for attempt in range(2):  # a zygote that died since its last runner is replaced once
-            self.zygote = zygote.for_slot(options.sandbox.mode, options.memory, slot, options.slots)
+            z = zygote.for_slot(options.sandbox.mode, options.memory, slot, options.slots)
             try:
-                job_w, result_r = self.zygote.fork()
+                job_w, result_r = z.fork()
                 break
             except OSError:
-                zygote.discard(self.zygote)
+                zygote.discard(z)
                 if attempt:
                     raise
-        self.limits = self.zygote.limits
-        self.proc = None
+        self.zygote = z
+        self.limits = z.limits
         self.job_pipe: IO[bytes] = os.fdopen(job_w, "wb")
         self.channel: IO[bytes] = os.fdopen(result_r, "rb", buffering=0)
 
@@ -95,15 +96,15 @@ class Worker:
                 cmd = sandbox.plain_command()
                 env = sandbox.runner_env({"HOME": self.scratch, "TMPDIR": self.scratch})
                 cwd = self.scratch
-            self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+            proc = subprocess.Popen(self.limits.wrap(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
         except BaseException:
             self.limits.close(None)
             if self.scratch:
                 shutil.rmtree(self.scratch, ignore_errors=True)
             raise
-        assert self.proc.stdin is not None and self.proc.stdout is not None  # started with PIPEs
-        self.job_pipe, self.channel = self.proc.stdin, self.proc.stdout
+        assert proc.stdin is not None and proc.stdout is not None  # started with PIPEs
+        self.proc, self.job_pipe, self.channel = proc, proc.stdin, proc.stdout
 
     def send_job(self, job: dict) -> None:
         """Hand the runner its job (once): the cells, the exercises to grade and their inputs."""

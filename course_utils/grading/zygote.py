@@ -46,7 +46,7 @@ class Zygote:
         uid = sandbox.ROOT_MODE_FIRST_UID + slot if mode == "root" else None
         try:
             cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd, uid, zygote=True)
-            self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=zygote_end, stdout=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=zygote_end.fileno(), stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, cwd="/", env={"PATH": "/usr/bin:/bin"},
                                          start_new_session=True,
                                          pass_fds=(seccomp_fd,) if seccomp_fd is not None else ())

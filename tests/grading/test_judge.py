@@ -64,7 +64,7 @@ def test_a_broken_channel_decides_even_if_the_runner_ended_since():
     w = reader(struct.pack(">I", 8) + struct.pack("<I", 4) + b"{{{{")  # a header that is not JSON
     assert w.garbled
     w.reader, w.uid = SimpleNamespace(is_alive=lambda: False), None
-    w.ended, w.returncode, w.stop = (lambda: True), (lambda: 0), (lambda: None)
+    w.ended, w.returncode, w.stop = (lambda: True), (lambda: 0), (lambda **how: None)
     assert w.wait({"hard": float("inf"), "step": float("inf")}, lambda message: None) == "garbled"
 
 

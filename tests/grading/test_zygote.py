@@ -178,3 +178,22 @@ def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap
 def test_the_zygote_reports_ready_with_torch_imported(bwrap_options):
     z = zygote.for_slot(bwrap_options.sandbox.mode, bwrap_options.memory, 0, 1)
     assert zygote.wait_ready(z, 60) and z.baseline > 50 << 20  # torch is imported: its resident size is known
+
+
+def test_emptying_a_folder_removes_locked_trees_and_never_follows_a_symlink(tmp_path):
+    from course_utils.grading.runner import _empty
+
+    inside, outside = tmp_path / "tmp", tmp_path / "host"
+    (inside / "a" / "b").mkdir(parents=True)
+    outside.mkdir()
+    host_mode = outside.stat().st_mode
+    (outside / "keep").write_text("the host's")
+    (outside / "keep").chmod(0o644)
+    (inside / "a" / "b" / "f").write_text("1")
+    (inside / "a" / "to_host").symlink_to(outside)
+    (inside / "to_file").symlink_to(outside / "keep")
+    (inside / "a" / "b").chmod(0)
+    (inside / "a").chmod(0)
+    assert _empty(str(inside)) and list(inside.iterdir()) == []
+    assert (outside / "keep").read_text() == "the host's" and (outside / "keep").stat().st_mode & 0o777 == 0o644
+    assert outside.stat().st_mode == host_mode
