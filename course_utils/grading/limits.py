@@ -16,6 +16,7 @@ import itertools
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -113,6 +114,15 @@ class Limits:
             time.sleep(0.01)
         self.oom = self.oom or self._oom_kills() > 0
         self._remove()
+
+    def end(self, proc: subprocess.Popen) -> None:
+        """Kill ``proc``, everything below it and everything in its cgroups; reap it; remove the cgroups."""
+        self.close(proc.pid if proc.poll() is None else None)
+        try:
+            proc.kill()
+        except OSError:
+            pass
+        proc.wait()
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this worker for passing the memory cap."""

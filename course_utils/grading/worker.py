@@ -233,12 +233,7 @@ class Worker:
                 zygote.discard(self.zygote)
         else:
             assert self.proc is not None
-            self.limits.close(self.proc.pid if self.proc.poll() is None else None)
-            try:
-                self.proc.kill()
-            except OSError:
-                pass
-            self.proc.wait()
+            self.limits.end(self.proc)
             if self.uid is not None:
                 sandbox.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
         self.reader.join(timeout=5)

@@ -123,12 +123,7 @@ class Zygote:
     def kill(self) -> None:
         """End the sandbox and everything in it."""
         self.dead = True
-        self.limits.close(self.proc.pid if self.proc.poll() is None else None)
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        self.proc.wait()
+        self.limits.end(self.proc)
         self.control.close()
 
 
