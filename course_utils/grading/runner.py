@@ -18,14 +18,13 @@ import json
 import os
 import re
 import resource
-import shutil
 import signal
 import socket
 import sys
 import threading
-import time
 
 from ..probes.guard import CappedText, failure
+from . import sweep
 from .protocol import frame, read_frame
 
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
@@ -33,7 +32,6 @@ CAPTURE_LIMIT = 20_000
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_DUMPABLE = 4
-WRITABLE = ("/tmp", "/scratch", "/dev/shm")  # a zygote's sandbox: what a runner could leave files in
 
 
 class _CapHeader(ctypes.Structure):
@@ -189,6 +187,7 @@ def serve(uid: int | None = None) -> None:
         rss = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
     control.sendall(json.dumps({"kind": "ready", "rss": rss}).encode())  # one datagram per message
     me = os.getpid()
+    keep = sweep.snapshot()  # the writable folders before any runner: bubblewrap's mount points only
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 64, 2)
@@ -215,67 +214,8 @@ def serve(uid: int | None = None) -> None:
         os.close(job_fd)
         os.close(channel_fd)
         _, status = os.waitpid(pid, 0)
-        clean = _sweep(me)
+        clean = sweep.sweep(me, keep)
         control.sendall(json.dumps({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean}).encode())
-
-
-def _sweep(me: int) -> bool:
-    """End every process but the sandbox's init and the zygote, and empty the writable folders; True if clean.
-
-    Clean means ``/proc`` lists nothing but those two: a zombie counts until init has reaped it,
-    since a process whose main thread left with a bare ``exit`` reads as a zombie while its other
-    threads run on. ``kill(-1)`` is sent at least once, whatever ``/proc`` seems to say.
-    """
-    for _ in range(400):
-        try:
-            os.kill(-1, signal.SIGKILL)  # every process this one may signal (thread groups whole), except init and itself
-        except OSError:
-            pass
-        if not [name for name in os.listdir("/proc") if name.isdigit() and int(name) not in (1, me)]:
-            break
-        time.sleep(0.005)
-    else:
-        return False
-    for kind in ("shm", "msg", "sem"):  # System V objects outlive their process: the slot is not reused
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.read().splitlines()) > 1:
-                    return False
-        except OSError:
-            pass
-    return all(_empty(folder) for folder in WRITABLE)
-
-
-def _empty(folder: str) -> bool:
-    """Remove everything in ``folder`` (nothing runs any more); True if it is empty afterwards.
-
-    Symlinks are removed, never followed. A folder a runner made unreadable (mode 000, which
-    stops a zygote that is not root) is opened up first, its own folders only, then removed.
-    """
-    try:
-        for entry in os.scandir(folder):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-                if os.path.lexists(entry.path):
-                    _open_up(entry.path)
-                    shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
-        return not os.listdir(folder)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
-def _open_up(top: str) -> None:
-    """Mode 0700 on ``top`` and every folder below it that is not a symlink (walked without following any)."""
-    os.chmod(top, 0o700)
-    for root, dirs, _files in os.walk(top):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o700)
 
 
 def run_job() -> None:

@@ -42,7 +42,7 @@ UID_MODE_FIRST_UID = 62000  # uid mode: 16 per judge process (by pid), so two gr
 # all of the course the sandbox holds: the runner, its framing and the probes; never checks/ (references,
 # expected values, judging), never solutions/, release or grading's other modules
 RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py",
-                "grading/audit.py")
+                "grading/audit.py", "grading/sweep.py")
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 BOOT = (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "

@@ -16,7 +16,16 @@ from course_utils.grading.collect import load_assignments
 
 LEAVE_BEHIND = """
 import os, time
-for folder in ("/tmp", os.environ["HOME"], "/dev/shm"):
+def _writable_folders():
+    for top in ("/tmp", os.environ["HOME"], "/dev/shm"):
+        if not os.path.isdir(top):
+            continue
+        dev = os.lstat(top).st_dev
+        for root, dirs, _files in os.walk(top):
+            dirs[:] = [d for d in dirs if os.lstat(os.path.join(root, d)).st_dev == dev]
+            if os.access(root, os.W_OK):
+                yield root
+for folder in list(_writable_folders()):
     try:
         os.makedirs(os.path.join(folder, "left", "deep"), exist_ok=True)
         with open(os.path.join(folder, "left", "deep", "poison.py"), "w") as f:
@@ -91,9 +100,14 @@ if _rt.mq_open(b"/left_for_the_next", os.O_CREAT | os.O_WRONLY, 0o600, None) >= 
 
 MUST_BE_CLEAN = """
 import os
-_left = [f for d in ("/tmp", os.environ["HOME"], "/dev/shm") if os.path.isdir(d) for f in os.listdir(d)]
+_left = []
+for _top in ("/tmp", os.environ["HOME"], "/dev/shm"):
+    if os.path.isdir(_top):
+        _dev = os.lstat(_top).st_dev
+        for _root, _dirs, _files in os.walk(_top):
+            _dirs[:] = [d for d in _dirs if os.lstat(os.path.join(_root, d)).st_dev == _dev]
+            _left += [os.path.join(_root, n) for n in _dirs + _files if n == "left"]
 _others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
-_others = [p for p in _others if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
 if _left or _others:
     raise RuntimeError(f"leftovers: files {_left}, processes {_others}")
 """
@@ -180,20 +194,26 @@ def test_the_zygote_reports_ready_with_torch_imported(bwrap_options):
     assert zygote.wait_ready(z, 60) and z.baseline > 50 << 20  # torch is imported: its resident size is known
 
 
-def test_emptying_a_folder_removes_locked_trees_and_never_follows_a_symlink(tmp_path):
-    from course_utils.grading.runner import _empty
+def test_restoring_the_folders_removes_what_is_new_keeps_what_was_there_and_follows_no_symlink(tmp_path):
+    from course_utils.grading import sweep
 
     inside, outside = tmp_path / "tmp", tmp_path / "host"
-    (inside / "a" / "b").mkdir(parents=True)
+    (inside / "work" / "course").mkdir(parents=True)  # like bubblewrap's mount points for a course under /tmp
     outside.mkdir()
     host_mode = outside.stat().st_mode
     (outside / "keep").write_text("the host's")
     (outside / "keep").chmod(0o644)
+    keep = sweep.snapshot((str(inside),))
+    (inside / "a" / "b").mkdir(parents=True)
     (inside / "a" / "b" / "f").write_text("1")
     (inside / "a" / "to_host").symlink_to(outside)
     (inside / "to_file").symlink_to(outside / "keep")
+    (inside / "work" / "course" / "planted.py").write_text("x = 1")
     (inside / "a" / "b").chmod(0)
     (inside / "a").chmod(0)
-    assert _empty(str(inside)) and list(inside.iterdir()) == []
+    assert sweep.restore(keep, (str(inside),))
+    assert sorted(p.relative_to(inside).as_posix() for p in inside.rglob("*")) == ["work", "work/course"]
     assert (outside / "keep").read_text() == "the host's" and (outside / "keep").stat().st_mode & 0o777 == 0o644
     assert outside.stat().st_mode == host_mode
+    (inside / "work" / "course").chmod(0o777)  # a recorded folder changed: not clean, the sandbox is not reused
+    assert not sweep.restore(keep, (str(inside),))
