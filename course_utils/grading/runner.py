@@ -168,7 +168,7 @@ def serve(uid: int | None = None) -> None:
 
     Its stdin is a Unix socket to the judge. Each ``run`` message carries two descriptors, the job's
     pipe and the result channel: the child becomes a runner (``run_job``) on them, the zygote waits
-    for it, then ends every other process of the sandbox and empties its writable folders before it
+    for it, then ends every other process of the sandbox and restores its writable folders before it
     reports ``ended`` with the exit code and whether the sandbox is as clean as it started. The judge
     never reuses a zygote that is not clean, that answers late, or whose runner it had to stop.
     Children cannot reach the zygote: in root mode they are another uid; in user mode the zygote is
