@@ -112,7 +112,7 @@ class Limits:
             for pid in pids:
                 _kill(pid)
             time.sleep(0.01)
-        self.oom = self.oom or self._oom_kills() > 0
+        self.oom = self.oom or self.oom_count() > 0
         self._remove()
 
     def end(self, proc: subprocess.Popen) -> None:
@@ -126,13 +126,10 @@ class Limits:
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this worker for passing the memory cap."""
-        return self.oom or self._oom_kills() > 0
+        return self.oom or self.oom_count() > 0
 
     def oom_count(self) -> int:
         """How many processes the kernel has killed in this worker's cgroups for passing the cap (0 without)."""
-        return self._oom_kills()
-
-    def _oom_kills(self) -> int:
         for d in self.dirs:
             for name in ("memory.oom_control", "memory.events"):
                 try:
@@ -162,6 +159,12 @@ class Limits:
                     break
                 except OSError:
                     time.sleep(0.01)
+
+
+def slot_cpu(slot: int, slots: int) -> int | None:
+    """The CPU a worker slot is pinned to: its own when there is one for every slot, else None (not pinned)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cpus[slot % len(cpus)] if cpus and slots <= len(cpus) else None
 
 
 def _kill(pid: int) -> None:

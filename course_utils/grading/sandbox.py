@@ -45,17 +45,17 @@ RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner
                 "grading/audit.py", "grading/sweep.py")
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
-BOOT = (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
-        "from course_utils.grading.runner import main; main(UID)")
-
-
-def boot(uid: int | None, seccomp_file: str | None = None) -> str:
+def boot(uid: int | None, seccomp_file: str | None = None, entry: str = "main") -> str:
     """The runner's start-up code; ``uid``: the unprivileged user it becomes (root and uid modes), else None.
 
     ``seccomp_file``: the filter the runner loads itself, after dropping privileges (uid mode: no bubblewrap).
+    ``entry``: ``main`` (one runner) or ``serve`` (the zygote, which forks the runners).
     """
-    text = BOOT.replace("UID", "None" if uid is None else str(int(uid)))
-    return text if seccomp_file is None else text.replace("main(", f"main(seccomp_file={seccomp_file!r}, uid=")
+    args = "None" if uid is None else str(int(uid))
+    if seccomp_file is not None:
+        args = f"seccomp_file={seccomp_file!r}, uid={args}"
+    return (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
+            f"from course_utils.grading.runner import {entry}; {entry}({args})")
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
     cmd += ["--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
-    code = boot(uid).replace("import main; main(", "import serve; serve(") if zygote else boot(uid)
-    return cmd + ["--", sys.executable, "-I", "-B", "-c", code]
+    return cmd + ["--", sys.executable, "-I", "-B", "-c", boot(uid, entry="serve" if zygote else "main")]
 
 
 def plain_command() -> list[str]:

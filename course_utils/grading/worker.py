@@ -19,10 +19,8 @@ import time
 from typing import IO, Protocol
 
 from . import sandbox, zygote
-from .limits import MAX_PROCESSES, Limits
+from .limits import MAX_PROCESSES, Limits, slot_cpu
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
-
-SCRATCH_BYTES = zygote.SCRATCH_BYTES
 
 
 class RunnerOptions(Protocol):
@@ -81,9 +79,7 @@ class Worker:
         self.channel: IO[bytes] = os.fdopen(result_r, "rb", buffering=0)
 
     def _spawn(self, options: RunnerOptions, slot: int) -> None:
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        pin = cpus[slot % len(cpus)] if cpus and options.slots <= len(cpus) else None
-        self.limits = Limits(options.memory, pin)
+        self.limits = Limits(options.memory, slot_cpu(slot, options.slots))
         mode = options.sandbox.mode
         try:
             if mode == "uid":

@@ -25,7 +25,7 @@ import time
 
 from ..paths import PACKAGE as COURSE_UTILS
 from . import sandbox
-from .limits import Limits
+from .limits import Limits, slot_cpu
 
 MODES = ("root", "user")  # where a zygote is used; uid mode and no sandbox start one process per runner
 SCRATCH_BYTES = 256 << 20
@@ -35,9 +35,7 @@ class Zygote:
     """A slot's sandbox: the bubblewrap process, its limits, and the socket its zygote listens on."""
 
     def __init__(self, mode: str, memory: int, slot: int, slots: int) -> None:
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        pin = cpus[slot % len(cpus)] if cpus and slots <= len(cpus) else None
-        self.limits = Limits(memory, pin)
+        self.limits = Limits(memory, slot_cpu(slot, slots))
         self.memory = memory
         self.ready = False
         self.baseline = 0  # the zygote's resident bytes, not counted against a runner (rlimit fallback)
