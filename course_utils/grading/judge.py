@@ -196,8 +196,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(broken), "time_limit": options.timeout,
                "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
                "requests": {g: public(requests[g]) for g in remaining}}
-        worker = Worker(options, slot)
-        worker.send_job(job)
+        worker = Worker(job, options, slot)
         deadline["hard"] = worker.started + STARTUP + budget
         deadline["step"] = deadline["hard"]  # until the runner is ready, start-up time applies
         outcome = worker.wait(deadline, on_message)

@@ -39,16 +39,14 @@ class Worker:
     process of its own. Either way it gets its job on a pipe and answers on another.
     """
 
-    def __init__(self, options: RunnerOptions, slot: int) -> None:
-        """Start the runner now; it waits for ``send_job`` (nothing of the student's is in it before)."""
+    def __init__(self, job: dict, options: RunnerOptions, slot: int) -> None:
+        """Start the runner (fork it from the slot's zygote, or start its process) and write it ``job``."""
         self.messages: queue.Queue = queue.Queue()
         self.bytes = 0  # read from the runner's channel
         self.flood = False
         self.garbled = False
         self.unreadable = ""  # why the reader thread failed (an exception's type), if it did
         self.scratch: str | None = None
-        self.memory = options.memory
-        self.job_sent = False
         self.zygote: zygote.Zygote | None = None
         self.proc: subprocess.Popen[bytes] | None = None  # uid mode and no sandbox: the runner's own process
         self.end: dict | None = None  # zygote mode: the runner's end as the zygote reported it
@@ -62,6 +60,8 @@ class Worker:
         self.started = time.monotonic()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        job = dict(job, memory=options.memory, processes=0 if self.limits.cgroups else MAX_PROCESSES)
+        threading.Thread(target=self._write, args=(frame(job),), daemon=True).start()
 
     def _fork(self, options: RunnerOptions, slot: int) -> None:
         for attempt in range(2):  # a zygote that died since its last runner is replaced once
@@ -101,14 +101,6 @@ class Worker:
             raise
         assert proc.stdin is not None and proc.stdout is not None  # started with PIPEs
         self.proc, self.job_pipe, self.channel = proc, proc.stdin, proc.stdout
-
-    def send_job(self, job: dict) -> None:
-        """Hand the runner its job (once): the cells, the exercises to grade and their inputs."""
-        assert not self.job_sent, "a runner takes one job"
-        self.job_sent = True
-        processes = 0 if self.limits.cgroups else MAX_PROCESSES
-        job = dict(job, memory=self.memory, processes=processes)
-        threading.Thread(target=self._write, args=(frame(job),), daemon=True).start()
 
     def ended(self) -> bool:
         """Whether the runner process has ended (zygote mode: the zygote said so, or is gone)."""

@@ -21,7 +21,6 @@ import os
 import socket
 import subprocess
 import threading
-import time
 
 from ..paths import PACKAGE as COURSE_UTILS
 from . import sandbox
@@ -170,13 +169,3 @@ def discard(z: Zygote) -> None:
 
 
 atexit.register(close_all)
-
-
-def wait_ready(z: Zygote, timeout: float) -> bool:
-    """Block until the zygote has imported (tests and the benchmark's floor); True if it did in time."""
-    end = time.monotonic() + timeout
-    while not z.ready and time.monotonic() < end:
-        if z.poll() is not None:
-            return False
-        time.sleep(0.01)
-    return z.ready
