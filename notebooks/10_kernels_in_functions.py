@@ -661,9 +661,11 @@ print(cpp_silu.SOURCE)
 #
 # The autograd formula is in the C++ too: a `torch::autograd::Function` registered for the
 # `Autograd` dispatch key saves only $x$ and calls the backward operator. Lesson 08's
-# `torch.library.register_autograd` would do the same from Python, but then every call runs
-# Python code, tens of microseconds, as long as the kernel itself on a tensor of 16k
-# elements. Both calls inside it go through the dispatcher (`op.call`), so under
+# `torch.library.register_autograd` would do the same from Python, but then every call would
+# also run Python code before and after the kernel, which on a small tensor costs as much as
+# the kernel (`benchmarks/results.md` times this op against `F.silu` from 16k elements up);
+# here the backward node is C++, as printed below. Both calls inside it go through the
+# dispatcher (`op.call`), so under
 # `torch.compile` the fake tensors reach the fake implementations, which are the one thing
 # the Python side registers (a contiguous tensor, as the C++ returns). Building takes about a
 # minute the first time; the build directory is cached after that.
@@ -683,6 +685,7 @@ print("scalar loop and vectorised forward agree to 1e-14:",
       torch.allclose(torch.ops.course_cpp.silu_scalar(x8), silu_cpp(x8), rtol=1e-14, atol=1e-14))
 x8_leaf = x8.clone().requires_grad_()
 print("saved for backward:", *saved_tensors(lambda: silu_cpp(x8_leaf)))
+print("backward node:", silu_cpp(x8_leaf).grad_fn.name())
 
 # %% [markdown]
 # Registered with a schema, the C++ operator is opaque to the compiler like section 5's:
