@@ -4,6 +4,7 @@
     ./course grade accept  --book grading/course.sqlite alice.ipynb --reason "read it: fine"
     ./course grade override --book grading/course.sqlite alice.ipynb linear_function 3 --reason "..."
     ./course grade regrade --book grading/course.sqlite alice.ipynb [--exercise linear_function] --reason "..."
+    ./course grade choose  --book grading/course.sqlite alice_02_exercises-1.ipynb --reason "her resubmission"
     ./course grade export  --book grading/course.sqlite --format canvas --roster roster.csv --out canvas.csv
 
 Every decision is stored with who made it, when, why and on which bytes (see ``gradebook``).
@@ -21,12 +22,13 @@ from pathlib import Path
 from ..paths import ROOT
 from . import lms, roster
 from .collect import UsageError
-from .gradebook import Decision, GradeBook, final
-from .late import read_policies, read_times
+from .gradebook import Decision, GradeBook, books_beside, check_reason, final
+from .late import read_due, read_times
+from .records import place_all
 from .results import SubmissionResult
 from .store import atomic_write
 
-COMMANDS = ("accept", "override", "regrade", "export")
+COMMANDS = ("accept", "override", "regrade", "choose", "export")
 
 
 def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[SubmissionResult]:
@@ -41,10 +43,20 @@ def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[Sub
     return [final(r, decided.get(r.submission, [])) for r in rows]
 
 
-def check_early(book: str | None, roster_path: str | None) -> None:
-    """UsageError now for a grade book or roster that cannot be read (before any grading)."""
+def check_early(book: str | None, roster_path: str | None, outputs: tuple[str, ...] = (),
+                no_book: bool = False) -> None:
+    """UsageError now for a grade book or roster that cannot be read (before any grading).
+
+    Without ``--book``, a grade book next to an output is refused too: the outputs would
+    silently lose its decisions (``no_book``: the instructor said so on purpose).
+    """
     if book:
         GradeBook(book).close()
+    elif not no_book:
+        found = books_beside([Path(o) for o in outputs])
+        if found:
+            raise UsageError(f"{found[0]} is a grade book next to the outputs: pass --book {found[0]} so they keep "
+                             "its decisions (or --no-book to write them without); nothing was graded.")
     if roster_path:
         roster.read(roster_path)
 
@@ -84,14 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=60.0, help="seconds per exercise (default 60)")
     c.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (NOT isolated)")
     decision(c)
+    c = command("choose", "Make one of a student's several submissions of an assignment the one that counts "
+                "(the others are kept as history); without it, the latest recorded time decides.")
+    c.add_argument("submission")
+    decision(c)
     c = command("export", "Write the final scores (decisions and late penalties applied) for import elsewhere.")
     c.add_argument("--out", required=True, help="the file to write")
     c.add_argument("--format", choices=lms.FORMATS, default="csv",
                    help="csv (every detail), canvas (gradebook import), moodle (grade import), nbgrader (its export)")
     c.add_argument("--roster", help="roster CSV: id,name,email,pattern (file-name pattern); without it, "
                    "each file is its own student")
-    c.add_argument("--due", help="due dates CSV: assignment,due,grace_hours,penalty_per_day")
-    c.add_argument("--times", help="submission times CSV: submission (or student),assignment,submitted_at")
+    c.add_argument("--due", help="due dates CSV: assignment,due,grace_hours,penalty_per_day[,student] (a line with a "
+                   "student is that student's extension)")
+    c.add_argument("--times", help="submission times CSV: submission (or student),assignment,submitted_at; a line "
+                   "that names nobody or several refuses the export")
     c.add_argument("--use-mtime", action="store_true",
                    help="where no time is recorded, use the file's modification time (named as such in the export)")
     return p
@@ -100,8 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command != "export":
+            check_reason(args.reason)  # before anything is run or written
         with GradeBook(args.book) as gb:
-            return {"accept": accept, "override": override, "regrade": regrade, "export": export}[args.command](gb, args)
+            return {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
+                    "export": export}[args.command](gb, args)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -139,13 +160,16 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
         raise UsageError(f"regrading {row.submission} failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
     new = SubmissionResult.from_json(json.loads(lines[-1]))
     new.submission = row.submission  # the same file, under the name the book knows it by
-    if args.exercise:
-        gb.replace_exercise(new, args.exercise)
-    else:
-        gb.record([new])
+    d = gb.regrade(new, args.reason, args.exercise, who=args.who)  # the result and the decision, together
     stored = gb.find(new.submission)
-    d = gb.decide(stored, "regrade", args.reason, args.exercise, who=args.who)
     print(f"{row.submission}: {d.describe()}; now {stored.total:g}/{stored.max:g} ({stored.status})", file=sys.stderr)
+    return 0
+
+
+def choose(gb: GradeBook, args: argparse.Namespace) -> int:
+    row = gb.find(args.submission)
+    d = gb.decide(row, "choose", args.reason, who=args.who)
+    print(f"{row.submission}: {d.describe()} for {row.assignment}", file=sys.stderr)
     return 0
 
 
@@ -155,9 +179,17 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
     students = roster.read(args.roster) if args.roster else [roster.Student(s, "", "", s) for s in subs]
     matched = roster.match(students, subs) if args.roster else \
         roster.Matched(files={s: [s] for s in subs})
-    policies = read_policies(args.due) if args.due else {}
-    times = read_times(args.times) if args.times else {}
-    found = lms.entries(rows, students, matched, policies, times, args.use_mtime, per_file=not args.roster)
+    policies, extensions = read_due(args.due) if args.due else ({}, [])
+    placed = place_all(read_times(args.times) if args.times else [], extensions, students, matched,
+                       {r.submission: r.assignment for r in rows if r.assignment}, per_file=not args.roster)
+    for line in placed.notices:
+        print(f"note: {line}", file=sys.stderr)
+    found = lms.entries(rows, students, matched, policies, placed, args.use_mtime, per_file=not args.roster,
+                        chosen=gb.chosen(), checks={r.submission: r.total for r in gb.results()})
+    for e in found:
+        for note in e.notes.split("; "):
+            if note.startswith(("conflicting records", "ignored ")):
+                print(f"warning: {e.student.id} {e.assignment}: {note}", file=sys.stderr)
     if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
         by = {r.submission: r for r in rows}
         nobody = roster.Student("", "", "", "")
@@ -170,6 +202,6 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
         print(f"roster: {line}", file=sys.stderr)
     final = sum(e.score is not None for e in found)
     print(f"exported {final} final score(s) of {len(found)} ({args.format}) to {args.out}"
-          + (f"; {len(found) - final} left empty (held, ungradable or missing: see `--format csv`)"
+          + (f"; {len(found) - final} left empty (held, ungradable, missing or several: see `--format csv`)"
              if final < len(found) else ""), file=sys.stderr)
     return 0

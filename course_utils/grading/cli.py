@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="flag pairs of answers at least this similar (0-1, default 0.6)")
     p.add_argument("--book", metavar="BOOK.sqlite", help="record this batch in the course's grade book and apply its "
                    "decisions to every output (then: accept, override, regrade, export; each has --help)")
+    p.add_argument("--no-book", action="store_true", help="write the outputs without a grade book although one is "
+                   "next to them (otherwise refused: they would lose its decisions)")
     p.add_argument("--roster", metavar="ROSTER.csv", help="the class list (id,name,email,pattern): lists the files no "
                    "student's pattern matches and the students with no file (export applies it: see export --help)")
     p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
@@ -134,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args) -> int:
     check_options(args)
-    book_cli.check_early(args.book, args.roster)  # a bad roster or grade book fails now, not after the batch
+    if args.book and args.no_book:
+        raise UsageError("give either --book or --no-book, not both.")
+    outputs = [args.out, args.report, args.feedback_dir]
+    book_cli.check_early(args.book, args.roster, tuple(o for o in outputs if o), args.no_book)  # fails now, not later
     if args.similarity:
         similarity.require()  # a missing optional dependency fails now, not after the batch
     targets = {"out": args.out, "feedback_dir": args.feedback_dir, "report": args.report}
@@ -152,6 +157,7 @@ def _main(args) -> int:
     if not args.submissions:
         raise UsageError("no submissions given: pass notebooks or folders (see --help).")
     files = collect(args.submissions)
+    one_name_each(files)
     if args.shard:
         k, n = parse_shard(args.shard)
         files = [f for i, f in enumerate(files) if i % n == k - 1]
@@ -228,6 +234,17 @@ def _main(args) -> int:
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
     return 0
+
+
+def one_name_each(files: list[tuple[Path, str | None]]) -> None:
+    """UsageError naming both files when two are shown under one name (rows, feedback and the book key on it)."""
+    shown: dict[str, Path] = {}
+    for f, _ in files:
+        name = display_name(f)
+        if name in shown:
+            raise UsageError(f"{str(shown[name])!a} and {str(f)!a} are two files shown as the one name "
+                             f"{name!r}, so their results would merge into one row: rename one; nothing was graded.")
+        shown[name] = f
 
 
 def _course_facts(course: Path) -> tuple[str, dict[str, float]]:

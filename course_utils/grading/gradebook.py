@@ -12,6 +12,7 @@ unreadable submission has no final total until a decision releases it.
 """
 from __future__ import annotations
 
+import fnmatch
 import getpass
 import json
 import sqlite3
@@ -22,16 +23,17 @@ from pathlib import Path
 from .collect import UsageError
 from .results import GRADED, SubmissionResult
 
-KINDS = ("accept", "override", "regrade")
+KINDS = ("accept", "override", "regrade", "choose")
+DECISIONS = """CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, submission TEXT NOT NULL, sha256 TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('accept', 'override', 'regrade', 'choose')), exercise TEXT NOT NULL DEFAULT '',
+    points REAL, reason TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL)"""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     submission TEXT PRIMARY KEY, assignment TEXT NOT NULL, sha256 TEXT NOT NULL, status TEXT NOT NULL,
     result TEXT NOT NULL, recorded_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS decisions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, submission TEXT NOT NULL, sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('accept', 'override', 'regrade')), exercise TEXT NOT NULL DEFAULT '',
-    points REAL, reason TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL);
-"""
+""" + DECISIONS + ";"
+GLOB = set("*?[")
 
 
 def now() -> str:
@@ -62,7 +64,8 @@ class Decision:
 
     def describe(self) -> str:
         what = {"accept": "accepted", "override": f"{self.exercise} set to {self.points:g}" if self.points is not None
-                else "override", "regrade": f"regraded {self.exercise or 'all exercises'}"}[self.kind]
+                else "override", "regrade": f"regraded {self.exercise or 'all exercises'}",
+                "choose": "chosen as the submission that counts"}[self.kind]
         return f"{what} by {self.who} at {self.at}: {self.reason}"
 
 
@@ -76,10 +79,27 @@ class GradeBook:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = sqlite3.connect(self.path)
+            self._migrate()
             self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{self.path} is not a grade book ({exc}): give the .sqlite file "
                              "`./course grade --book` wrote.") from None
+
+    def _migrate(self) -> None:
+        """A book written before ``choose`` existed gets the decisions table that allows it (its rows kept)."""
+        found = self.db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'decisions'").fetchone()
+        if found is None or "'choose'" in found[0]:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("ALTER TABLE decisions RENAME TO decisions_old")
+            self.db.execute(DECISIONS)
+            self.db.execute("INSERT INTO decisions SELECT * FROM decisions_old")
+            self.db.execute("DROP TABLE decisions_old")
+            self.db.commit()
+        except sqlite3.DatabaseError:
+            self.db.rollback()
+            raise
 
     def __enter__(self) -> GradeBook:
         return self
@@ -92,20 +112,40 @@ class GradeBook:
 
     # ------------------------------------------------------------------ results
     def record(self, rows: list[SubmissionResult]) -> None:
-        """Store (or replace) the result of each row; decisions are never touched."""
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?)",
-                [(r.submission, r.assignment, r.sha256, r.status, json.dumps(r.to_json()), now()) for r in rows])
+        """Store (or replace) the result of each row; decisions are never touched.
 
-    def replace_exercise(self, row: SubmissionResult, exercise: str) -> None:
-        """Store only ``exercise`` of a fresh ``row`` into the stored result of the same file."""
-        old = self.result(row.submission)
-        if old is None or old.sha256 != row.sha256 or exercise not in row.exercises:
-            self.record([row])
-            return
-        old.exercises[exercise] = row.exercises[exercise]
-        self.record([old])
+        UsageError (nothing stored) when two rows of the batch have one name: two files would merge into one row.
+        """
+        with self.db:
+            self._record(rows)
+
+    def _record(self, rows: list[SubmissionResult]) -> None:
+        seen: dict[str, str] = {}
+        for r in rows:
+            if r.submission in seen:
+                raise UsageError(f"refusing to record two files as one row: two submissions are both named "
+                                 f"{r.submission!r} (SHA-256 {seen[r.submission][:12]} and {r.sha256[:12]}); "
+                                 "rename one and grade again.")
+            seen[r.submission] = r.sha256
+        self.db.executemany(
+            "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?)",
+            [(r.submission, r.assignment, r.sha256, r.status, json.dumps(r.to_json()), now()) for r in rows])
+
+    def regrade(self, new: SubmissionResult, reason: str, exercise: str = "", who: str | None = None) -> Decision:
+        """Store a fresh result of a stored file (all of it, or only ``exercise``) and the decision, together.
+
+        Every argument is checked first; the result and the decision are one transaction.
+        """
+        row = self.result(new.submission)
+        if exercise and row is not None and row.sha256 == new.sha256 and exercise in new.exercises:
+            row.exercises[exercise] = new.exercises[exercise]
+        else:
+            row = new
+        self._check(row, "regrade", reason, exercise, None)
+        with self.db:
+            self._record([row])
+            self._insert(row, "regrade", reason, exercise, None, who)
+        return self.decisions(row.submission)[-1]
 
     def result(self, submission: str) -> SubmissionResult | None:
         found = self.db.execute("SELECT result FROM results WHERE submission = ?", (submission,)).fetchone()
@@ -116,27 +156,46 @@ class GradeBook:
                 self.db.execute("SELECT result FROM results ORDER BY submission")]
 
     def find(self, name: str) -> SubmissionResult:
-        """The stored result whose path is ``name`` or ends with it; UsageError naming the choices otherwise."""
+        """The stored result whose path is ``name``, ends with it, or (a glob) matches it alone.
+
+        UsageError naming every submission it could mean otherwise: a fragment of names
+        (``_04.ipynb``) is never taken for the one file it happens to end.
+        """
         exact = self.result(name)
         if exact is not None:
             return exact
-        hits = [r for r in self.results() if r.submission.endswith("/" + name.lstrip("/"))]
+        every = self.results()
+        hits = [r for r in every if r.submission.endswith("/" + name.lstrip("/"))]
+        glob = bool(GLOB & set(name))
+        if not hits and glob:
+            hits = [r for r in every if fnmatch.fnmatchcase(r.submission, name)
+                    or fnmatch.fnmatchcase(r.submission.rpartition("/")[2], name)]
         if len(hits) == 1:
             return hits[0]
-        if not hits:
-            raise UsageError(f"no submission {name!r} in {self.path}: grade it with --book first "
-                             "(`./course grade export --book BOOK` lists what it holds).")
-        raise UsageError(f"{name!r} matches {len(hits)} submissions ({', '.join(r.submission for r in hits[:5])}): "
-                         "give more of its path.")
+        if hits:
+            raise UsageError(f"{name!r} matches {len(hits)} submissions: {', '.join(r.submission for r in hits)}; "
+                             "give one of them (its path, or its end from a '/').")
+        part = [r.submission for r in every if name in r.submission] if not glob else []
+        if part:
+            raise UsageError(f"{name!r} is part of the path of {len(part)} submission(s) but the end of none: "
+                             f"{', '.join(part)}; give one of them (its path, or its end from a '/').")
+        raise UsageError(f"no submission {name!r} in {self.path}: grade it with --book first "
+                         "(`./course grade export --book BOOK` lists what it holds).")
 
     # ------------------------------------------------------------------ decisions
     def decide(self, row: SubmissionResult, kind: str, reason: str, exercise: str = "",
                points: float | None = None, who: str | None = None) -> Decision:
         """Record one decision about ``row`` (as graded now: its bytes' hash is kept with it)."""
+        self._check(row, kind, reason, exercise, points)
+        with self.db:
+            self._insert(row, kind, reason, exercise, points, who)
+        return self.decisions(row.submission)[-1]
+
+    @staticmethod
+    def _check(row: SubmissionResult, kind: str, reason: str, exercise: str, points: float | None) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown decision {kind!r}")
-        if not reason.strip():
-            raise UsageError("a decision needs a reason: pass --reason 'TEXT' (students and colleagues read it).")
+        check_reason(reason)
         if exercise and exercise not in row.exercises:
             raise UsageError(f"{row.submission} has no exercise {exercise!r}; it has: "
                              f"{', '.join(row.exercises) or 'none'}.")
@@ -144,16 +203,25 @@ class GradeBook:
             top = row.exercises[exercise].max
             if points is None or not 0 <= points <= top:
                 raise UsageError(f"--points for {exercise} must be between 0 and {top:g}, got {points}.")
-        with self.db:
-            self.db.execute(
-                "INSERT INTO decisions (submission, sha256, kind, exercise, points, reason, who, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (row.submission, row.sha256, kind, exercise, points,
-                                                     reason.strip(), who or whoami(), now()))
-        return self.decisions(row.submission)[-1]
+        if kind == "choose" and not row.assignment:
+            raise UsageError(f"{row.submission} is not a notebook of any assignment ({row.reason()}): "
+                             "it cannot be the one that counts.")
+
+    def _insert(self, row: SubmissionResult, kind: str, reason: str, exercise: str, points: float | None,
+                who: str | None) -> None:
+        self.db.execute("INSERT INTO decisions (submission, sha256, kind, exercise, points, reason, who, at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (row.submission, row.sha256, kind, exercise, points,
+                                                             reason.strip(), who or whoami(), now()))
 
     def decisions(self, submission: str | None = None) -> list[Decision]:
         query = "SELECT * FROM decisions" + (" WHERE submission = ?" if submission is not None else "") + " ORDER BY id"
         return [Decision(*r) for r in self.db.execute(query, () if submission is None else (submission,))]
+
+    def chosen(self) -> dict[str, int]:
+        """Submission -> id of its latest ``choose`` decision, for those made on the bytes stored now."""
+        stored = {r.submission: r.sha256 for r in self.results()}
+        return {d.submission: d.id for d in self.decisions() if d.kind == "choose"
+                and stored.get(d.submission) == d.sha256}
 
     def final_rows(self) -> list[SubmissionResult]:
         """Every stored result with its decisions applied (see ``final``)."""
@@ -163,11 +231,38 @@ class GradeBook:
         return [final(r, by.get(r.submission, [])) for r in self.results()]
 
 
+def books_beside(outputs: list[Path]) -> list[Path]:
+    """The grade books (SQLite files with this schema's tables) in the folders ``outputs`` are written to."""
+    found = []
+    for folder in dict.fromkeys(p.parent for p in outputs):
+        for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+            if path.suffix not in (".sqlite", ".sqlite3", ".db") or not path.is_file():
+                continue
+            try:
+                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+                try:
+                    tables = {t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                finally:
+                    db.close()
+            except sqlite3.DatabaseError:
+                continue
+            if {"results", "decisions"} <= tables:
+                found.append(path)
+    return found
+
+
+def check_reason(reason: str) -> None:
+    """UsageError for a decision without a reason (before anything is run or written)."""
+    if not reason.strip():
+        raise UsageError("a decision needs a reason: pass --reason 'TEXT' (students and colleagues read it).")
+
+
 def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
     """``row`` with the decisions made on its bytes applied, in order; the others are listed as stale.
 
     accept: a held or ungradable submission counts (with the points the checks gave); override:
-    one exercise's points; regrade: cancels the earlier overrides it covers (the new result stands).
+    one exercise's points; regrade: cancels the earlier overrides it covers (the new result stands);
+    choose: changes nothing here (the export counts that file among the student's several).
     """
     out = SubmissionResult.from_json(row.to_json())
     overrides: dict[str, Decision] = {}

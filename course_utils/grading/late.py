@@ -1,16 +1,23 @@
-"""Due dates and the late policy, from submission times that were recorded.
+"""Due dates, extensions and the late policy, from submission times that were recorded.
 
-    assignment,due,grace_hours,penalty_per_day
-    04_exercises,2026-03-01T23:59:00+01:00,2,0.1
+    assignment,due,grace_hours,penalty_per_day,student
+    04_exercises,2026-03-01T23:59:00+01:00,2,0.1,
+    04_exercises,2026-03-04T23:59:00+01:00,,,00417
 
 A submission later than ``due`` + grace loses ``penalty_per_day`` of the assignment's maximum
-for every started day after the grace period (never below zero). Its time comes from, in order:
-an instructor's CSV (``--times``: submission or student id, assignment, submitted_at), nbgrader's
-exchange (the ``timestamp.txt`` beside a collected notebook), Gradescope's ``submission_metadata.json``
-(its ``created_at``, beside the notebook or its ``submission/`` folder), or, only when asked for with
-``--use-mtime``, the file's modification time, which the export then names as its source (a copy
-or a checkout changes an mtime: it is not a record). Times without a time zone are refused,
-except nbgrader's, which nbgrader writes in UTC.
+for every started day after the grace period (never below zero). A line with a ``student`` is
+that student's extension (empty grace or penalty: the class's); every assignment has one line
+without a student, and two lines for the same assignment and student are refused.
+
+A time is believed only where the platform writes it, never from a student's upload: an
+instructor's CSV (``--times``: submission or student, assignment, submitted_at; placed by
+``records``), nbgrader's ``timestamp.txt`` in its ``STUDENT/ASSIGNMENT/`` folder (nbgrader's
+exchange writes it over anything the student sent), Gradescope's ``submission_metadata.json``
+(its ``created_at``) in the parent of the ``submission/`` folder that holds the upload, or, only
+with ``--use-mtime``, the file's modification time, which the export then names as its source.
+Inside a Gradescope upload nothing is read (a ``timestamp.txt`` or metadata file there is the
+student's: it is reported, never used). Times without a time zone are refused, except
+nbgrader's, which nbgrader writes in UTC.
 """
 from __future__ import annotations
 
@@ -58,63 +65,128 @@ def parse_time(text: str, where: str, assume_utc: bool = False) -> datetime:
     return when
 
 
-def read_policies(path: str | Path) -> dict[str, Policy]:
-    """assignment -> its due date, grace period and penalty, from the due-dates CSV."""
-    out = {}
+@dataclass(frozen=True)
+class TimeRow:
+    """One line of the instructor's times CSV."""
+
+    where: str  # "times.csv line 3"
+    key: str  # a submission (its path or the end of it) or a student id
+    assignment: str  # '' : every assignment of that submission or student
+    when: datetime
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One line of the due-dates CSV that names a student."""
+
+    where: str
+    student: str  # as written (``records`` places it on a roster id)
+    assignment: str
+    policy: Policy
+
+
+def _policy(row: dict, where: str, base: Policy | None) -> Policy:
+    try:
+        grace = timedelta(hours=float(row["grace_hours"])) if row.get("grace_hours") else \
+            base.grace if base else timedelta(0)
+        per_day = float(row["penalty_per_day"]) if row.get("penalty_per_day") else base.per_day if base else 0.0
+    except ValueError:
+        raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers.") from None
+    if not 0 <= per_day <= 1 or grace < timedelta(0):
+        raise UsageError(f"{where}: penalty_per_day is a share of the maximum (0 to 1) and grace_hours "
+                         "is not negative.")
+    return Policy(parse_time(row["due"], where), grace, per_day)
+
+
+def read_due(path: str | Path) -> tuple[dict[str, Policy], list[Extension]]:
+    """(assignment -> the class's policy, the per-student extensions) from the due-dates CSV.
+
+    UsageError naming the lines for a second class line of one assignment, a second extension
+    of one student for one assignment, or an extension of an assignment with no class line.
+    """
+    out: dict[str, Policy] = {}
+    first: dict[tuple[str, str], str] = {}
+    pending: list[tuple[dict, str]] = []
     with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, row in enumerate(csv.DictReader(f), 2):
+        for line, raw in enumerate(csv.DictReader(f), 2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
             where = f"{path} line {line}"
-            try:
-                grace = timedelta(hours=float(row.get("grace_hours") or 0))
-                per_day = float(row.get("penalty_per_day") or 0)
-            except ValueError:
-                raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers.") from None
-            if not 0 <= per_day <= 1 or grace < timedelta(0):
-                raise UsageError(f"{where}: penalty_per_day is a share of the maximum (0 to 1) and grace_hours "
-                                 "is not negative.")
             if not row.get("assignment") or not row.get("due"):
                 raise UsageError(f"{where}: every line needs an assignment and a due time.")
-            out[row["assignment"].strip()] = Policy(parse_time(row["due"], where), grace, per_day)
-    return out
+            key = (row["assignment"], row.get("student", ""))
+            if key in first:
+                who = f" for student {key[1]!r}" if key[1] else " (no student: the class's)"
+                raise UsageError(f"{where}: a second due date for {key[0]}{who} ({first[key]} gave one); keep one "
+                                 "line per assignment, plus one per student with an extension (student column).")
+            first[key] = where
+            if key[1]:
+                pending.append((row, where))
+            else:
+                out[key[0]] = _policy(row, where, None)
+    extensions = []
+    for row, where in pending:
+        if row["assignment"] not in out:
+            raise UsageError(f"{where}: an extension for {row['assignment']} needs the class's line for it too "
+                             "(the same assignment with no student), or the others would never be late.")
+        extensions.append(Extension(where, row["student"], row["assignment"],
+                                    _policy(row, where, out[row["assignment"]])))
+    return out, extensions
 
 
-def read_times(path: str | Path) -> dict[tuple[str, str], datetime]:
-    """(submission or student id, assignment or '') -> when it was submitted, from an instructor's CSV."""
-    out = {}
+def read_times(path: str | Path) -> list[TimeRow]:
+    """Every line of an instructor's times CSV (``records.place_times`` says whom each one names)."""
+    out = []
     with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, row in enumerate(csv.DictReader(f), 2):
-            who = (row.get("submission") or row.get("student") or row.get("id") or "").strip()
+        for line, raw in enumerate(csv.DictReader(f), 2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
+            who = row.get("submission") or row.get("student") or row.get("id") or ""
             if not who or not row.get("submitted_at"):
                 raise UsageError(f"{path} line {line}: each line needs a submission (or student id) and submitted_at.")
-            out[(who, (row.get("assignment") or "").strip())] = parse_time(row["submitted_at"], f"{path} line {line}")
+            where = f"{path} line {line}"
+            out.append(TimeRow(where, who, row.get("assignment", ""), parse_time(row["submitted_at"], where)))
     return out
 
 
-def recorded_time(submission: str, student: str, assignment: str, times: dict[tuple[str, str], datetime],
-                  use_mtime: bool = False) -> tuple[datetime | None, str]:
-    """When ``submission`` was handed in, and where that was read ('' and None when nowhere)."""
-    for key in ((submission, assignment), (submission, ""), (student, assignment), (student, "")):
-        if key in times:
-            return times[key], "instructor's times CSV"
-    stamp = Path(submission).parent / "timestamp.txt"  # nbgrader's exchange writes it beside the notebook
-    try:
-        return parse_time(stamp.read_text(encoding="utf-8"), str(stamp), assume_utc=True), "nbgrader timestamp.txt"
-    except (OSError, UsageError, UnicodeDecodeError):
-        pass
-    for folder in (Path(submission).parent, Path(submission).parent.parent):  # Gradescope: beside submission/
-        meta = folder / "submission_metadata.json"
+META, STAMP = "submission_metadata.json", "timestamp.txt"
+
+
+def _upload(path: Path) -> Path | None:
+    """The Gradescope upload folder holding ``path``: its outermost ancestor named ``submission``.
+
+    A student writes only below it, so the one record believed is ``submission_metadata.json``
+    in its parent; a ``submission/`` the student made inside cannot move that.
+    """
+    return next((p for p in reversed(path.parents) if p.name == "submission"), None)
+
+
+def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> tuple[datetime | None, str, list[str]]:
+    """When the platform recorded ``submission`` (None and '' when nowhere), and notes on files not believed."""
+    path = Path(submission)
+    upload = _upload(path)
+    meta = upload.parent / META if upload is not None and (upload.parent / META).is_file() else None
+    ignored = [p / name for p in path.parents if upload is not None and (p == upload or upload in p.parents)
+               for name in (META, STAMP) if (p / name).is_file()]
+    notes = [f"ignored {p.name} inside the student's upload ({p}): not a platform record" for p in ignored]
+    if meta is not None:
         try:
             created = json.loads(meta.read_text(encoding="utf-8"))["created_at"]
-            return parse_time(str(created), str(meta)), "Gradescope submission_metadata.json"
-        except (OSError, UsageError, UnicodeDecodeError, ValueError, KeyError, TypeError):
-            continue
+            return parse_time(str(created), str(meta)), "Gradescope submission_metadata.json", notes
+        except (OSError, UsageError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            notes.append(f"{meta} holds no readable created_at ({type(exc).__name__})")
+    elif upload is None and path.parent.name == assignment and (path.parent / STAMP).is_file():  # nbgrader: STUDENT/ASSIGNMENT/
+        stamp = path.parent / STAMP
+        try:
+            return parse_time(stamp.read_text(encoding="utf-8"), str(stamp), assume_utc=True), \
+                "nbgrader timestamp.txt", notes
+        except (OSError, UsageError, UnicodeDecodeError) as exc:
+            notes.append(f"{stamp} is not a time ({exc})")
     if use_mtime:
         try:
-            mtime = Path(submission).stat().st_mtime
+            mtime = path.stat().st_mtime
         except OSError:
-            return None, ""
-        return datetime.fromtimestamp(mtime, UTC), "file mtime (not a recorded time)"
-    return None, ""
+            return None, "", notes
+        return datetime.fromtimestamp(mtime, UTC), "file mtime (not a recorded time)", notes
+    return None, "", notes
 
 
 def lateness(policy: Policy | None, submitted: datetime | None, source: str, maximum: float) -> Late:

@@ -18,14 +18,15 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from .late import Late, Policy, lateness, recorded_time
-
-__all__ = ["FORMATS", "Entry", "Late", "entries", "write"]
+from .records import Placement
 from .reports import neutral
 from .results import SubmissionResult
 from .roster import Matched, Student
 
+__all__ = ["FORMATS", "Entry", "Late", "entries", "write"]
 FORMATS = ("csv", "canvas", "moodle", "nbgrader")
 
 
@@ -49,39 +50,97 @@ class Entry:
         return None if self.raw is None else max(0.0, self.raw - self.late.penalty)
 
 
-def entries(rows: list[SubmissionResult], students: list[Student], matched: Matched,
-            policies: dict[str, Policy], times: dict, use_mtime: bool = False, per_file: bool = False) -> list[Entry]:
+CHOOSE = "./course grade choose --book BOOK FILE --reason '...'"
+
+
+def pick(found: list[SubmissionResult], when: dict[str, datetime | None], chosen: dict[str, int]
+         ) -> tuple[SubmissionResult | None, str]:
+    """The submission that counts among one student's several for one assignment, and why (a note).
+
+    One chosen by hand (``choose``, the latest such decision) counts; otherwise the one with the
+    latest recorded time; the others are kept as history. None when no rule decides.
+    """
+    names = ", ".join(r.submission for r in found)
+    hand = [r for r in found if r.submission in chosen]
+    if hand:
+        best = max(hand, key=lambda r: chosen[r.submission])
+        rest = ", ".join(r.submission for r in found if r is not best)
+        return best, f"chosen by hand over {rest} (kept as history)"
+    timed = sorted((when[r.submission], r.submission) for r in found if when.get(r.submission) is not None)
+    if len(timed) == len(found) and timed[-1][0] != timed[-2][0]:
+        best = next(r for r in found if r.submission == timed[-1][1])
+        rest = ", ".join(f"{f} ({t.isoformat() if t else '?'})" for t, f in timed[:-1])
+        return best, f"latest of {len(found)} submissions by recorded time; earlier kept as history: {rest}"
+    why = "no recorded time for " + ", ".join(r.submission for r in found if when.get(r.submission) is None) \
+        if len(timed) < len(found) else "their latest recorded times are equal"
+    return None, f"{len(found)} submissions ({names}) and {why}: choose one with {CHOOSE}"
+
+
+def entries(rows: list[SubmissionResult], students: list[Student], matched: Matched, policies: dict[str, Policy],
+            placed: Placement | None = None, use_mtime: bool = False, per_file: bool = False,
+            chosen: dict[str, int] | None = None, checks: dict[str, float] | None = None) -> list[Entry]:
     """One entry per student and assignment (assignments: every one a row or a due date names).
 
     ``per_file`` (no roster: each file is its own student): only the file's own assignment, and an
-    unreadable file (no assignment) gets one entry with its status.
+    unreadable file (no assignment) gets one entry with its status. ``placed``: the times and
+    extensions of the instructor's CSVs; ``chosen``: submission -> id of its ``choose`` decision;
+    ``checks``: submission -> the total its checks gave (before overrides; default: the row's).
     """
+    placed, chosen, checks = placed or Placement(), chosen or {}, checks or {}
     assignments = sorted({r.assignment for r in rows if r.assignment} | set(policies))
     by_file = {r.submission: r for r in rows}
     out = []
     for s in students:
         mine = [by_file[f] for f in matched.files.get(s.id, []) if f in by_file]
         loose = "; ".join(f"unreadable file {r.submission}: {r.reason()}" for r in mine if not r.assignment)
-        for a in ([r.assignment for r in mine] if per_file else assignments):
+        for a in (list(dict.fromkeys(r.assignment for r in mine)) if per_file else assignments):
             found = [r for r in mine if r.assignment == a]
             maximum = max((r.max for r in rows if r.assignment == a), default=0.0)
-            due = policies[a].due.isoformat() if a in policies else ""
-            if len(found) != 1:
-                note = "no submission" if not found else \
-                    f"{len(found)} submissions ({', '.join(r.submission for r in found)}): choose one"
-                note = "; ".join(x for x in (note, loose) if x)
+            policy, ext = placed.extensions.get((s.id, a), (policies.get(a), ""))
+            due = policy.due.isoformat() if policy else ""
+            times = {r.submission: _time(r.submission, a, placed, use_mtime) for r in found}
+            r, how = (found[0], "") if len(found) == 1 else pick(found, {f: t[0] for f, t in times.items()}, chosen) \
+                if found else (None, "no submission")
+            if r is None:
+                note = "; ".join(x for x in (how, loose) if x)
                 out.append(Entry(s, a, "", "missing" if not found else "several", None, 0.0, maximum,
                                  Late(None, ""), note, due))
                 continue
-            r = found[0]
-            when, source = recorded_time(r.submission, s.id, a, times, use_mtime)
-            late = lateness(policies.get(a), when, source, r.max)
-            notes = [] if r.graded else [f"not final: {r.reason()}"]
-            if a in policies and when is None:
+            when, source, notes = times[r.submission]
+            late = lateness(policy, when, source, r.max)
+            notes = ([] if r.graded else [f"not final: {r.reason()}"]) + ([how] if how else []) + notes
+            if ext:
+                notes.append(f"extension ({ext}): due {due}")
+            if policy and when is None:
                 notes.append("no recorded submission time: no late penalty applied")
-            out.append(Entry(s, a, r.submission, r.status, r.total if r.graded else None, r.total, r.max, late,
-                             "; ".join(notes + r.decisions), due))
+            out.append(Entry(s, a, r.submission, r.status, r.total if r.graded else None,
+                             checks.get(r.submission, r.total), r.max, late, "; ".join(notes + r.decisions), due))
     return out
+
+
+def _time(submission: str, assignment: str, placed: Placement, use_mtime: bool
+          ) -> tuple[datetime | None, str, list[str]]:
+    """The time that counts for one submission: the instructor's CSV, else the platform's record.
+
+    Where both exist and differ (by a second or more), the CSV's counts and the conflict is a note.
+    """
+    when, source, notes = recorded_time(submission, assignment, use_mtime and submission not in placed.times)
+    if submission not in placed.times:
+        return when, source, notes
+    mine, where = placed.times[submission]
+    if when is not None and source != "file mtime (not a recorded time)" and abs(mine - when) >= timedelta(seconds=1):
+        notes.append(f"conflicting records: {where} says {mine.isoformat()}, {source} says {when.isoformat()}; "
+                     "the times CSV counts")
+    return mine, "instructor's times CSV", notes
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(first, last) names: "O'Connor, Siobhan" is last name first; otherwise the last word is the last name."""
+    if "," in name:
+        last, _, first = name.partition(",")
+        return first.strip(), last.strip()
+    first, _, last = name.strip().rpartition(" ")
+    return first, last
 
 
 def _fmt(value: float | None) -> str:
@@ -113,7 +172,7 @@ def write(fmt: str, found: list[Entry]) -> str:
     if fmt == "nbgrader":
         lines = []
         for e in found:
-            first, _, last = e.student.name.rpartition(" ")
+            first, last = split_name(e.student.name)
             lines.append([e.assignment, e.due, e.late.submitted.isoformat() if e.late.submitted else "", e.student.id,
                           e.student.get("last_name") or last, e.student.get("first_name") or first, e.student.email,
                           _fmt(e.raw or 0.0), _fmt(e.late.penalty), _fmt(e.score or 0.0), _fmt(e.maximum)])

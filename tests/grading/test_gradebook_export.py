@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from course_utils.grading import late, lms, roster
+from course_utils.grading import late, lms, records, roster
 from course_utils.grading.collect import UsageError
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 
@@ -52,8 +52,9 @@ def test_a_bad_roster_is_one_sentence_naming_the_line(tmp_path):
 
 
 def entries(students, policies=None, times=None):
-    return lms.entries(ROWS, students, roster.match(students, [r.submission for r in ROWS]), policies or {},
-                       times or {})
+    matched = roster.match(students, [r.submission for r in ROWS])
+    placed = records.place_all(times or [], [], students, matched, {r.submission: r.assignment for r in ROWS})
+    return lms.entries(ROWS, students, matched, policies or {}, placed)
 
 
 def test_canvas_export_has_its_columns_points_possible_and_no_score_for_held_or_missing(students):
@@ -101,22 +102,22 @@ def test_times_without_a_zone_are_refused_except_nbgraders_utc(tmp_path):
     assert late.parse_time("2026-03-01 12:00:00.123456 UTC", "timestamp.txt").tzinfo is not None
     (tmp_path / "due.csv").write_text("assignment,due,grace_hours,penalty_per_day\n02_exercises,2026-03-01T23:59,0,0.1\n")
     with pytest.raises(UsageError, match="line 2"):
-        late.read_policies(tmp_path / "due.csv")
+        late.read_due(tmp_path / "due.csv")
 
 
 def test_export_applies_the_penalty_from_a_recorded_time_and_says_where_it_came_from(students, tmp_path):
     policies = {"02_exercises": late.Policy(DUE, timedelta(0), 0.25)}
-    times = {("s1", "02_exercises"): DUE + timedelta(hours=3)}
+    times = [late.TimeRow("times.csv line 2", "s1", "02_exercises", DUE + timedelta(hours=3))]
     found = {e.student.id: e for e in entries(students, policies, times)}
     assert (found["s1"].score, found["s1"].late.source) == (7.5, "instructor's times CSV")
     folder = tmp_path / "s2" / "02_exercises"
     folder.mkdir(parents=True)
     (folder / "timestamp.txt").write_text("2026-03-03 10:00:00.000000 UTC")
-    when, source = late.recorded_time(str(folder / "n.ipynb"), "s2", "02_exercises", {})
+    when, source, _ = late.recorded_time(str(folder / "n.ipynb"), "02_exercises")
     assert source == "nbgrader timestamp.txt" and when == datetime(2026, 3, 3, 10, tzinfo=timezone.utc)
     (tmp_path / "x.ipynb").write_text("{}")
-    assert late.recorded_time(str(tmp_path / "x.ipynb"), "s9", "a", {}) == (None, "")
-    assert late.recorded_time(str(tmp_path / "x.ipynb"), "s9", "a", {}, use_mtime=True)[1] == \
+    assert late.recorded_time(str(tmp_path / "x.ipynb"), "a") == (None, "", [])
+    assert late.recorded_time(str(tmp_path / "x.ipynb"), "a", use_mtime=True)[1] == \
         "file mtime (not a recorded time)"
     detail = {r["student_id"]: r for r in csv.DictReader(io.StringIO(lms.write("csv", list(found.values()))))}
     assert detail["s1"]["late_penalty"] == "2.5" and detail["s1"]["days_late"] == "1"
@@ -126,14 +127,14 @@ def test_export_applies_the_penalty_from_a_recorded_time_and_says_where_it_came_
 def test_cells_a_student_controls_are_not_formulas(tmp_path):
     (tmp_path / "r.csv").write_text("id,name,email,pattern\n=cmd,=HYPERLINK(1),a@x,*a*\n")
     students = roster.read(tmp_path / "r.csv")
-    text = lms.write("canvas", lms.entries([sub("a.ipynb", 1)], students, roster.match(students, ["a.ipynb"]), {}, {}))
+    text = lms.write("canvas", lms.entries([sub("a.ipynb", 1)], students, roster.match(students, ["a.ipynb"]), {}))
     assert "'=HYPERLINK" in text and "'=cmd" in text
 
 
 def test_without_a_roster_each_file_is_a_student_and_an_unreadable_one_says_why():
     rows = [sub("in/a.ipynb", 4), SubmissionResult("in/b.txt", status="not a notebook", flags=["not JSON"])]
     students = [roster.Student(r.submission, "", "", r.submission) for r in rows]
-    found = lms.entries(rows, students, roster.Matched(files={r.submission: [r.submission] for r in rows}), {}, {},
+    found = lms.entries(rows, students, roster.Matched(files={r.submission: [r.submission] for r in rows}), {},
                         per_file=True)
     assert [(e.student.id, e.assignment, e.score) for e in found] == [("in/a.ipynb", "02_exercises", 4.0),
                                                                       ("in/b.txt", "", None)]
@@ -143,6 +144,6 @@ def test_without_a_roster_each_file_is_a_student_and_an_unreadable_one_says_why(
 def test_gradescope_metadata_gives_the_time(tmp_path):
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission_metadata.json").write_text('{"id": 1, "created_at": "2026-03-02T10:00:00.5-07:00"}')
-    when, source = late.recorded_time(str(tmp_path / "submission" / "a.ipynb"), "s1", "a", {})
+    when, source, _ = late.recorded_time(str(tmp_path / "submission" / "a.ipynb"), "a")
     assert source == "Gradescope submission_metadata.json" and when == datetime(2026, 3, 2, 17, 0, 0, 500000,
                                                                                 tzinfo=timezone.utc)

@@ -1,0 +1,110 @@
+"""Whom each line of the instructor's times and due-dates CSVs names: never a guess, never silent.
+
+A line's key is placed, in this order, on: the submission whose path it is; the roster student
+whose id it is; the one submission whose path ends with it (``alice_7010106_02_exercises.ipynb``);
+the one student whose id it is once leading zeros are ignored (``417`` for ``00417``, as a
+spreadsheet writes it; said on stderr). A key that places nowhere, or on several submissions or
+students, or a times line that applies to no graded submission, is a problem: the export lists
+every one (one sentence each) and writes nothing. Two times lines that give one submission
+different times are a problem too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .errors import UsageError
+from .late import Extension, Policy, TimeRow
+from .roster import Matched, Student
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where one key lands: the students (ids) and the submissions it names, how, or why nowhere."""
+
+    students: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    how: str = ""  # 'leading zeros' when matched only by ignoring them
+    problem: str = ""
+
+
+def _digits(text: str) -> str | None:
+    return text.lstrip("0") or "0" if text.isdigit() else None
+
+
+def place(key: str, students: list[Student], matched: Matched, per_file: bool = False) -> Placed:
+    """The students and submissions ``key`` names (see the module's order)."""
+    owner = {f: sid for sid, subs in matched.files.items() for f in subs}
+    if key in owner:
+        return Placed((owner[key],), (key,))
+    ids = [s.id for s in students]
+    if key in ids:
+        return Placed((key,), tuple(matched.files.get(key, [])))
+    tail = "/" + key.lstrip("/")
+    ends = [f for f in owner if f.endswith(tail)]
+    if len(ends) == 1:
+        return Placed((owner[ends[0]],), (ends[0],))
+    if ends:
+        return Placed(problem=f"{key!r} is the end of {len(ends)} submissions' paths ({', '.join(ends)}): "
+                              "give the whole path or the student's id")
+    zeros = [i for i in ids if _digits(key) is not None and _digits(i) == _digits(key)]
+    if len(zeros) == 1:
+        return Placed((zeros[0],), tuple(matched.files.get(zeros[0], [])), "leading zeros")
+    if zeros:
+        return Placed(problem=f"{key!r} matches the ids {', '.join(zeros)} once leading zeros are ignored: "
+                              "write the id in full")
+    return Placed(problem=f"{key!r} is neither a submission nor a student id" + (
+        " (without --roster, a line names a submission by its path or the end of it)" if per_file else " of the roster"))
+
+
+@dataclass
+class Placement:
+    """What the times and due-dates CSVs give each submission and student, and what they left unsaid."""
+
+    times: dict[str, tuple[datetime, str]] = field(default_factory=dict)  # submission -> (time, CSV line)
+    extensions: dict[tuple[str, str], tuple[Policy, str]] = field(default_factory=dict)  # (student, assignment)
+    notices: list[str] = field(default_factory=list)  # matched, but worth a line on stderr
+
+
+def place_all(times: list[TimeRow], extensions: list[Extension], students: list[Student], matched: Matched,
+              assignment_of: dict[str, str], per_file: bool = False) -> Placement:
+    """Place every line; UsageError listing every unmatched, ambiguous, unused or conflicting one.
+
+    ``assignment_of``: each graded submission's assignment (a times line applies to those of its
+    assignment, or to all of them when it names none).
+    """
+    out, problems = Placement(), []
+    for row in times:
+        at = place(row.key, students, matched, per_file)
+        if at.problem:
+            problems.append(f"{row.where}: {at.problem}.")
+            continue
+        hits = [f for f in at.files if f in assignment_of and row.assignment in ("", assignment_of[f])]
+        if not hits:
+            what = f"for {row.assignment}" if row.assignment else "at all"
+            problems.append(f"{row.where}: {row.key!r} ({', '.join(at.students)}) has no graded submission {what}.")
+            continue
+        if at.how:
+            out.notices.append(f"{row.where}: {row.key!r} taken as student {at.students[0]} ({at.how} ignored).")
+        for f in hits:
+            if f in out.times and out.times[f][0] != row.when:
+                problems.append(f"{row.where}: gives {f} the time {row.when.isoformat()}, but {out.times[f][1]} "
+                                f"gave {out.times[f][0].isoformat()}: keep one.")
+            out.times.setdefault(f, (row.when, row.where))
+    for ext in extensions:
+        at = place(ext.student, students, matched, per_file)
+        if at.problem or len(at.students) != 1:
+            problems.append(f"{ext.where}: the extension's student {at.problem or repr(ext.student)}.")
+            continue
+        if at.how:
+            out.notices.append(f"{ext.where}: {ext.student!r} taken as student {at.students[0]} ({at.how} ignored).")
+        key = (at.students[0], ext.assignment)
+        if key in out.extensions:
+            problems.append(f"{ext.where}: a second extension of {ext.assignment} for {key[0]} "
+                            f"({out.extensions[key][1]} gave one): keep one.")
+            continue
+        out.extensions[key] = (ext.policy, ext.where)
+    if problems:
+        raise UsageError(f"{len(problems)} line(s) of the times or due-dates CSV name nobody, several or conflict; "
+                         "nothing was exported:\n  " + "\n  ".join(problems))
+    return out
