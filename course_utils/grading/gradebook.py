@@ -156,7 +156,7 @@ class GradeBook:
                 self.db.execute("SELECT result FROM results ORDER BY submission")]
 
     def find(self, name: str) -> SubmissionResult:
-        """The stored result whose path is ``name``, ends with it, or (a glob) matches it alone.
+        """The stored result whose path is ``name``, ends with it, or (a glob, as roster patterns) matches it alone.
 
         UsageError naming every submission it could mean otherwise: a fragment of names
         (``_04.ipynb``) is never taken for the one file it happens to end.
@@ -168,8 +168,8 @@ class GradeBook:
         hits = [r for r in every if r.submission.endswith("/" + name.lstrip("/"))]
         glob = bool(GLOB & set(name))
         if not hits and glob:
-            hits = [r for r in every if fnmatch.fnmatchcase(r.submission, name)
-                    or fnmatch.fnmatchcase(r.submission.rpartition("/")[2], name)]
+            hits = [r for r in every if fnmatch.fnmatchcase(r.submission if "/" in name
+                                                            else r.submission.rpartition("/")[2], name)]
         if len(hits) == 1:
             return hits[0]
         if hits:
@@ -177,8 +177,8 @@ class GradeBook:
                              "give one of them (its path, or its end from a '/').")
         part = [r.submission for r in every if name in r.submission] if not glob else []
         if part:
-            raise UsageError(f"{name!r} is part of the path of {len(part)} submission(s) but the end of none: "
-                             f"{', '.join(part)}; give one of them (its path, or its end from a '/').")
+            raise UsageError(f"{name!r} matches {len(part)} submission{'s' * (len(part) > 1)} only as part of a "
+                             f"name: {', '.join(part)}; give one of them (its path, or its end from a '/').")
         raise UsageError(f"no submission {name!r} in {self.path}: grade it with --book first "
                          "(`./course grade export --book BOOK` lists what it holds).")
 

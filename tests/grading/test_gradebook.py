@@ -175,3 +175,148 @@ def test_export_with_a_roster_lists_unknown_files_as_rows_and_on_stderr(tmp_path
         got = [(r["student_id"], r["submission"], r["score"], r["notes"]) for r in csv.DictReader(f)]
     assert got[0] == ("s1", "class/ann.ipynb", "5", "") and got[1][:3] == ("s2", "", "")
     assert got[2][:2] == ("", "class/bob.ipynb") and got[2][3].startswith("unknown file")
+
+
+def export_csv(book, tmp_path, *extra: str, fmt: str = "csv") -> tuple[subprocess.CompletedProcess, list[dict]]:
+    out = tmp_path / f"e.{fmt}"
+    proc = run_grade("export", "--book", str(book), "--format", fmt, "--out", str(out), *extra)
+    if proc.returncode:
+        return proc, []
+    with open(out, newline="") as f:
+        return proc, list(csv.DictReader(f))
+
+
+def test_a_resubmission_under_a_new_name_counts_by_its_later_recorded_time_and_the_older_stays_history(tmp_path):
+    first, again = "dl/alice_7010106_02_exercises.ipynb", "dl/alice_7010106_02_exercises-1.ipynb"  # Canvas renames
+    book = tmp_path / "course.sqlite"
+    with GradeBook(book) as gb:
+        gb.record([sub(first, mul=0.0), sub(again, sha="c" * 64)])
+    (tmp_path / "r.csv").write_text("id,name,email,pattern\ns1,Alice A,a@x.org,alice_*\n")
+    roster_args = ("--roster", str(tmp_path / "r.csv"))
+    proc, rows = export_csv(book, tmp_path, *roster_args, fmt="canvas")
+    assert rows[1]["02_exercises"] == "" and "choose one with ./course grade choose" in \
+        export_csv(book, tmp_path, *roster_args)[1][0]["notes"]
+    (tmp_path / "t.csv").write_text("submission,submitted_at\nalice_7010106_02_exercises.ipynb,2026-03-01T10:00:00Z\n"
+                                    "alice_7010106_02_exercises-1.ipynb,2026-03-01T12:00:00Z\n")
+    proc, rows = export_csv(book, tmp_path, *roster_args, "--times", str(tmp_path / "t.csv"), fmt="canvas")
+    assert proc.returncode == 0 and rows[1]["02_exercises"] == "5", proc.stderr
+    proc, rows = export_csv(book, tmp_path, *roster_args, "--times", str(tmp_path / "t.csv"))
+    assert rows[0]["submission"] == again and f"earlier kept as history: {first}" in rows[0]["notes"]
+    proc = run_grade("choose", "--book", str(book), "alice_7010106_02_exercises.ipynb", "--reason", "asked by mail")
+    assert proc.returncode == 0, proc.stderr
+    proc, rows = export_csv(book, tmp_path, *roster_args, "--times", str(tmp_path / "t.csv"), fmt="nbgrader")
+    assert (rows[0]["score"], rows[0]["first_name"], rows[0]["last_name"]) == ("3", "Alice", "A")
+    with GradeBook(book) as gb:
+        assert {r.submission for r in gb.results()} == {first, again}  # nothing dropped
+
+
+def test_a_book_written_before_choose_existed_takes_it_and_keeps_its_decisions(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "old.sqlite")
+    db.executescript(SCHEMA_BEFORE_CHOOSE)
+    db.execute("INSERT INTO decisions (submission, sha256, kind, exercise, points, reason, who, at) "
+               "VALUES ('class/ann.ipynb', ?, 'accept', '', NULL, 'fine', 'prof', '2026-01-01T00:00:00+00:00')",
+               ("a" * 64,))
+    db.commit()
+    db.close()
+    with GradeBook(tmp_path / "old.sqlite") as gb:
+        gb.record([sub("class/ann.ipynb")])
+        gb.decide(gb.find("ann.ipynb"), "choose", "the one", who="prof")
+        assert [d.kind for d in gb.decisions()] == ["accept", "choose"] and gb.chosen() == {"class/ann.ipynb": 2}
+
+
+SCHEMA_BEFORE_CHOOSE = """
+CREATE TABLE results (submission TEXT PRIMARY KEY, assignment TEXT NOT NULL, sha256 TEXT NOT NULL,
+    status TEXT NOT NULL, result TEXT NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE decisions (id INTEGER PRIMARY KEY AUTOINCREMENT, submission TEXT NOT NULL, sha256 TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('accept', 'override', 'regrade')), exercise TEXT NOT NULL DEFAULT '',
+    points REAL, reason TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL);
+"""
+
+
+def test_regrade_with_a_blank_reason_changes_nothing_and_runs_nothing(tmp_path):
+    (tmp_path / "subs").mkdir()
+    answer = tmp_path / "subs" / "ann.ipynb"
+    answer.write_bytes((ROOT / "solutions" / "02_exercises.ipynb").read_bytes())
+    from course_utils.grading.store import file_digest
+
+    stored = sub(str(answer), mul=2.0, div=2.0, sha=file_digest(answer))
+    book = str(tmp_path / "course.sqlite")
+    with GradeBook(book) as gb:
+        gb.record([stored])
+        gb.decide(stored, "override", "partial credit", "div", 2.5, who="prof")
+    proc = run_grade("regrade", "--book", book, "ann.ipynb", "--reason", "  ", "--no-sandbox", "--timeout", "20")
+    assert proc.returncode == 2 and "needs a reason" in proc.stderr
+    with GradeBook(book) as gb:
+        (row,) = gb.final_rows()
+        assert gb.result(str(answer)) == stored and len(gb.decisions()) == 1
+    assert row.total == 4.5 and "not applied" not in row.decisions[0]
+
+
+def test_a_regrades_result_and_decision_are_written_together_or_not_at_all(tmp_path, monkeypatch):
+    old, new = sub("class/ann.ipynb", mul=0.0), sub("class/ann.ipynb", mul=2.0)
+    with GradeBook(tmp_path / "b.sqlite") as gb:
+        gb.record([old])
+        with pytest.raises(UsageError, match="no exercise 'nope'"):
+            gb.regrade(new, "fixed check", "nope")
+        monkeypatch.setattr(GradeBook, "_insert", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+        with pytest.raises(OSError):
+            gb.regrade(new, "fixed check", "mul")
+        assert gb.result("class/ann.ipynb") == old and gb.decisions() == []
+        monkeypatch.undo()
+        gb.regrade(new, "fixed check", "mul", who="ta")
+        assert gb.result("class/ann.ipynb").exercises["mul"].points == 2.0 and gb.decisions()[0].kind == "regrade"
+
+
+def test_grading_next_to_a_book_without_book_is_refused_before_anything_is_written(tmp_path):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "grading").mkdir()
+    with GradeBook(tmp_path / "grading" / "course.sqlite") as gb:
+        gb.record([HELD_ROW])
+    out = str(tmp_path / "grading" / "grades.csv")
+    for args in ([str(tmp_path / "subs"), "--out", out], ["--merge", str(tmp_path / "subs"), "--out", out],
+                 [str(tmp_path / "subs"), "--feedback-dir", str(tmp_path / "grading" / "feedback")]):
+        proc = run_grade(*args)
+        assert proc.returncode == 2 and f"pass --book {tmp_path / 'grading' / 'course.sqlite'}" in proc.stderr, args
+        assert not os.path.exists(out)
+    proc = run_grade(str(tmp_path / "subs"), "--out", out, "--no-book")
+    assert proc.returncode == 0 and os.path.exists(out), proc.stderr
+
+
+def test_a_name_that_matches_several_submissions_lists_them_all(tmp_path):
+    names = [f"class/{n}_04.ipynb" for n in ("ann", "bob", "cy", "di", "ed", "flo")]
+    with GradeBook(tmp_path / "b.sqlite") as gb:
+        gb.record([sub(n, sha=str(i) * 64) for i, n in enumerate(names)])
+        for pattern in ("_04.ipynb", "*_04.ipynb"):
+            with pytest.raises(UsageError, match="matches 6 submissions") as e:
+                gb.find(pattern)
+            assert all(n in str(e.value) for n in names)
+        assert gb.find("c*_04.ipynb").submission == "class/cy_04.ipynb"  # a glob that names one file
+
+
+def test_provisional_is_what_the_checks_gave_and_last_first_names_split_at_the_comma(tmp_path):
+    book = tmp_path / "course.sqlite"
+    with GradeBook(book) as gb:
+        gb.record([sub("class/oconnor.ipynb", mul=0.0)])
+        gb.decide(gb.find("oconnor.ipynb"), "override", "typo in the task", "mul", 2.0, who="prof")
+    (tmp_path / "r.csv").write_text('id,name,email,pattern\ns1,"O\'Connor, Siobhan",s@x.org,oconnor*\n')
+    proc, rows = export_csv(book, tmp_path, "--roster", str(tmp_path / "r.csv"))
+    assert (rows[0]["provisional"], rows[0]["raw_score"], rows[0]["score"]) == ("3", "5", "5"), proc.stderr
+    proc, rows = export_csv(book, tmp_path, "--roster", str(tmp_path / "r.csv"), fmt="nbgrader")
+    assert (rows[0]["first_name"], rows[0]["last_name"]) == ("Siobhan", "O'Connor")
+
+
+def test_two_files_shown_under_one_name_are_refused_naming_both(tmp_path, monkeypatch):
+    from course_utils.grading import cli
+
+    with GradeBook(tmp_path / "b.sqlite") as gb, pytest.raises(UsageError, match="two files as one row"):
+        gb.record([sub("class/alice.ipynb"), sub("class/alice.ipynb", mul=0.0, sha="f" * 64)])
+    with GradeBook(tmp_path / "b.sqlite") as gb:
+        assert gb.results() == []
+    (tmp_path / "alice.ipynb").write_text("{}")
+    (tmp_path / "alice\x7f.ipynb").write_text("{}")
+    monkeypatch.setattr(cli, "display_name", lambda f: str(f).replace("\x7f", ""))  # as collect's did before issue 38
+    with pytest.raises(UsageError) as e:
+        cli.one_name_each(cli.collect([str(tmp_path)]))
+    assert "alice.ipynb" in str(e.value) and "alice\\x7f.ipynb" in str(e.value) and "one row" in str(e.value)

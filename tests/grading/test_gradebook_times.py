@@ -1,0 +1,151 @@
+"""Submission times and due dates in the export (late.py, records.py): only platform records, every
+line of the instructor's CSVs placed or refused, per-student extensions. Run through the documented
+command (`./course grade export`), as an instructor would."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from course_utils.grading import late, records, roster
+from course_utils.grading.collect import UsageError
+from course_utils.grading.gradebook import GradeBook
+from course_utils.grading.results import ExerciseResult, SubmissionResult
+
+DUE = "2026-03-01T23:59:00+00:00"
+
+
+def sub(path, points: float = 5.0, sha: str = "a" * 64) -> SubmissionResult:
+    return SubmissionResult(str(path), "02_exercises", "graded", sha256=sha,
+                            exercises={"mul": ExerciseResult("mul", points, 5.0, "passed")})
+
+
+def export(tmp_path, rows, *extra: str, fmt: str = "csv") -> tuple[subprocess.CompletedProcess, dict]:
+    book = tmp_path / "course.sqlite"
+    if not book.exists():
+        with GradeBook(book) as gb:
+            gb.record(rows)
+    out = tmp_path / f"out.{fmt}"
+    if out.exists():
+        out.unlink()
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "export", "--book", str(book), "--format", fmt,
+                           "--out", str(out), *extra], capture_output=True, text=True, timeout=60, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if proc.returncode or fmt != "csv":
+        return proc, {}
+    with open(out, newline="") as f:
+        return proc, {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+def write(path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def gradescope(tmp_path, who: str, created: str):
+    """STUDENT/submission/02_exercises.ipynb with Gradescope's STUDENT/submission_metadata.json."""
+    (tmp_path / who / "submission").mkdir(parents=True)
+    (tmp_path / who / "submission_metadata.json").write_text(json.dumps({"id": 1, "created_at": created}))
+    return tmp_path / who / "submission" / "02_exercises.ipynb"
+
+
+def test_a_time_inside_the_students_upload_is_never_believed_and_is_reported(tmp_path):
+    alice, bob = gradescope(tmp_path, "alice", "2026-03-04T10:00:00+00:00"), gradescope(tmp_path, "bob", DUE)
+    (alice.parent / "submission_metadata.json").write_text('{"created_at": "2026-02-27T10:00:00+00:00"}')
+    (alice.parent / "timestamp.txt").write_text("2026-02-27 10:00:00 UTC")  # both forged, two days early
+    (bob.parent / "02_exercises").mkdir()
+    bob_nested = bob.parent / "02_exercises" / "02_exercises.ipynb"  # nbgrader's layout, inside the upload
+    (bob_nested.parent / "timestamp.txt").write_text("2026-02-27 10:00:00 UTC")
+    due = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},0,0.1\n")
+    proc, got = export(tmp_path, [sub(alice), sub(bob_nested, sha="b" * 64)], "--due", due)
+    assert proc.returncode == 0, proc.stderr
+    a, b = got[str(alice), "02_exercises"], got[str(bob_nested), "02_exercises"]
+    assert (a["days_late"], a["score"], a["time_source"]) == ("3", "3.5", "Gradescope submission_metadata.json")
+    assert "ignored submission_metadata.json inside the student's upload" in a["notes"]
+    assert "ignored timestamp.txt" in a["notes"] and "warning:" in proc.stderr
+    assert (b["submitted_at"], b["days_late"], b["score"]) == (DUE, "0", "5")  # the parent's record, not the forgery
+
+
+def test_nbgraders_timestamp_counts_only_in_its_student_assignment_folder(tmp_path):
+    (tmp_path / "alice" / "02_exercises").mkdir(parents=True)
+    (tmp_path / "alice" / "02_exercises" / "timestamp.txt").write_text("2026-03-03 10:00:00 UTC")
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "timestamp.txt").write_text("2026-02-01 10:00:00 UTC")  # beside a loose upload
+    assert late.recorded_time(str(tmp_path / "alice/02_exercises/n.ipynb"), "02_exercises")[1] == "nbgrader timestamp.txt"
+    assert late.recorded_time(str(tmp_path / "flat/alice.ipynb"), "02_exercises")[:2] == (None, "")
+
+
+def test_a_times_csv_that_disagrees_with_the_platform_is_flagged(tmp_path):
+    alice = gradescope(tmp_path, "alice", "2026-03-04T10:00:00+00:00")
+    times = write(tmp_path / "t.csv", f"submission,assignment,submitted_at\n{alice},02_exercises,{DUE}\n")
+    proc, got = export(tmp_path, [sub(alice)], "--times", times)
+    row = got[str(alice), "02_exercises"]
+    assert row["time_source"] == "instructor's times CSV" and "conflicting records" in row["notes"]
+    assert "conflicting records" in proc.stderr and "2026-03-04T10:00:00+00:00" in proc.stderr
+
+
+ROSTER = "id,name,email,pattern\n00417,Zoë Ng,z@x.org,*ng_*\ns2,Al Li,a@x.org,*li_*\n"
+
+
+def test_every_times_line_that_names_nobody_or_several_is_refused_one_sentence_each(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", ROSTER)
+    times = write(tmp_path / "t.csv", "student,assignment,submitted_at\n"
+                  f"stranger.ipynb,02_exercises,{DUE}\n"  # nobody
+                  f"02.ipynb,02_exercises,{DUE}\n"  # not the end of any path after a '/'
+                  f"s2,03_exercises,{DUE}\n")  # nothing of that assignment
+    proc, _ = export(tmp_path, rows, "--roster", r, "--times", times)
+    assert proc.returncode == 2 and "3 line(s)" in proc.stderr and not (tmp_path / "out.csv").exists()
+    for line in ("line 2: 'stranger.ipynb' is neither", "line 3: '02.ipynb' is neither",
+                 "line 4: 's2' (s2) has no graded submission for 03_exercises"):
+        assert line in proc.stderr, proc.stderr
+
+
+def test_times_are_matched_by_file_name_and_by_an_id_a_spreadsheet_stripped_of_its_zeros(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", ROSTER)
+    due = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},0,0.1\n")
+    times = write(tmp_path / "t.csv", "student,assignment,submitted_at\n417,02_exercises,2026-03-03T10:00:00Z\n"
+                  "li_02.ipynb,,2026-03-02T10:00:00Z\n")
+    proc, got = export(tmp_path, rows, "--roster", r, "--times", times, "--due", due)
+    assert proc.returncode == 0, proc.stderr
+    assert (got["00417", "02_exercises"]["days_late"], got["00417", "02_exercises"]["score"]) == ("2", "4")
+    assert (got["s2", "02_exercises"]["days_late"], got["s2", "02_exercises"]["score"]) == ("1", "4.5")
+    assert "'417' taken as student 00417 (leading zeros ignored)" in proc.stderr
+
+
+def test_an_id_that_matches_two_students_once_zeros_are_gone_or_two_times_for_one_file_are_refused(tmp_path):
+    students = roster.read(write(tmp_path / "r.csv", "id,name,email,pattern\n0417,A,a@x,*a_*\n00417,B,b@x,*b_*\n"))
+    matched = roster.match(students, ["in/a_1.ipynb", "in/b_1.ipynb"])
+    assert "matches the ids 0417, 00417" in records.place("417", students, matched).problem
+    when = late.parse_time(DUE, "x")
+    rows = [late.TimeRow("t.csv line 2", "0417", "", when),
+            late.TimeRow("t.csv line 3", "a_1.ipynb", "02_exercises", when.replace(hour=1))]
+    with pytest.raises(UsageError, match="line 3: gives in/a_1.ipynb the time .* but t.csv line 2 gave"):
+        records.place_all(rows, [], students, matched, {"in/a_1.ipynb": "02_exercises", "in/b_1.ipynb": "02_exercises"})
+
+
+def test_an_extension_is_one_students_and_conflicting_due_lines_are_refused(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", ROSTER)
+    due = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day,student\n02_exercises,{DUE},0,0.2,\n"
+                "02_exercises,2026-03-03T23:59:00+00:00,,,417\n")
+    late_both = "2026-03-03T00:59:00Z"  # 25 h after the class's due date, within Zoë's extension
+    times = write(tmp_path / "t.csv", f"student,assignment,submitted_at\n00417,,{late_both}\ns2,,{late_both}\n")
+    proc, got = export(tmp_path, rows, "--roster", r, "--times", times, "--due", due)
+    assert proc.returncode == 0, proc.stderr
+    assert (got["00417", "02_exercises"]["score"], got["s2", "02_exercises"]["score"]) == ("5", "3")
+    assert got["00417", "02_exercises"]["days_late"] == "0" and "extension" in got["00417", "02_exercises"]["notes"]
+    assert got["s2", "02_exercises"]["days_late"] == "2"
+    for text, words in [(f"02_exercises,{DUE},0,0.1,\n02_exercises,2026-03-05T00:00:00Z,0,0.1,\n",
+                         "line 3: a second due date for 02_exercises"),
+                        (f"02_exercises,{DUE},0,0.1,s2\n02_exercises,{DUE},0,0.1,s2\n", "line 3: a second due date"),
+                        (f"02_exercises,{DUE},0,0.1,s2\n", "line 2: an extension for 02_exercises needs the class")]:
+        with pytest.raises(UsageError, match=words):
+            late.read_due(write(tmp_path / "d.csv", "assignment,due,grace_hours,penalty_per_day,student\n" + text))
+    bad = write(tmp_path / "d2.csv", f"assignment,due,student\n02_exercises,{DUE},\n02_exercises,{DUE},s9\n")
+    proc, _ = export(tmp_path, rows, "--roster", r, "--due", bad)
+    assert proc.returncode == 2 and "d2.csv line 3: the extension's student 's9' is neither" in proc.stderr
