@@ -185,7 +185,7 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
     for line in placed.notices:
         print(f"note: {line}", file=sys.stderr)
     found = lms.entries(rows, students, matched, policies, placed, args.use_mtime, per_file=not args.roster,
-                        chosen=gb.chosen(), checks={r.submission: r.total for r in gb.results()})
+                        chosen=gb.chosen())
     for e in found:
         for note in e.notes.split("; "):
             if note.startswith(("conflicting records", "ignored ")):
@@ -193,7 +193,8 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
     if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
         by = {r.submission: r for r in rows}
         nobody = roster.Student("", "", "", "")
-        found += [lms.Entry(nobody, by[f].assignment, f, by[f].status, None, by[f].total, by[f].max, lms.Late(None, ""),
+        found += [lms.Entry(nobody, by[f].assignment, f, by[f].status, None, by[f].provisional, by[f].max,
+                            lms.Late(None, ""),
                             problem) for f, problem in
                   [(f, "unknown file: no roster pattern matches it") for f in matched.unknown]
                   + [(f, f"ambiguous file: matches {', '.join(ids)}") for f, ids in matched.ambiguous.items()]]

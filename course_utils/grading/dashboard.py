@@ -187,7 +187,7 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
         cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
         out.append(f"<tr data-submission='{html.escape(r.submission)}'><td>{_feedback_link(r, batch, here)}</td>"
                    f"<td>{html.escape(r.assignment)}</td><td>{html.escape(r.status)}</td>"
-                   f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td>{r.total:g}</td>"
+                   f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td>{r.provisional:g}</td>"
                    f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
                    f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
     return out + ["</table></section>"]

@@ -280,6 +280,8 @@ def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
             overrides[d.exercise] = d
         elif d.kind == "regrade":
             overrides = {} if not d.exercise else {k: v for k, v in overrides.items() if k != d.exercise}
+    if overrides:
+        out.checked = row.provisional
     for gid, d in overrides.items():
         if gid in out.exercises and d.points is not None:
             e = out.exercises[gid]

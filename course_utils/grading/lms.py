@@ -1,6 +1,7 @@
 """Exports of the grade book's final scores that a learning management system imports.
 
-* ``csv``: one line per student and assignment, with the provisional score, the late penalty and notes.
+* ``csv``: one line per student and assignment: the score, the raw score (overrides applied), the
+  provisional score (what the checks gave, before any decision), the late penalty and notes.
 * ``canvas``: Canvas's gradebook CSV: ``Student, ID, SIS User ID, SIS Login ID, Section``, then one
   column per assignment, and a ``Points Possible`` line (as Canvas's own export writes it). An empty
   cell leaves Canvas's grade unchanged: held, ungradable and missing work is left empty.
@@ -78,15 +79,14 @@ def pick(found: list[SubmissionResult], when: dict[str, datetime | None], chosen
 
 def entries(rows: list[SubmissionResult], students: list[Student], matched: Matched, policies: dict[str, Policy],
             placed: Placement | None = None, use_mtime: bool = False, per_file: bool = False,
-            chosen: dict[str, int] | None = None, checks: dict[str, float] | None = None) -> list[Entry]:
+            chosen: dict[str, int] | None = None) -> list[Entry]:
     """One entry per student and assignment (assignments: every one a row or a due date names).
 
     ``per_file`` (no roster: each file is its own student): only the file's own assignment, and an
     unreadable file (no assignment) gets one entry with its status. ``placed``: the times and
-    extensions of the instructor's CSVs; ``chosen``: submission -> id of its ``choose`` decision;
-    ``checks``: submission -> the total its checks gave (before overrides; default: the row's).
+    extensions of the instructor's CSVs; ``chosen``: submission -> id of its ``choose`` decision.
     """
-    placed, chosen, checks = placed or Placement(), chosen or {}, checks or {}
+    placed, chosen = placed or Placement(), chosen or {}
     assignments = sorted({r.assignment for r in rows if r.assignment} | set(policies))
     by_file = {r.submission: r for r in rows}
     out = []
@@ -114,7 +114,7 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
             if policy and when is None:
                 notes.append("no recorded submission time: no late penalty applied")
             out.append(Entry(s, a, r.submission, r.status, r.total if r.graded else None,
-                             checks.get(r.submission, r.total), r.max, late, "; ".join(notes + r.decisions), due))
+                             r.provisional, r.max, late, "; ".join(notes + r.decisions), due))
     return out
 
 

@@ -83,7 +83,7 @@ def table_csv(rows: list[SubmissionResult]) -> str:
                 "decisions"])
     for r in sorted(rows, key=lambda r: r.submission):
         w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}" if r.graded else "",
-                    f"{r.total:g}", f"{r.max:g}", *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
+                    f"{r.provisional:g}", f"{r.max:g}", *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
                     " | ".join(r.review), " | ".join(r.flags), " | ".join(r.decisions)]])
     return buf.getvalue()
 

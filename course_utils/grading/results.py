@@ -80,10 +80,16 @@ class SubmissionResult:
     seconds: float = 0.0
     sandbox: str = ""  # how its code ran: root | user | none (--no-sandbox) | "" (never ran)
     options: str = ""  # every grading option that changes a grade (store.options_key): merges compare it
+    checked: float | None = None  # the total the checks gave, where an override changed it (gradebook.final)
 
     @property
     def total(self) -> float:
         return sum(e.points for e in self.exercises.values())
+
+    @property
+    def provisional(self) -> float:
+        """What the checks gave, before any decision, whatever the status."""
+        return self.total if self.checked is None else self.checked
 
     @property
     def max(self) -> float:

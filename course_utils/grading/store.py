@@ -76,8 +76,9 @@ def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> st
     if not all(isinstance(v, str) for v in (row.submission, row.assignment, row.status, row.sha256,
                                              row.course_version, row.sandbox, row.options)):
         return "a field that should be text is not"
-    if not (_texts(row.flags) and _texts(row.review) and _number(row.seconds) and isinstance(row.exercises, dict)):
-        return "flags, review or seconds have the wrong type"
+    if not (_texts(row.flags) and _texts(row.review) and _number(row.seconds) and isinstance(row.exercises, dict)
+            and (row.checked is None or _number(row.checked))):
+        return "flags, review, seconds or checked have the wrong type"
     for gid, e in row.exercises.items():
         if not (isinstance(e.status, str) and isinstance(e.feedback, str) and isinstance(e.hint, str)
                 and _texts(e.mistakes) and isinstance(e.parts, list)):

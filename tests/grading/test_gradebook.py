@@ -305,6 +305,8 @@ def test_provisional_is_what_the_checks_gave_and_last_first_names_split_at_the_c
     assert (rows[0]["provisional"], rows[0]["raw_score"], rows[0]["score"]) == ("3", "5", "5"), proc.stderr
     proc, rows = export_csv(book, tmp_path, "--roster", str(tmp_path / "r.csv"), fmt="nbgrader")
     assert (rows[0]["first_name"], rows[0]["last_name"]) == ("Siobhan", "O'Connor")
+    graded_again = table(book_cli.record_and_apply(str(book), [sub("class/oconnor.ipynb", mul=0.0)]))  # grades.csv
+    assert (graded_again["class/oconnor.ipynb"]["total"], graded_again["class/oconnor.ipynb"]["provisional"]) == ("5", "3")
 
 
 def test_two_files_shown_under_one_name_are_refused_naming_both(tmp_path, monkeypatch):
