@@ -89,13 +89,16 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
     placed, chosen = placed or Placement(), chosen or {}
     assignments = sorted({r.assignment for r in rows if r.assignment} | set(policies))
     by_file = {r.submission: r for r in rows}
+    maxima: dict[str, float] = {}
+    for row in rows:
+        maxima[row.assignment] = max(maxima.get(row.assignment, 0.0), row.max)
     out = []
     for s in students:
         mine = [by_file[f] for f in matched.files.get(s.id, []) if f in by_file]
         loose = "; ".join(f"unreadable file {r.submission}: {r.reason()}" for r in mine if not r.assignment)
         for a in (list(dict.fromkeys(r.assignment for r in mine)) if per_file else assignments):
             found = [r for r in mine if r.assignment == a]
-            maximum = max((r.max for r in rows if r.assignment == a), default=0.0)
+            maximum = maxima.get(a, 0.0)
             policy, ext = placed.extensions.get((s.id, a), (policies.get(a), ""))
             due = policy.due.isoformat() if policy else ""
             times = {r.submission: _time(r.submission, a, placed, use_mtime) for r in found}

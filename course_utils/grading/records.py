@@ -32,29 +32,46 @@ def _digits(text: str) -> str | None:
     return text.lstrip("0") or "0" if text.isdigit() else None
 
 
-def place(key: str, students: list[Student], matched: Matched, per_file: bool = False) -> Placed:
-    """The students and submissions ``key`` names (see the module's order)."""
-    owner = {f: sid for sid, subs in matched.files.items() for f in subs}
-    if key in owner:
-        return Placed((owner[key],), (key,))
-    ids = [s.id for s in students]
-    if key in ids:
-        return Placed((key,), tuple(matched.files.get(key, [])))
-    tail = "/" + key.lstrip("/")
-    ends = [f for f in owner if f.endswith(tail)]
-    if len(ends) == 1:
-        return Placed((owner[ends[0]],), (ends[0],))
-    if ends:
-        return Placed(problem=f"{key!r} is the end of {len(ends)} submissions' paths ({', '.join(ends)}): "
-                              "give the whole path or the student's id")
-    zeros = [i for i in ids if _digits(key) is not None and _digits(i) == _digits(key)]
-    if len(zeros) == 1:
-        return Placed((zeros[0],), tuple(matched.files.get(zeros[0], [])), "leading zeros")
-    if zeros:
-        return Placed(problem=f"{key!r} matches the ids {', '.join(zeros)} once leading zeros are ignored: "
-                              "write the id in full")
-    return Placed(problem=f"{key!r} is neither a submission nor a student id" + (
-        " (without --roster, a line names a submission by its path or the end of it)" if per_file else " of the roster"))
+class Index:
+    """The roster's ids and the submissions' paths, indexed once (a course's CSVs have a line per submission)."""
+
+    def __init__(self, students: list[Student], matched: Matched, per_file: bool = False) -> None:
+        self.matched, self.per_file = matched, per_file
+        self.owner = {f: sid for sid, subs in matched.files.items() for f in subs}
+        self.ids = {s.id for s in students}
+        self.ends: dict[str, list[str]] = {}  # every end of a path after a '/' -> the paths with it
+        for f in self.owner:
+            for i, c in enumerate(f):
+                if c == "/":
+                    self.ends.setdefault(f[i + 1:], []).append(f)
+        self.zeros: dict[str, list[str]] = {}
+        for student in students:  # in the roster's order
+            digits = _digits(student.id)
+            if digits is not None:
+                self.zeros.setdefault(digits, []).append(student.id)
+
+    def place(self, key: str) -> Placed:
+        """The students and submissions ``key`` names (see the module's order)."""
+        if key in self.owner:
+            return Placed((self.owner[key],), (key,))
+        if key in self.ids:
+            return Placed((key,), tuple(self.matched.files.get(key, [])))
+        ends = self.ends.get(key.lstrip("/"), [])
+        if len(ends) == 1:
+            return Placed((self.owner[ends[0]],), (ends[0],))
+        if ends:
+            return Placed(problem=f"{key!r} is the end of {len(ends)} submissions' paths ({', '.join(ends)}): "
+                                  "give the whole path or the student's id")
+        digits = _digits(key)
+        zeros = self.zeros.get(digits, []) if digits is not None else []
+        if len(zeros) == 1:
+            return Placed((zeros[0],), tuple(self.matched.files.get(zeros[0], [])), "leading zeros")
+        if zeros:
+            return Placed(problem=f"{key!r} matches the ids {', '.join(zeros)} once leading zeros are ignored: "
+                                  "write the id in full")
+        return Placed(problem=f"{key!r} is neither a submission nor a student id" + (
+            " (without --roster, a line names a submission by its path or the end of it)" if self.per_file
+            else " of the roster"))
 
 
 @dataclass
@@ -73,9 +90,9 @@ def place_all(times: list[TimeRow], extensions: list[Extension], students: list[
     ``assignment_of``: each graded submission's assignment (a times line applies to those of its
     assignment, or to all of them when it names none).
     """
-    out, problems = Placement(), []
+    out, problems, index = Placement(), [], Index(students, matched, per_file)
     for row in times:
-        at = place(row.key, students, matched, per_file)
+        at = index.place(row.key)
         if at.problem:
             problems.append(f"{row.where}: {at.problem}.")
             continue
@@ -92,7 +109,7 @@ def place_all(times: list[TimeRow], extensions: list[Extension], students: list[
                                 f"gave {out.times[f][0].isoformat()}: keep one.")
             out.times.setdefault(f, (row.when, row.where))
     for ext in extensions:
-        at = place(ext.student, students, matched, per_file)
+        at = index.place(ext.student)
         if at.problem or len(at.students) != 1:
             problems.append(f"{ext.where}: the extension's student {at.problem or repr(ext.student)}.")
             continue
