@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--similarity-threshold", type=float, default=0.6, metavar="SHARE",
                    help="flag pairs of answers at least this similar (0-1, default 0.6)")
     p.add_argument("--book", metavar="BOOK.sqlite", help="record this batch in the course's grade book and apply its "
-                   "decisions to every output (then: accept, override, regrade, export; each has --help)")
+                   "decisions to every output (then: accept, override, regrade, choose, export; each has --help)")
     p.add_argument("--no-book", action="store_true", help="write the outputs without a grade book although one is "
                    "next to them (otherwise refused: they would lose its decisions)")
     p.add_argument("--roster", metavar="ROSTER.csv", help="the class list (id,name,email,pattern): lists the files no "

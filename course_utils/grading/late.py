@@ -148,6 +148,7 @@ def read_times(path: str | Path) -> list[TimeRow]:
 
 
 META, STAMP = "submission_metadata.json", "timestamp.txt"
+MTIME = "file mtime (not a recorded time)"
 
 
 def _upload(path: Path) -> Path | None:
@@ -185,7 +186,7 @@ def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> 
             mtime = path.stat().st_mtime
         except OSError:
             return None, "", notes
-        return datetime.fromtimestamp(mtime, UTC), "file mtime (not a recorded time)", notes
+        return datetime.fromtimestamp(mtime, UTC), MTIME, notes
     return None, "", notes
 
 

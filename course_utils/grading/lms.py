@@ -21,7 +21,7 @@ import io
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .late import Late, Policy, lateness, recorded_time
+from .late import MTIME, Late, Policy, lateness, recorded_time
 from .records import Placement
 from .reports import neutral
 from .results import SubmissionResult
@@ -59,7 +59,8 @@ def pick(found: list[SubmissionResult], when: dict[str, datetime | None], chosen
     """The submission that counts among one student's several for one assignment, and why (a note).
 
     One chosen by hand (``choose``, the latest such decision) counts; otherwise the one with the
-    latest recorded time; the others are kept as history. None when no rule decides.
+    latest recorded time (a file's mtime is not one); the others are kept as history. None when no
+    rule decides.
     """
     names = ", ".join(r.submission for r in found)
     hand = [r for r in found if r.submission in chosen]
@@ -67,10 +68,10 @@ def pick(found: list[SubmissionResult], when: dict[str, datetime | None], chosen
         best = max(hand, key=lambda r: chosen[r.submission])
         rest = ", ".join(r.submission for r in found if r is not best)
         return best, f"chosen by hand over {rest} (kept as history)"
-    timed = sorted((when[r.submission], r.submission) for r in found if when.get(r.submission) is not None)
+    timed = sorted((t, r.submission) for r in found if (t := when.get(r.submission)) is not None)
     if len(timed) == len(found) and timed[-1][0] != timed[-2][0]:
         best = next(r for r in found if r.submission == timed[-1][1])
-        rest = ", ".join(f"{f} ({t.isoformat() if t else '?'})" for t, f in timed[:-1])
+        rest = ", ".join(f"{f} ({t.isoformat()})" for t, f in timed[:-1])
         return best, f"latest of {len(found)} submissions by recorded time; earlier kept as history: {rest}"
     why = "no recorded time for " + ", ".join(r.submission for r in found if when.get(r.submission) is None) \
         if len(timed) < len(found) else "their latest recorded times are equal"
@@ -102,8 +103,9 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
             policy, ext = placed.extensions.get((s.id, a), (policies.get(a), ""))
             due = policy.due.isoformat() if policy else ""
             times = {r.submission: _time(r.submission, a, placed, use_mtime) for r in found}
-            r, how = (found[0], "") if len(found) == 1 else pick(found, {f: t[0] for f, t in times.items()}, chosen) \
-                if found else (None, "no submission")
+            recorded = {f: t[0] if t[1] != MTIME else None for f, t in times.items()}
+            r, how = (found[0], "") if len(found) == 1 else pick(found, recorded, chosen) if found \
+                else (None, "no submission")
             if r is None:
                 note = "; ".join(x for x in (how, loose) if x)
                 out.append(Entry(s, a, "", "missing" if not found else "several", None, 0.0, maximum,
@@ -131,7 +133,7 @@ def _time(submission: str, assignment: str, placed: Placement, use_mtime: bool
     if submission not in placed.times:
         return when, source, notes
     mine, where = placed.times[submission]
-    if when is not None and source != "file mtime (not a recorded time)" and abs(mine - when) >= timedelta(seconds=1):
+    if when is not None and source != MTIME and abs(mine - when) >= timedelta(seconds=1):
         notes.append(f"conflicting records: {where} says {mine.isoformat()}, {source} says {when.isoformat()}; "
                      "the times CSV counts")
     return mine, "instructor's times CSV", notes
