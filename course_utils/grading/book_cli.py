@@ -1,4 +1,4 @@
-"""The grade book's commands: ``./course grade accept | override | regrade | export``.
+"""The grade book's commands: ``./course grade accept | override | regrade | choose | export``.
 
     ./course grade SUBMISSIONS --out grading/grades.csv --book grading/course.sqlite   # record a batch
     ./course grade accept  --book grading/course.sqlite alice.ipynb --reason "read it: fine"

@@ -72,7 +72,7 @@ def progress_bar(total: int) -> Any:
     return tqdm(total=total, unit="submission", file=sys.stderr)
 
 
-EPILOG = """The grade book (--book): ./course grade accept | override | regrade | export --help
+EPILOG = """The grade book (--book): ./course grade accept | override | regrade | choose | export --help
 
 For Gradescope, build an autograder archive of one assignment instead (upload the zip; students
 submit their .ipynb; the archive's contents are listed in README):
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         from .gradescope import main as gradescope_main
 
         return gradescope_main(argv[1:])
-    if argv[:1] and argv[0] in book_cli.COMMANDS:  # the grade book: accept | override | regrade | export
+    if argv[:1] and argv[0] in book_cli.COMMANDS:  # the grade book: accept | override | regrade | choose | export
         return book_cli.main(argv)
     options = build_parser().parse_args(argv)
     try:
