@@ -188,7 +188,7 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
                         chosen=gb.chosen())
     for e in found:
         for note in e.notes.split("; "):
-            if note.startswith(("conflicting records", "ignored ")):
+            if note.startswith(lms.WARNINGS):
                 print(f"warning: {e.student.id} {e.assignment}: {note}", file=sys.stderr)
     if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
         by = {r.submission: r for r in rows}

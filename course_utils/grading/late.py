@@ -173,14 +173,14 @@ def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> 
             created = json.loads(meta.read_text(encoding="utf-8"))["created_at"]
             return parse_time(str(created), str(meta)), "Gradescope submission_metadata.json", notes
         except (OSError, UsageError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            notes.append(f"{meta} holds no readable created_at ({type(exc).__name__})")
+            notes.append(f"unreadable time record: {meta} holds no created_at that is a time ({type(exc).__name__})")
     elif upload is None and path.parent.name == assignment and (path.parent / STAMP).is_file():  # nbgrader: STUDENT/ASSIGNMENT/
         stamp = path.parent / STAMP
         try:
             return parse_time(stamp.read_text(encoding="utf-8"), str(stamp), assume_utc=True), \
                 "nbgrader timestamp.txt", notes
         except (OSError, UsageError, UnicodeDecodeError) as exc:
-            notes.append(f"{stamp} is not a time ({exc})")
+            notes.append(f"unreadable time record: {stamp} ({exc})")
     if use_mtime:
         try:
             mtime = path.stat().st_mtime

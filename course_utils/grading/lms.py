@@ -52,6 +52,7 @@ class Entry:
 
 
 CHOOSE = "./course grade choose --book BOOK FILE --reason '...'"
+WARNINGS = ("conflicting records", "ignored ", "unreadable time record")  # notes the export also prints on stderr
 
 
 def pick(found: list[SubmissionResult], when: dict[str, datetime | None], chosen: dict[str, int]
