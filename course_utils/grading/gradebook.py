@@ -5,8 +5,9 @@ and every instructor decision: accept a held or unreadable submission, override 
 points with a reason, regrade a student or one exercise (the new result and the decision in
 one transaction), choose which of a student's several files counts; each with who and when.
 Results and decisions live in separate tables, so recording a rerun or a merge replaces a
-result and never touches a decision; a batch that holds two files under one name is refused. A decision is bound to the bytes it was made on (the file's SHA-256): when
-the student's file changes, the decision is kept and listed but no longer applied.
+result and never touches a decision; a batch that holds two files under one name is refused.
+A decision is bound to the bytes it was made on (the file's SHA-256): when the student's file
+changes, the decision is kept and listed but no longer applied.
 
 ``final`` turns a stored result and its decisions into the row every output reads: a held or
 unreadable submission has no final total until a decision releases it.

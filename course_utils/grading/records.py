@@ -56,6 +56,10 @@ class Index:
             return Placed((self.owner[key],), (key,))
         if key in self.ids:
             return Placed((key,), tuple(self.matched.files.get(key, [])))
+        stray = [f for f in [*self.matched.unknown, *self.matched.ambiguous] if f == key or f.endswith("/" + key)]
+        if stray:
+            return Placed(problem=f"{key!r} names {', '.join(stray)}, which no single roster student owns "
+                                  "(fix the roster's patterns)")
         ends = self.ends.get(key.lstrip("/"), [])
         if len(ends) == 1:
             return Placed((self.owner[ends[0]],), (ends[0],))

@@ -123,6 +123,8 @@ def test_an_id_that_matches_two_students_once_zeros_are_gone_or_two_times_for_on
     students = roster.read(write(tmp_path / "r.csv", "id,name,email,pattern\n0417,A,a@x,*a_*\n00417,B,b@x,*b_*\n"))
     matched = roster.match(students, ["in/a_1.ipynb", "in/b_1.ipynb"])
     assert "matches the ids 0417, 00417" in records.Index(students, matched).place("417").problem
+    stray = records.Index(students, roster.match(students, ["in/c_1.ipynb"])).place("c_1.ipynb").problem
+    assert "names in/c_1.ipynb, which no single roster student owns" in stray
     when = late.parse_time(DUE, "x")
     rows = [late.TimeRow("t.csv line 2", "0417", "", when),
             late.TimeRow("t.csv line 3", "a_1.ipynb", "02_exercises", when.replace(hour=1))]
