@@ -190,6 +190,10 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
         for note in e.notes.split("; "):
             if note.startswith(lms.WARNINGS):
                 print(f"warning: {e.student.id} {e.assignment}: {note}", file=sys.stderr)
+    untimed = [e for e in found if e.due and e.submission and e.late.submitted is None]
+    if untimed:
+        print(f"warning: {len(untimed)} submission(s) with a due date have no recorded time, so no late penalty "
+              f"(e.g. {untimed[0].submission}): give --times, or see the notes of `--format csv`", file=sys.stderr)
     if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
         by = {r.submission: r for r in rows}
         nobody = roster.Student("", "", "", "")
