@@ -5,7 +5,8 @@
 1. writes the standard set-up cell at the top of every source (Colab install line, built
    from the one repository URL in pyproject.toml);
 2. regenerates the lesson list on the start page and in README.md from the lessons' titles;
-3. generates ``exercises/`` from ``solutions/`` (see ``release``);
+3. ends the header of every exercise notebook with how to get a check's fix (``fix_note``), then
+   generates ``exercises/`` from ``solutions/`` (see ``release``);
 4. converts each source to ``.ipynb`` and executes it, so every stored output is real (and
    nbval can test every cell); in an exercise notebook a check cell shows the "not attempted
    yet" prompt, never a score, until the student writes an answer.
@@ -205,13 +206,40 @@ def _import_order(line: str) -> int:
     return 0 if module in ("math", "os", "sys", "time") else 2 if module.startswith("course_utils") else 1
 
 
+FIX_MARK = "**When a check fails**"
+
+
+def fix_note(grade_id: str) -> str:
+    """The header's last paragraph: the two levels of help, and how to see the fix without Jupyter's toggle."""
+    return (
+        f"{FIX_MARK} it says what is wrong and where: a hint, not the answer. The fix itself stays\n"
+        "hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that\n"
+        "toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new\n"
+        f'cell: `print(check("{grade_id}", globals(), fix=True))` prints the verdict with the fix as\n'
+        "plain text (run as a script, `check(..., fix=True)` prints it by itself)."
+    )
+
+
+def with_fix_note(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """End the first markdown cell of an exercise notebook with ``fix_note`` for its first exercise (idempotent)."""
+    from .release import CHECK_CALL
+
+    first_check = next((m for c in nb.cells if c.cell_type == "code" for m in [CHECK_CALL.search(c.source)] if m), None)
+    header = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first_check is None or header is None:
+        return nb
+    kept = header.source.split(FIX_MARK)[0].rstrip()
+    header.source = f"{kept}\n\n{fix_note(first_check.group(1))}"
+    return nb
+
+
 def refresh_source(py: Path) -> None:
     """Rewrite a text source with the current set-up cell (no change when already current)."""
     nb = with_setup_cell(jupytext.read(py))
     if py.parent.name == "solutions":
         from .release import tag_cells
 
-        nb = shared_setup(tag_cells(nb, py.stem))
+        nb = shared_setup(tag_cells(with_fix_note(nb), py.stem))
     text = jupytext.writes(normalise(nb), fmt="py:percent")
     if py.read_text() != text:
         py.write_text(text)

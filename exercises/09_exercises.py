@@ -22,6 +22,12 @@
 # > Write a log1mexp accurate at both ends, Lambert's W by iteration with an implicit backward, an RMSNorm that saves one number per row, and a linear solve that factorises once.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+#
+# **When a check fails** it says what is wrong and where: a hint, not the answer. The fix itself stays
+# hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that
+# toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new
+# cell: `print(check("log1mexp", globals(), fix=True))` prints the verdict with the fix as
+# plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% nbgrader={"grade": false, "grade_id": "09_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -58,7 +64,10 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # `torch.log(1 - torch.exp(-x))` goes wrong at **both** ends; `torch.log(-torch.expm1(-x))`
 # repairs the small-$x$ end only. For large $x$, $1 - e^{-x}$ is so close to 1 that a `log`
 # of it keeps few digits (or gives 0) however it is computed: there you need a function
-# that takes the small part, $-e^{-x}$, by itself. Use each form where it is accurate.
+# that takes the small part, $-e^{-x}$, by itself. Use each form where it is accurate, and
+# find where that is by measuring, as lesson 03 counted digits: compute both forms in float32
+# for $x$ between $0.01$ and $20$, compare each with itself computed in float64 (there both
+# keep far more digits in float64 than float32 has), and switch where the errors cross.
 
 # %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `log1mexp`: edit this cell, run it, then run the check below it.

@@ -22,6 +22,12 @@
 # > Write the backward Triton kernel of a SwiGLU on a packed input, and the Function around both kernels.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+#
+# **When a check fails** it says what is wrong and where: a hint, not the answer. The fix itself stays
+# hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that
+# toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new
+# cell: `print(check("triton_swiglu", globals(), fix=True))` prints the verdict with the fix as
+# plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "10_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `triton_swiglu` (4 points)

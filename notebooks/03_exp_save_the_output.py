@@ -195,7 +195,8 @@ print("\nexact derivatives exp(x):", torch.exp(x64.detach()))
 # depends on the step, so let's count them rather than guess:
 
 # %%
-# NBVAL_IGNORE_OUTPUT: the round-off rows' last digit depends on the CPU's exp (the cell below checks the claims)
+# NBVAL_IGNORE_OUTPUT
+# (nbval skips this table: the round-off rows' last digit depends on the CPU's exp; the cell below checks the claims)
 import math
 
 exact = torch.exp(x64.detach())

@@ -202,6 +202,18 @@ print("with clone() :", gradient_of_x2(KillHead.apply))
 # has nothing to do with, and no error was raised. Whether this happens depends on the
 # order in which the engine runs the branches, so the bug can come and go as a model
 # changes. The rule is simple: treat every tensor passed to backward as read-only.
+#
+# A backward that wants a smaller or rescaled gradient therefore builds a **new** tensor from
+# `grad_output`. Two tools for it: `g.norm()` is the length (L2 norm) of all of `g`'s entries
+# together, one number, and `t.clamp(max=c)` caps every entry at `c` (`clamp(min=c)` raises
+# every entry to at least `c`). Neither touches its input:
+
+# %%
+g = torch.tensor([[3.0, 0.0], [0.0, 4.0]])
+print("g.norm()              :", g.norm().item(), "= sqrt(3² + 4²)")
+print("clamp(max=1) caps at 1:", torch.tensor([0.25, 1.0, 7.5]).clamp(max=1).tolist())
+smaller = g * 0.5  # a new tensor: g itself is unchanged
+print("g * 0.5               :", smaller.tolist(), "| g:", g.tolist())
 
 # %% [markdown]
 # ## Tensors inside a non-tensor argument are invisible
@@ -323,13 +335,15 @@ print("gradient autograd computes:", x.grad.tolist())
 # Position 2 was picked three times, so its gradient is $1 + 3 + 4 = 8$. The tempting
 # backward, "write each incoming gradient at its position", keeps only one of them: an
 # indexed assignment (and `t[idx] += v`, which is one assignment too) does not accumulate
-# over repeated indices. `index_add_` (or `scatter_add_`) does:
+# over repeated indices. `index_add_` (or `scatter_add_`) does. It adds into a tensor of
+# zeros, made here by `incoming.new_zeros(3)`: zeros with `incoming`'s dtype and device, what
+# a backward wants for a gradient it assembles from `grad_output`:
 
 # %%
 incoming = torch.tensor([1.0, 2.0, 3.0, 4.0])
 assigned = torch.zeros(3)
 assigned[positions] += incoming
-added = torch.zeros(3).index_add_(0, positions, incoming)
+added = incoming.new_zeros(3).index_add_(0, positions, incoming)
 print("t[idx] += v   :", assigned.tolist())
 print("index_add_    :", added.tolist())
 

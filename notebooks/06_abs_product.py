@@ -288,6 +288,28 @@ print("gradcheck CubeRowMajor on it:", gradcheck(CubeRowMajor.apply, (x_t,), rai
 # result hold for another layout, and for smaller inputs that **broadcast**? When a probe
 # you invent is one the Function does not accept (it raises), that says nothing about its
 # backward: skip it.
+#
+# Four tools make such probes. `torch.randn_like(y)` draws a random `grad_output` with `y`'s
+# shape and dtype. A second `torch.autograd.grad` on the same graph needs `retain_graph=True`
+# in the first call: by default backward frees what the graph saved. `allow_unused=True`
+# returns `None` for an input the output does not depend on, where the default raises.
+# And `t.dim()` counts dimensions (0 for a number), for probes that need at least one:
+
+# %%
+y = CubeRowMajor.apply(x)
+g = torch.randn_like(y)  # a random grad_output: y's shape and dtype
+first = torch.autograd.grad(y, x, g, retain_graph=True)  # keep the graph for a second call
+second = torch.autograd.grad(y, x, g)
+print("a second call agrees with the first:", torch.equal(first[0], second[0]))
+try:
+    torch.autograd.grad(y, x, g)
+except RuntimeError as err:
+    print("a third call, the graph freed by the second:", "a second time" in str(err))
+
+unused = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+print("allow_unused=True, an input y does not use:",
+      torch.autograd.grad(CubeRowMajor.apply(x).sum(), (x, unused), allow_unused=True)[1])
+print("x.dim():", x.dim(), "| a 0-d tensor:", torch.tensor(2.0).dim())
 
 # %% [markdown]
 # ## `saved_variables` vs `saved_tensors`
@@ -327,8 +349,9 @@ print("warning:", caught[0].category.__name__ + ":", caught[0].message)
 #
 # * Two inputs, two gradients, returned in forward's argument order.
 # * At a kink every value between the one-sided slopes is a valid subgradient, and
-#   PyTorch's ops disagree (`relu` 0, `clamp` 1, `maximum` 0.5, `sqrt(x**2)` NaN): choose
-#   deliberately, to match the op you replace; for `abs` that is $\operatorname{sign}(0) = 0$.
+#   PyTorch's ops disagree (`relu` 0, `maximum` 0.5, `sqrt(x**2)` NaN, `clamp(min=0)` 1 up to
+#   torch 2.13 and 0 from torch 2.14 on): choose deliberately, to match the op you replace
+#   on the torch you run; for `abs` that is $\operatorname{sign}(0) = 0$.
 # * gradcheck is only meaningful where the function is smooth within $\varepsilon$: test
 #   away from kinks with gradcheck, and test the kink itself against a reference.
 # * Read saved tensors with `ctx.saved_tensors`.

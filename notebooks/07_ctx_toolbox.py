@@ -192,6 +192,15 @@ print(f"FusedSiLU / composite: held {fused.held / composite.held:.2f}x, peak {fu
 # %% [markdown]
 # ## `mark_dirty`: a Function that works in place
 #
+# PyTorch's in-place operations end in an underscore: `x.mul_(y)` is `x * y` written into
+# `x`, `x.clamp_(min=0)` is `x.clamp(min=0)` written into `x`, and each returns `x` itself:
+
+# %%
+t = torch.tensor([-1.5, 0.0, 2.0])
+same = t.clamp_(min=0)
+print("t after t.clamp_(min=0):", t.tolist(), "| returned t itself:", same is t)
+
+# %% [markdown]
 # A forward that modifies an input in place must say so with `ctx.mark_dirty(x)`, and
 # return that input. Without it, autograd keeps the tensor's **old** history: the values
 # changed but the graph does not know. Here `b` is squared in place, so

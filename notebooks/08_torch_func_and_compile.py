@@ -243,6 +243,57 @@ print("VJP equals J^T g for every row:", torch.allclose(share_vjp(xs, gs), torch
 # The same "subtract a row-dot" shape appears in the VJP of softmax and of normalising
 # by the norm; the JVP of such a map has its own closed form, derived the same way.
 #
+# ### A softmax forward that cannot overflow
+#
+# Softmax, $y_i = e^{x_i} / \sum_j e^{x_j}$ along a row, written as it reads, overflows:
+# in float32 $e^{x}$ is `inf` once $x > 88.7$, and a row near $10^4$ gives
+# $\infty / \infty$, `nan`. Subtracting one number $m$ from every entry of a row changes
+# nothing, since $e^{x_i - m} / \sum_j e^{x_j - m}$ is the same fraction with $e^{-m}$
+# cancelled. Take $m$ = the row's **maximum**: every exponent is then at most 0, the largest
+# term is exactly $e^0 = 1$, so nothing overflows and the sum is at least 1.
+# `x.amax(dim=-1, keepdim=True)` gives each row's maximum, shaped to broadcast against `x`:
+
+# %%
+def rows4(t):
+    """A tensor's rows with 4 decimals, the way this lesson prints float32 results."""
+    return [[f"{v:.4f}" for v in row] for row in t.tolist()]
+
+
+logits = torch.tensor([[1.0, 2.0, 3.0], [1e4, 1e4 + 1, 1e4 + 2]])
+naive = logits.exp() / logits.exp().sum(dim=-1, keepdim=True)
+shifted = (logits - logits.amax(dim=-1, keepdim=True)).exp()
+stable = shifted / shifted.sum(dim=-1, keepdim=True)
+print("row maxima:", logits.amax(dim=-1, keepdim=True).tolist())
+print("naive     :", rows4(naive))
+print("stable    :", rows4(stable), "| equals torch.softmax:", torch.allclose(stable, torch.softmax(logits, -1)))
+
+# %% [markdown]
+# ### A zero in a denominator
+#
+# The gradient of a row's norm $\lVert x \rVert$ is $x / \lVert x \rVert$. For a row of
+# zeros that is $0/0$, `nan`, where `torch.linalg.vector_norm` gives 0 (a subgradient, as
+# at lesson 06's kinks). The tempting repair divides first and picks afterwards,
+# `torch.where(norm == 0, 0, x / norm)`: its values are right, but `where` computes both
+# branches, and differentiating it again (double backward, `torch.func`) multiplies the
+# discarded branch's `inf` by 0, which is `nan`. The repair that holds: make the
+# denominator **safe** before dividing. Where the norm is 0, so is the row, and $0 / 1 = 0$:
+
+# %%
+rows = torch.tensor([[3.0, 4.0], [0.0, 0.0]], dtype=torch.float64, requires_grad=True)
+(reference,) = torch.autograd.grad(torch.linalg.vector_norm(rows, dim=-1).sum(), rows)
+print("vector_norm's gradient:", reference.tolist())
+
+norm_grads = {
+    "x / norm": lambda x, n: x / n,
+    "where(norm == 0, 0, x / norm)": lambda x, n: torch.where(n == 0, 0.0, x / n),
+    "x / where(norm == 0, 1, norm)": lambda x, n: x / torch.where(n == 0, torch.ones_like(n), n),
+}
+for name, norm_grad in norm_grads.items():
+    n = torch.linalg.vector_norm(rows, dim=-1, keepdim=True)
+    value = norm_grad(rows, n)
+    (again,) = torch.autograd.grad(value.sum(), rows)  # differentiate the gradient formula once more
+    print(f"{name:30s} value {rows4(value)}, differentiated again {rows4(again)}")
+
 # ## `torch.func` on the new `Exp`
 #
 # With `setup_context`, reverse-mode transforms work: `grad` (above) and `jacrev`, which
@@ -910,7 +961,7 @@ for fn in (NumpyCubicAuto, NumpyCubicBothWays):
 # | --- | --- | --- | --- |
 # | code autograd cannot see (NumPy, C) | no | yes | yes |
 # | `.backward()` | yes | yes | with `register_autograd` |
-# | `torch.func.grad`, `jacrev` | yes | yes, if `backward` is PyTorch ops (NumPy or C in `forward` only: shown below) | **no** (error) |
+# | `torch.func.grad`, `jacrev` | yes | yes, if `backward` is PyTorch ops (NumPy or C in `forward` only: shown above) | **no** (error) |
 # | `vmap` | yes | `generate_vmap_rule = True`, or a `vmap` staticmethod | yes: a per-sample fallback, or `register_vmap` |
 # | forward mode: `jvp`, `jacfwd`, dual tensors | yes | if you write `jvp` | **no** (a dual tensor's tangent is silently dropped) |
 # | `torch.compile(fullgraph=True)` | yes | if Dynamo can trace forward and backward, and (when training) no `jvp` | yes, with `register_fake`: one opaque node |

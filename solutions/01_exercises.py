@@ -27,6 +27,12 @@
 #
 # A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
 # notices a cell you edited but did not run again.
+#
+# **When a check fails** it says what is wrong and where: a hint, not the answer. The fix itself stays
+# hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that
+# toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new
+# cell: `print(check("scalar_engine", globals(), fix=True))` prints the verdict with the fix as
+# plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_engine` (4 points)

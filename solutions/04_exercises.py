@@ -25,6 +25,12 @@
 #
 # A check grades the code that last *ran*. Save the notebook (Ctrl+S) before a check: then it also
 # notices a cell you edited but did not run again.
+#
+# **When a check fails** it says what is wrong and where: a hint, not the answer. The fix itself stays
+# hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that
+# toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new
+# cell: `print(check("linear_function", globals(), fix=True))` prints the verdict with the fix as
+# plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `linear_function` (4 points)
@@ -176,7 +182,7 @@ class LinearND(Function):
         ### BEGIN SOLUTION
         ctx.save_for_backward(input, weight)
         ctx.has_bias = bias is not None
-        out = torch.matmul(input, weight.mT)  # (*, in) @ (in, out) -> (*, out); also for a 1-D input
+        out = input @ weight.t()  # (*, in) @ (in, out) -> (*, out); also for a 1-D input
         return out if bias is None else out + bias
         ### END SOLUTION
 
@@ -188,7 +194,7 @@ class LinearND(Function):
         need_b = ctx.has_bias and ctx.needs_input_grad[2]
         flat_g = grad_output.reshape(-1, w.shape[0])  # every leading index is one row
         gx = grad_output @ w if need_x else None  # (*, out) @ (out, in) -> (*, in)
-        gw = flat_g.mT @ x.reshape(-1, w.shape[1]) if need_w else None  # sums over every row
+        gw = flat_g.t() @ x.reshape(-1, w.shape[1]) if need_w else None  # sums over every row
         gb = flat_g.sum(0) if need_b else None
         return gx, gw, gb
         ### END SOLUTION

@@ -22,6 +22,12 @@
 # > Write a softmax Function whose backward and jvp never form a Jacobian and that works under every `torch.func` transform, then a NumPy row norm as an operator that compiles without a graph break.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check.
+#
+# **When a check fails** it says what is wrong and where: a hint, not the answer. The fix itself stays
+# hidden until you ask for it. In Jupyter, open *Show the fix* under the failed part. Where that
+# toggle does not open (a notebook viewer, an editor that shows no HTML), ask the check in a new
+# cell: `print(check("func_softmax", globals(), fix=True))` prints the verdict with the fix as
+# plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% nbgrader={"grade": false, "grade_id": "08_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).

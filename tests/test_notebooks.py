@@ -144,3 +144,75 @@ def test_build_help_and_unknown_options_build_nothing(capsys, monkeypatch):
     monkeypatch.setattr(build, "build_one", lambda py: (_ for _ in ()).throw(AssertionError(f"built {py}")))
     assert build.main(["--help"]) == 0 and "usage: ./course build" in capsys.readouterr().out
     assert build.main(["--jobs", "2"]) == 2 and "takes notebook names" in capsys.readouterr().err
+
+
+def test_every_exercise_notebook_header_says_how_to_get_the_fix():
+    """`check(..., fix=True)` was documented only in its signature: every exercise notebook's header (generated
+    by the build, in solutions/ and so in exercises/) now ends with how to get the fix without Jupyter's toggle,
+    named with that notebook's first exercise."""
+    assert build.sources("solutions") and build.sources("exercises")
+    for py in build.sources("solutions") + build.sources("exercises"):
+        nb = jupytext.read(py)
+        first = next(m.group(1) for c in nb.cells if c.cell_type == "code" for m in [release.CHECK_CALL.search(c.source)] if m)
+        header = next(c for c in nb.cells if c.cell_type == "markdown")
+        assert header.source.endswith(build.fix_note(first)), f"{py.relative_to(ROOT)}: run ./course build"
+        assert header.source.count(build.FIX_MARK) == 1
+
+
+def test_the_fix_call_the_header_documents_prints_the_fix():
+    """What the header tells a student to type prints the level-2 fix as text; without fix=True it stays hidden."""
+    from course_utils.checks import check
+
+    call = re.search(r"`(print\(check\(.*?\)\))`", build.fix_note("exp")).group(1)
+    source = (
+        "import torch\nfrom torch.autograd import Function\n"
+        "class Exp(Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        ctx.save_for_backward(x)\n"
+        "        return x.exp()\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        "        (x,) = ctx.saved_tensors\n"
+        "        return grad_output * x\n"  # the input where the output belongs: a mistake with a fix
+    )
+    namespace: dict = {"__name__": "answer"}
+    exec(compile(source, "answer", "exec"), namespace)
+    namespace["check"] = check
+    import contextlib
+    import io
+
+    for wanted, code in ((True, call), (False, call.replace(", fix=True", ""))):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, namespace)
+        printed = out.getvalue()
+        assert "backward returned grad_output * x" in printed, printed
+        assert ("fix: save the output in forward" in printed) is wanted, printed
+
+
+def test_the_fix_note_is_refreshed_not_repeated():
+    nb = jupytext.read(ROOT / "solutions" / "03_exercises.py")
+    once = build.with_fix_note(nb).cells[0].source
+    assert build.with_fix_note(build.with_fix_note(nb)).cells[0].source == once
+
+
+NOTEBOOKS = [py.with_suffix(".ipynb") for py in SOURCES]
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS])
+def test_every_nbval_marker_is_one_nbval_honours(ipynb: Path):
+    """nbval compares a comment line as a whole: `# NBVAL_IGNORE_OUTPUT: why` is no marker, and the output it
+    was meant to excuse was compared (lesson 03 failed on an AVX-512 CPU). Every line naming a marker, and
+    every nbval tag, must be one nbval's own parser (the installed nbval) recognises."""
+    from nbval.plugin import find_comment_markers, metadata_tags
+
+    nb = nbformat.read(ipynb, as_version=4)
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        for line in cell.source.splitlines():
+            if re.search(r"NBVAL_|PYTEST_VALIDATE_", line):
+                assert list(find_comment_markers(line)), (
+                    f"{ipynb.name}, code cell {i}: {line.strip()!r} is not a marker nbval honours: put the marker "
+                    "alone on its line (`# NBVAL_IGNORE_OUTPUT`) and the reason on the next")
+        tags = [t for t in cell.metadata.get("tags", []) if t.startswith("nbval")]
+        assert all(t in metadata_tags for t in tags), f"{ipynb.name}, code cell {i}: unknown nbval tag in {tags}"

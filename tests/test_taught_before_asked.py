@@ -1,0 +1,247 @@
+"""An exercise asks only for what was shown before it: every API its reference answer uses is in an earlier text.
+
+The course is read in one order: lesson 00, lesson 01, exercises 01, lesson 02, exercises 02, ... (``COURSE``,
+built from the file names: the one place that order lives). For each exercise, the reference answer (the code
+between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` in ``solutions/NN_exercises.py``) is parsed, and every
+API it uses must appear in a text the student has seen by then: a lesson up to NN (code or markdown), the
+released exercise notebooks before it, and the exercise's own text and stub. "Uses" are
+
+* attribute accesses and method calls on a value: ``.mT``, ``.amax``, ``.new_zeros`` (written ``.name``);
+* functions of a module, by their full name: ``torch.linalg.vector_norm``, ``torch.randn_like``;
+* keyword arguments: ``retain_graph=``, ``keepdim=``, and with the method they go to where the method alone
+  does not say it (``clamp(max=)``: ``clamp(min=0)`` is ReLU, ``max=`` an upper bound).
+
+A tensor method and the torch function of the same name are one API (``x.exp()`` is ``torch.exp(x)``), and
+an attribute the answer itself assigns (``ctx.has_bias = ...``) is its own name, not an API.
+
+Techniques that no parser sees (a stable softmax, a safe denominator, Newton's iteration) are listed in
+``TECHNIQUES`` with the text that must show them before their exercise.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import jupytext
+import pytest
+import torch
+
+from conftest import ROOT
+from course_utils import build, release
+
+# Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an
+# entry when that change is merged; an entry that is no longer a gap fails, so this list never goes stale).
+KNOWN_GAPS: dict[str, set[str]] = {
+    "vocab_chunked_ce": {".gather", ".new_full", ".nonzero"},  # lesson 11: its own issue-41 branch
+}
+
+# name -> (exercise, a regex that the code of a lesson before it must match, what it teaches)
+TECHNIQUES: dict[str, tuple[str, str, str]] = {
+    "stable softmax": ("func_softmax", r"\.amax\(.*keepdim=True\)", "subtract the row maximum before exp"),
+    "safe denominator": ("row_norm_op", r"torch\.where\(\w+ == 0, torch\.ones_like",
+                         "replace a zero denominator so that 0/safe gives gradient 0"),
+    "Newton's iteration": ("lambert_w", r"Newton's method", "iterate w <- w - F(w) / F'(w) to a root"),
+}
+
+MODULES = {"torch": "torch", "math": "math", "np": "numpy", "numpy": "numpy", "F": "torch.nn.functional",
+           "tl": "triton.language", "triton": "triton"}
+# what Python itself teaches (str.format, list.append, dict.items, math.tanh...): not a course's API
+PYTHON_MODULES = ("math.",)
+PYTHON = {f".{name}" for t in (str, list, dict, tuple, set, int, float, bytes) for name in dir(t)
+          if not name.startswith("_") and not hasattr(torch.Tensor, name)}  # tensor.sort, .add, .split are the course's
+PYTHON_KEYWORDS = {"end=", "sep=", "file=", "key=", "reverse=", "strict=", "encoding="}
+
+
+@dataclass
+class Station:
+    """One step of the course: a lesson, or one exercise (its text, stub and check) of an exercise notebook."""
+
+    name: str
+    shown: set[str] = field(default_factory=set)  # what its text shows
+    code: str = ""  # all of its text, for TECHNIQUES
+    answer: set[str] = field(default_factory=set)  # what its reference answer uses (an exercise only)
+    grade_id: str = ""
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in MODULES:
+        return ".".join([MODULES[node.id], *reversed(parts)])
+    return None
+
+
+def _callee(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "?"
+
+
+def uses_in_code(source: str) -> set[str]:
+    """The APIs a piece of Python uses; an unparsable piece (a fragment in markdown) is read by pattern."""
+    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _uses_by_pattern(source)
+    found: set[str] = set()
+    inner = set()  # Attribute nodes inside a module's dotted name (torch.linalg in torch.linalg.norm)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inner:
+            name = _dotted(node)
+            if name is not None:
+                found.add(name)
+                value = node.value
+                while isinstance(value, ast.Attribute):
+                    inner.add(id(value))
+                    value = value.value
+            else:
+                found.add(f".{node.attr}")
+        elif isinstance(node, ast.Call):
+            found |= {_keyword(_callee(node.func), k.arg) for k in node.keywords if k.arg}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    stored = {f".{n.attr}" for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    return found - stored
+
+
+QUALIFIED = {"clamp", "clamp_", "clip"}  # methods whose keywords mean something of their own
+
+
+def _keyword(callee: str, keyword: str) -> str:
+    return f"{callee}({keyword}=)" if callee in QUALIFIED else f"{keyword}="
+
+
+def _uses_by_pattern(text: str) -> set[str]:
+    found = {f".{m}" for m in re.findall(r"(?<![\w.])\w*\.([A-Za-z_]\w*)", text)}
+    found |= set(re.findall(r"\b(?:torch|math|numpy)(?:\.\w+)+", text))
+    found |= {_keyword(f, k) for f, args in re.findall(r"(\w+)\(([^()]*)", text) for k in re.findall(r"(\w+)=", args)}
+    return found
+
+
+MD_CODE = re.compile(r"```(?:python)?\n(.*?)```|`([^`\n]+)`", re.S)
+
+
+def uses_in_cell(cell) -> set[str]:
+    if cell.cell_type == "code":
+        return uses_in_code(cell.source)
+    return set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(cell.source)))
+
+
+def _split_exercises(cells) -> list[tuple[str, list]]:
+    """(grade_id, its cells) for each check cell of an exercise notebook, in order (the text before a check
+    belongs to it; what follows the last check belongs to no exercise)."""
+    groups, current = [], []
+    for cell in cells:
+        current.append(cell)
+        match = release.CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
+        if match:
+            groups.append((match.group(1), current))
+            current = []
+    return groups
+
+
+def course() -> list[Station]:
+    """Every station in reading order: lesson NN, then each exercise of exercises/NN (the one order)."""
+    stations = []
+    for lesson in build.sources("notebooks"):
+        nb = jupytext.read(lesson)
+        stations.append(Station(f"lesson {lesson.name[:2]}", set().union(*map(uses_in_cell, nb.cells)),
+                                "\n".join(c.source for c in nb.cells)))
+        solution = ROOT / "solutions" / f"{lesson.name[:2]}_exercises.py"
+        if not solution.exists():
+            continue
+        released = _split_exercises(jupytext.read(ROOT / "exercises" / solution.name).cells)
+        answers = _split_exercises(jupytext.read(solution).cells)
+        assert [g for g, _ in released] == [g for g, _ in answers], f"exercises/{solution.name}: run ./course build"
+        for (gid, shown_cells), (_, answer_cells) in zip(released, answers):
+            answer = set().union(*(uses_in_code(c.source) for c in answer_cells
+                                   if c.cell_type == "code" and release.BEGIN in c.source))
+            stations.append(Station(f"exercise {gid} (exercises {lesson.name[:2]})",
+                                    set().union(*map(uses_in_cell, shown_cells)),
+                                    "\n".join(c.source for c in shown_cells), answer, gid))
+    return stations
+
+
+COURSE = course()
+
+
+def gaps(stations: list[Station]) -> dict[str, dict[str, str]]:
+    """exercise -> {use its answer makes before any text shows it: where it is first shown ('' if nowhere)}."""
+    first: dict[str, str] = {}
+    for s in stations:
+        for use in s.shown:
+            for alias in _aliases(use):
+                first.setdefault(alias, s.name)
+    found: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for s in stations:
+        seen |= s.shown
+        missing = {u for u in s.answer - PYTHON - PYTHON_KEYWORDS
+                   if not u.startswith(PYTHON_MODULES) and not any(a in seen for a in _aliases(u))}
+        if missing:
+            found[s.grade_id] = {use: first.get(use, "") for use in sorted(missing)}
+    return found
+
+
+def _aliases(use: str) -> set[str]:
+    """A use and its other spelling: ``.exp`` and ``torch.exp``."""
+    if use.startswith("torch.") and use.count(".") == 1:
+        return {use, use[5:]}
+    if use.startswith("."):
+        return {use, f"torch{use}"}
+    return {use}
+
+
+def describe(found: dict[str, dict[str, str]]) -> str:
+    return "; ".join(f"{gid} uses " + ", ".join(f"`{u}` ({w or 'shown nowhere'})" for u, w in uses.items())
+                     for gid, uses in found.items())
+
+
+def test_the_course_order_holds_every_exercise_of_every_notebook():
+    from course_utils.checks.registry import EXERCISES
+
+    assert sorted(s.grade_id for s in COURSE if s.grade_id) == sorted(EXERCISES)
+    assert all(s.answer for s in COURSE if s.grade_id), "an exercise without a reference answer"
+
+
+def test_every_api_a_reference_answer_uses_is_shown_before_its_exercise():
+    found = gaps(COURSE)
+    unexpected = {gid: {u: w for u, w in uses.items() if u not in KNOWN_GAPS.get(gid, set())}
+                  for gid, uses in found.items()}
+    unexpected = {gid: uses for gid, uses in unexpected.items() if uses}
+    assert not unexpected, ("asked before taught: " + describe(unexpected) + ". Show each in the lesson before "
+                            "its exercise, or write the reference answer with what was shown.")
+    stale = {gid: sorted(uses - set(found.get(gid, {}))) for gid, uses in KNOWN_GAPS.items()}
+    stale = {gid: uses for gid, uses in stale.items() if uses}
+    assert not stale, f"KNOWN_GAPS lists what is now taught in time, remove it: {stale}"
+
+
+@pytest.mark.parametrize("name", TECHNIQUES)
+def test_every_technique_is_taught_in_a_lesson_before_its_exercise(name: str):
+    grade_id, pattern, what = TECHNIQUES[name]
+    before = []
+    for s in COURSE:
+        if s.grade_id == grade_id:
+            break
+        if s.name.startswith("lesson"):
+            before.append(s)
+    else:
+        pytest.fail(f"TECHNIQUES names {grade_id!r}, which is no exercise of the course")
+    assert any(re.search(pattern, s.code) for s in before), (
+        f"{grade_id} needs '{what}' ({name}), which no lesson before it shows")
+
+
+def test_the_audit_finds_an_api_used_before_it_is_shown():
+    """The audit can fail: `.mT` first shown in lesson 09 but used in an exercise of lesson 04 is found."""
+    early = Station("lesson 04", {".mm"}, "", set())
+    exercise = Station("exercise x", set(), "", {".mm", ".mT", "torch.linalg.vector_norm", "clamp(max=)"}, "x")
+    later = Station("lesson 09", {".mT", "clamp(max=)"}, "", set())
+    assert gaps([early, exercise, later]) == {"x": {".mT": "lesson 09", "clamp(max=)": "lesson 09",
+                                                    "torch.linalg.vector_norm": ""}}
+    assert uses_in_code("y = torch.linalg.vector_norm(x, dim=-1).clamp(max=1) + x.mT.sum()") >= {
+        "torch.linalg.vector_norm", "dim=", ".clamp", "clamp(max=)", ".mT", ".sum"}
+    assert "torch.linalg" not in uses_in_code("torch.linalg.vector_norm(x)")
+    assert uses_in_cell(jupytext.reads("# %% [markdown]\n# use `x.amax(-1, keepdim=True)` and `.rsqrt()`\n",
+                                       fmt="py:percent").cells[0]) >= {".amax", "keepdim=", ".rsqrt"}
