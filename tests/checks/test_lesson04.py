@@ -138,3 +138,38 @@ class Linear(nn.Module):
 """
     result = checks.run_check("linear_module", ns_from(module))
     assert result.mistakes == ["module_init"] and "initialise the weight first, then the bias" in result.diagnosis
+
+
+# --------------------------------------------------------------------------- needs_input_grad: the dropped gradient's own work
+LINEAR_ND_BIAS_UNREDUCED = """
+class LinearND(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
+        out = input @ weight.t()
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight = ctx.saved_tensors
+        gi = g @ weight if ctx.needs_input_grad[0] else None
+        gw = g.reshape(-1, g.shape[-1]).t() @ input.reshape(-1, input.shape[-1]) if ctx.needs_input_grad[1] else None
+        gb = BIAS
+        return gi, gw, gb if ctx.has_bias and ctx.needs_input_grad[2] else None
+"""
+
+
+def test_returning_grad_output_itself_for_the_bias_is_no_wasted_work():
+    """Issue 41, item 1: grad_output (*, out) as the bias gradient costs nothing (autograd reduces it), so
+    forming it and dropping it for pattern (True, True, False) wastes nothing."""
+    result = checks.run_check("linear_nd", ns_from(LINEAR_ND_BIAS_UNREDUCED.replace("BIAS", "g")))
+    assert result.status == "passed", result.report()
+
+
+def test_a_bias_gradient_summed_and_then_dropped_is_wasted_work():
+    """The same answer, but the bias gradient is summed (real work) whether or not it is needed."""
+    source = LINEAR_ND_BIAS_UNREDUCED.replace("BIAS", "g.reshape(-1, g.shape[-1]).sum(0)")
+    result = checks.run_check("linear_nd", ns_from(source))
+    assert result.mistakes == ["ignores_needs_input_grad"], result.report()
+    assert "(True, True, False)" in result.diagnosis and "input 2 (`bias`)" in result.diagnosis
+    assert result.points == 4
