@@ -460,7 +460,7 @@ class LinearFunction(Function):
         gi, gw = g.mm(weight), g.t().mm(input)
         gb = None if bias is None else g.sum(0)
         need = ctx.needs_input_grad
-        return (gi if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
+        return (gi if need[0] else None), (gw if need[1] else None), (gb if bias is not None and need[2] else None)
 """
 
 
