@@ -114,6 +114,7 @@ class FunctionSpec:
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
     # inputs whose gradients are judged first, in dependency order (solve: g_A is built from g_b, so b comes first)
     grad_order: tuple[int, ...] = ()
+    backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
 
 
 def request(spec: FunctionSpec, seed: int) -> dict:
@@ -395,7 +396,9 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
               judge=lambda req, f: judge_forward(spec, req, f)),
-        Stage(name="backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", points=backward_points,
+        Stage(name=spec.backward_name or ("backward matches PyTorch's gradients (several shapes, float32/float64, "
+                                          "gradcheck)" if spec.gradcheck_args else "backward matches the reference "
+                                          "gradients (several shapes, float32/float64)"), points=backward_points,
               judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
