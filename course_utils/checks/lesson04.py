@@ -164,7 +164,7 @@ def _init_cause(seed: int, fan_in: int, w: object, b: object, ref_w: torch.Tenso
                                              "bound depends on")
         return "module_init", "the weight is right, the bias is not drawn like nn.Linear's"
     if isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6:
-        return "module_init", "weights exceed the bound 1/sqrt(in_features)"
+        return "module_init", "weights exceed the bound nn.Linear draws them within (it depends on in_features)"
     gen = torch.Generator().manual_seed(seed)  # the bias drawn before the weight: the same draws, the other order
     bias_first = torch.empty_like(ref_b)
     nn.init.uniform_(bias_first, -bound, bound, generator=gen)
