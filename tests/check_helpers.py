@@ -257,13 +257,17 @@ class LinearFunction(Function):
 
 # --------------------------------------------------------------------------- every verdict a test builds, read
 def leaks(result) -> list[str]:
-    """What the level-1 text of a check's ``result`` gives away: the solution's code or formulas (names and
-    spellings aside), or the expressions of its own fix (level 2, shown only on request)."""
-    if result.grade_id not in EXERCISE_NOTEBOOK or not result.diagnosis:
+    """What the level-1 text of a check's ``result`` (its diagnosis, and the remarks the verdict shows as notes)
+    gives away: the solution's code or formulas (names and spellings aside), or the expressions of its own fix
+    (level 2, shown only on request)."""
+    if result.grade_id not in EXERCISE_NOTEBOOK:
         return []
     failing = result.failing
-    return gives_away(result.grade_id, result.diagnosis) + repeats_fix(result.grade_id, result.diagnosis,
-                                                                        failing.fix if failing else None)
+    found = [p for text in result.flags for p in gives_away(result.grade_id, text)]
+    if result.diagnosis:
+        found += gives_away(result.grade_id, result.diagnosis)
+        found += repeats_fix(result.grade_id, result.diagnosis, failing.fix if failing else None)
+    return found
 
 
 @contextmanager
