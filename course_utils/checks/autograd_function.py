@@ -112,8 +112,7 @@ class FunctionSpec:
     # patterns whose gradients cost no less than all of them (solve: g_A needs g_b): only the Nones are checked
     same_work: tuple[tuple[bool, ...], ...] = ()
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
-    # inputs whose gradients are judged first, in dependency order (solve: g_A is built from g_b, so b comes first)
-    grad_order: tuple[int, ...] = ()
+    grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
 
 
@@ -351,11 +350,10 @@ def _count(record: dict, key: str) -> int:
     return n
 
 
-def _own_work(record: dict) -> list[int]:
-    own = record.get("own")
-    if not isinstance(own, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in own):
-        raise Malformed("own is not a list of counts")
-    return own
+def _counts(record: dict, key: str) -> list[int]:
+    if not isinstance(record.get(key), list):
+        raise Malformed(f"{key} is not a list of counts")
+    return [_count({key: n}, key) for n in record[key]]
 
 
 def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
@@ -378,7 +376,7 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
                               fix=f"compute it only when ctx.needs_input_grad[{i}] is True, and return None otherwise.")
         if tuple(pattern) in spec.same_work or not skipped:
             continue
-        ops, done, full, own = _count(got, "ops"), _count(got, "work"), _count(every, "work"), _own_work(every)
+        ops, done, full, own = _count(got, "ops"), _count(got, "work"), _count(every, "work"), _counts(every, "own")
         dropped = sum(own[i] for i in skipped if i < len(own))  # what forming those gradients alone costs
         if dropped and done >= full:  # none of it saved (a gradient that costs nothing, like grad_output, is not)
             names = ", ".join(describe_input(spec.arg_names, i) for i in skipped)
@@ -396,9 +394,8 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
               judge=lambda req, f: judge_forward(spec, req, f)),
-        Stage(name=spec.backward_name or ("backward matches PyTorch's gradients (several shapes, float32/float64, "
-                                          "gradcheck)" if spec.gradcheck_args else "backward matches the reference "
-                                          "gradients (several shapes, float32/float64)"), points=backward_points,
+        Stage(name=spec.backward_name or "backward matches PyTorch's gradients (several shapes, float32/float64"
+              + (", gradcheck)" if spec.gradcheck_args else ")"), points=backward_points,
               judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
