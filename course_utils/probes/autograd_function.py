@@ -131,12 +131,12 @@ def needs_input_grad(ns, req: dict) -> dict:
             y = call(f"{req['cls']}.forward", cls.apply, *args)
             if not isinstance(y, torch.Tensor) or y.grad_fn is None:
                 return {"computed": None}
+            g = grad_output(y.shape, y.dtype, 7, y.device)
             with torch.no_grad():
-                raw, ops, flow = recorded_flow(f"{req['cls']}.backward", y.grad_fn.apply,
-                                               grad_output(y.shape, y.dtype, 7, y.device))
+                raw, ops, flow = recorded_flow(f"{req['cls']}.backward", y.grad_fn.apply, g)
             raw = raw if isinstance(raw, tuple) else (raw,)
             return {"computed": [r is not None for r in raw], "ops": len(ops), "work": work(ops),
-                    "own": flow.own_work(list(raw))}
+                    "own": flow.own_work(list(raw), given=(g, *args))}
         out.append(attempt(one))
         if "$error" in out[-1]:
             break

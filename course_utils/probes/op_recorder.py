@@ -106,14 +106,17 @@ class FlowRecorder(Recorder):
                 todo.extend(self.sources[k])
         return seen
 
-    def own_work(self, results: list) -> list[int]:
+    def own_work(self, results: list, given: tuple = ()) -> list[int]:
         """Per result: the elements computed by ops behind it and behind no other result, views excluded: the
-        work that returning None for it saves (0 for grad_output itself, or a view of it)."""
+        work that returning None for it saves (0 for one of the ``given`` tensors, like grad_output, or a view of
+        one). A tensor no recorded op wrote and not given (made outside PyTorch's ops, e.g. from NumPy) counts its
+        size: its cost is unknown, so it is not taken to be free."""
         behind = [self.behind(r) for r in results]
         out = []
-        for i, mine in enumerate(behind):
+        for i, (r, mine) in enumerate(zip(results, behind)):
             shared = set().union(*(b for j, b in enumerate(behind) if j != i))
-            out.append(sum(int(self.ops[k][1]) for k in mine - shared if not self.free[k]))
+            unknown = isinstance(r, torch.Tensor) and id(r) not in self.producer and not any(r is t for t in given)
+            out.append(r.numel() if unknown else sum(int(self.ops[k][1]) for k in mine - shared if not self.free[k]))
         return out
 
 

@@ -524,7 +524,9 @@ def test_own_work_counts_what_only_one_result_needs():
         return g, shared @ w, (shared + 1).reshape(-1), g.t()
 
     results, _, flow = recorded_flow("backward", backward)
-    assert flow.own_work(list(results)) == [0, 8, 12, 0]
+    assert flow.own_work(list(results), given=(g,)) == [0, 8, 12, 0]
+    made_elsewhere = torch.from_numpy(g.numpy() * 2)  # no recorded op wrote it: its cost is unknown, not 0
+    assert flow.own_work([made_elsewhere], given=(g,)) == [12]
 
 
 def test_a_function_exercise_with_its_own_probes_remarks_autograd_too():
