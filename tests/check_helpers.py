@@ -2,6 +2,8 @@
 import ast
 import re
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import jupytext
@@ -54,11 +56,8 @@ def _squash(text: str) -> str:
     return re.sub(r"\s*([^\w\s])\s*", r"\1", re.sub(r"\s+", " ", text)).strip()
 
 
-@cache
-def solution_fragments(grade_id: str) -> frozenset[str]:
-    """The solution's code lines and expressions (spaces removed) that the task's own text does not show."""
-    nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py")
-    task = "".join(_squash(c.source) for c in nb.cells if c.cell_type == "markdown")
+def _solution_lines(nb, grade_id: str) -> list[str]:
+    """The code lines between the solution markers of ``grade_id``'s answer cell (comments left out)."""
     lines: list[str] = []
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") != f"{grade_id}_answer":
@@ -69,6 +68,15 @@ def solution_fragments(grade_id: str) -> frozenset[str]:
                 inside = line.strip() == BEGIN
             elif inside and line.strip() and not line.strip().startswith("#"):
                 lines.append(line.strip())
+    return lines
+
+
+@cache
+def solution_fragments(grade_id: str) -> frozenset[str]:
+    """The solution's code lines and expressions (spaces removed) that the task's own text does not show."""
+    nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py")
+    task = "".join(_squash(c.source) for c in nb.cells if c.cell_type == "markdown")
+    lines = _solution_lines(nb, grade_id)
     pieces = set(lines)
     for line in lines:
         try:
@@ -82,9 +90,138 @@ def solution_fragments(grade_id: str) -> frozenset[str]:
 
 
 def gives_away(grade_id: str, hint: str) -> list[str]:
-    """The solution fragments a hint contains."""
+    """The solution fragments a hint contains: as written (spaces aside), or a formula of the solution (at least
+    ``FORMULA`` nodes) with other names, another spelling of its calls (``x.expm1()``, ``torch.expm1(x)``) or
+    ``dim=`` left out."""
     text = _squash(hint)
-    return sorted(p for p in solution_fragments(grade_id) if p in text)
+    raw = sorted(p for p in solution_fragments(grade_id) if p in text)
+    return raw + sorted(canonical_solution(grade_id) & code_in(hint))
+
+
+def repeats_fix(grade_id: str, hint: str, fix: str | None) -> list[str]:
+    """The formulas of a mistake's fix (level 2) that its hint (level 1) already shows, the task's own aside."""
+    if not fix:
+        return []
+    return sorted((code_in(fix, size=FIX_FORMULA, top=True) & code_in(hint, size=FIX_FORMULA)) - task_code(grade_id))
+
+
+# --------------------------------------------------------------------------- formulas, whatever their names
+MODULES = {"torch", "F", "math", "np", "special", "linalg", "functional", "nn"}
+OPS = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare)
+NODES = (ast.Name, ast.Constant, ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare, ast.keyword, ast.Attribute,
+         ast.Subscript)
+FORMULA = 8  # nodes: a formula of the solution, not a name (``sum(t * y, -1, keepdim=True)`` has 9, ``a / b / b`` 5)
+FIX_FORMULA = 5  # nodes: a formula of the fix that the hint repeats (``1 / expm1(x)`` has 6)
+
+
+def _is_module(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id in MODULES) or (
+        isinstance(node, ast.Attribute) and node.attr in MODULES and _is_module(node.value))
+
+
+def canon(node: ast.AST) -> str:
+    """An expression with every variable named ``_``, ``torch.f(x)``, ``F.f(x)`` and ``x.f()`` all as ``f(_)``, and
+    ``dim=`` as a positional argument: the same formula under any names and spelling."""
+    if isinstance(node, ast.Name):
+        return "_"
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    if isinstance(node, ast.Attribute):
+        return node.attr if _is_module(node.value) else f"{canon(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        func, args = node.func, [canon(a) for a in node.args]
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+            if not _is_module(func.value):
+                args.insert(0, canon(func.value))
+        else:
+            name = func.id if isinstance(func, ast.Name) else canon(func)
+        args += [canon(k.value) for k in node.keywords if k.arg == "dim"]
+        args += sorted(f"{k.arg}={canon(k.value)}" for k in node.keywords if k.arg != "dim")
+        return f"{name}({','.join(args)})"
+    if isinstance(node, ast.BinOp):
+        return f"({canon(node.left)}{type(node.op).__name__}{canon(node.right)})"
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.operand, ast.Constant) and isinstance(node.op, ast.USub):
+            return f"-{node.operand.value!r}"  # -1 is a number, not an operation
+        return f"({type(node.op).__name__}{canon(node.operand)})"
+    if isinstance(node, ast.Compare):
+        return canon(node.left) + "".join(f"{type(o).__name__}{canon(c)}" for o, c in zip(node.ops, node.comparators))
+    if isinstance(node, ast.Subscript):
+        return f"{canon(node.value)}[{canon(node.slice)}]"
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return "(" + ",".join(canon(e) for e in node.elts) + ")"
+    return type(node).__name__
+
+
+def _is_op(node: ast.AST) -> bool:
+    return isinstance(node, OPS) and not (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
+
+
+def _derivative(node: ast.AST) -> bool:
+    """Prose math, not code: d(a/b)/db."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "d" for n in ast.walk(node))
+
+
+def _forms(tree: ast.AST, size: int, top: bool = False) -> set[str]:
+    """The canonical form of every operation in ``tree`` (or only the outermost, ``top``) of at least two
+    operations and ``size`` nodes: a formula, not a name."""
+    nodes = [tree.body] if top and isinstance(tree, ast.Expression) else list(ast.walk(tree))
+    return {canon(n) for n in nodes if _is_op(n) and sum(map(_is_op, ast.walk(n))) >= 2 and not _derivative(n)
+            and sum(isinstance(m, NODES) for m in ast.walk(n)) >= size}
+
+
+TOKEN = re.compile(r"[A-Za-z_][\w.]*|\d[\d.e]*|[()\[\]]|[-+*/@]")
+WINDOW = 40  # tokens: the longest formula a hint could quote
+
+
+@cache
+def _pieces(text: str) -> tuple[ast.Expression, ...]:
+    """The formulas quoted in ``text``, prose around them ignored: from each token, the longest stretch (within
+    ``WINDOW`` tokens) that parses as a Python expression with an operation in it."""
+    text = text.replace("`", " ")
+    spans = [(m.start(), m.end(), m.group()) for m in TOKEN.finditer(text)]
+    found = []
+    for i, (start, _, first) in enumerate(spans):
+        if not (first[0].isalnum() or first[0] in "_(-") or (first == "(" and start and text[start - 1].isalnum()):
+            continue  # "(" right after a name opens its arguments: the call starts at the name (d(a/b)/db is prose)
+        for j in range(min(len(spans), i + WINDOW) - 1, i, -1):
+            piece = text[start:spans[j][1]]
+            if piece.count("(") != piece.count(")") or not any(c in piece for c in "()*/+-@["):
+                continue
+            try:
+                found.append(ast.parse(piece.strip(), mode="eval"))
+            except (SyntaxError, ValueError):
+                continue
+            break
+    return tuple(found)
+
+
+@cache
+def code_in(text: str, size: int = FORMULA, top: bool = False) -> frozenset[str]:
+    """The canonical forms of the formulas quoted in ``text`` (``_forms``)."""
+    return frozenset().union(*(_forms(tree, size, top) for tree in _pieces(text)))
+
+
+@cache
+def task_code(grade_id: str) -> frozenset[str]:
+    """Every formula the task's own text (its markdown) shows, however small."""
+    nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py")
+    return frozenset().union(*(code_in(c.source, size=1) for c in nb.cells if c.cell_type == "markdown"))
+
+
+@cache
+def canonical_solution(grade_id: str) -> frozenset[str]:
+    """The canonical forms of the solution's formulas that the task's own text does not show."""
+    nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py")
+    forms: set[str] = set()
+    for line in _solution_lines(nb, grade_id):
+        try:
+            tree = ast.parse(line.removeprefix("return ").removeprefix("if ").rstrip(":"))
+        except SyntaxError:
+            continue
+        forms |= _forms(tree, FORMULA)
+    return frozenset(forms - task_code(grade_id))
 
 
 def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str]):
@@ -99,7 +236,7 @@ def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str]):
     assert result.status == "failed" and result.points < result.max_points
     assert grade_id in report and len(report) < 1200 and "Traceback" not in report
     assert not result.fix or result.fix not in result.report(), "the fix shows only on request"
-    leaked = gives_away(grade_id, result.diagnosis)
+    leaked = leaks(result)
     assert not leaked, f"{code}: the level-1 hint of {grade_id} holds the solution's {leaked} (move it to fix=...)"
     for phrase in phrases:
         assert phrase in report, f"{phrase!r} not in:\n{report}"
@@ -116,3 +253,41 @@ class LinearFunction(Function):
     def backward(ctx, g):
         return None, None, None
 """
+
+
+# --------------------------------------------------------------------------- every verdict a test builds, read
+def leaks(result) -> list[str]:
+    """What the level-1 text of a check's ``result`` (its diagnosis, and the remarks the verdict shows as notes)
+    gives away: the solution's code or formulas (names and spellings aside), or the expressions of its own fix
+    (level 2, shown only on request)."""
+    if result.grade_id not in EXERCISE_NOTEBOOK:
+        return []
+    failing = result.failing
+    found = [p for text in result.flags for p in gives_away(result.grade_id, text)]
+    if result.diagnosis:
+        found += gives_away(result.grade_id, result.diagnosis)
+        found += repeats_fix(result.grade_id, result.diagnosis, failing.fix if failing else None)
+    return found
+
+
+@contextmanager
+def no_give_away(monkeypatch) -> Iterator[list[str]]:
+    """While active, every result the check engine judges is read by ``leaks``; fails at the end if one leaked.
+
+    The BUGS tables reach one hint per mistake code, but hints are built at run time (a wrong tangent, a value at
+    the worst point, a crash's message) and differ per answer: so every answer any check test holds is read.
+    """
+    from course_utils.checks import engine
+
+    judge, seen = engine._judge, []
+
+    def judged(ex, request, facts):
+        result = judge(ex, request, facts)
+        found = leaks(result)
+        if found:
+            seen.append(f"{result.grade_id} ({', '.join(result.mistakes)}): {result.diagnosis!r} gives away {found}")
+        return result
+
+    monkeypatch.setattr(engine, "_judge", judged)
+    yield seen
+    assert not seen, "level-1 hints that give the answer away (move it to fix=...):\n" + "\n".join(seen)

@@ -112,6 +112,8 @@ class FunctionSpec:
     # patterns whose gradients cost no less than all of them (solve: g_A needs g_b): only the Nones are checked
     same_work: tuple[tuple[bool, ...], ...] = ()
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
+    grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
+    backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
 
 
 def request(spec: FunctionSpec, seed: int) -> dict:
@@ -234,7 +236,8 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
     wanted = [i for i in tensor_positions if args[i].requires_grad]
     want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True, retain_graph=True)
     ones: list[torch.Tensor | None] = []  # the gradients for grad_output = 1: what a backward without it returns
-    for i, want_g in zip(wanted, want_grads):
+    first = {i: k for k, i in enumerate(spec.grad_order)}  # the first wrong gradient named is the one the others use
+    for i, want_g in sorted(zip(wanted, want_grads), key=lambda pair: first.get(pair[0], len(first))):
         got_g, what = raw[i], describe_input(names, i)
         want_g = torch.zeros_like(args[i]) if want_g is None else want_g
         if got_g is None:
@@ -347,9 +350,16 @@ def _count(record: dict, key: str) -> int:
     return n
 
 
+def _counts(record: dict, key: str) -> list[int]:
+    if not isinstance(record.get(key), list):
+        raise Malformed(f"{key} is not a list of counts")
+    return [_count({key: n}, key) for n in record[key]]
+
+
 def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """Per requires_grad pattern: None for every input that needs no gradient, and less work than with all of
-    them (the ops backward ran, seen below autograd): a gradient computed and dropped costs the same."""
+    them (the ops backward ran, seen below autograd) wherever the dropped gradients cost work of their own: a
+    gradient computed and dropped costs the same, one that costs nothing to form (grad_output itself) saves nothing."""
     base, gid = req["cases"][0]["args"], spec.grade_id
     every = unwrap(facts["every"])
     for pattern, got in zip(req["patterns"], facts["patterns"]):
@@ -366,13 +376,15 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
                               fix=f"compute it only when ctx.needs_input_grad[{i}] is True, and return None otherwise.")
         if tuple(pattern) in spec.same_work or not skipped:
             continue
-        ops, done, full = _count(got, "ops"), _count(got, "work"), _count(every, "work")
-        if done >= full:
+        ops, done, full, own = _count(got, "ops"), _count(got, "work"), _count(every, "work"), _counts(every, "own")
+        dropped = sum(own[i] for i in skipped if i < len(own))  # what forming those gradients alone costs
+        if dropped and done >= full:  # none of it saved (a gradient that costs nothing, like grad_output, is not)
             names = ", ".join(describe_input(spec.arg_names, i) for i in skipped)
             raise Mistake("ignores_needs_input_grad", f"{gid}: with requires_grad pattern {tuple(pattern)} backward "
                           f"returned None for {names} but did as much work as when every input needs a gradient "
-                          f"({ops} operations, {done} elements produced): it still computes that gradient and drops "
-                          "it.", fix=f"guard the computation itself with ctx.needs_input_grad[{skipped[0]}].")
+                          f"({ops} operations, {done} elements produced, {dropped} of them forming that gradient "
+                          "alone): it still computes that gradient and drops it.",
+                          fix=f"guard the computation itself with ctx.needs_input_grad[{skipped[0]}].")
     if len(facts["patterns"]) != len(req["patterns"]):
         raise Malformed("missing patterns")
 
@@ -382,7 +394,8 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
               judge=lambda req, f: judge_forward(spec, req, f)),
-        Stage(name="backward matches PyTorch's gradients (several shapes, float32/float64, gradcheck)", points=backward_points,
+        Stage(name=spec.backward_name or "backward matches PyTorch's gradients (several shapes, float32/float64"
+              + (", gradcheck)" if spec.gradcheck_args else ")"), points=backward_points,
               judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:

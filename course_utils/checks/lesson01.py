@@ -49,9 +49,11 @@ def _request(seed: int) -> dict:
     return perturbed(seed, PROBES)
 
 
-def judge_values(facts: dict, api: list, grade_id: str, missing_hint: str,
-                 diagnose: Callable[[str, float], Mistake | None] | None = None) -> list[str]:
-    """Compare each reported value with ``api``'s; ``diagnose(label, value)`` may name a likely cause."""
+def judge_values(facts: dict, api: list, grade_id: str, missing_hint: Callable[[str], str],
+                 diagnose: Callable[[str, float], Mistake | None] | None = None,
+                 on_error: Callable[[str, str], Mistake | None] | None = None) -> list[str]:
+    """Compare each reported value with ``api``'s; ``diagnose(label, value)`` may name a likely cause of a wrong
+    value, ``on_error(label, error)`` of a failure; ``missing_hint(label)`` says what that one expression needs."""
     flags = []
     if "Tensor" in facts["data_type"]:
         flags.append(f"{grade_id}: Scalar wraps torch tensors (legal, but the exercise asks for plain numbers)")
@@ -63,7 +65,10 @@ def judge_values(facts: dict, api: list, grade_id: str, missing_hint: str,
             if got["$error"].get("code") != "raised":
                 unwrap(got)
             hint = str(got["$error"]["hint"]).split(": ", 1)[-1][:300]
-            raise Mistake("scalar_api", f"{grade_id}: {label} failed: {hint} ({missing_hint}).")
+            mistake = on_error(label, hint) if on_error else None
+            if mistake is not None:
+                raise mistake
+            raise Mistake("scalar_api", f"{grade_id}: {label} failed: {hint} ({missing_hint(label)}).")
         value = got["data"]
         if not got["is_scalar"] or type(value) not in (int, float) or not math.isclose(value, want, rel_tol=1e-12):
             mistake = diagnose(label, value) if diagnose and got["is_scalar"] and type(value) in (int, float) else None
@@ -77,9 +82,20 @@ def judge_values(facts: dict, api: list, grade_id: str, missing_hint: str,
     return flags
 
 
+def _needs(label: str) -> str:
+    """What the one failing expression of scalar_engine's API needs, and nothing about the others."""
+    if label.startswith(("1 +", "4 *")):
+        return "a number on the left of + or * needs __radd__ / __rmul__"
+    if label.endswith(("+ 1", "* 4")):
+        return "a number on the right of + or * must be wrapped in a Scalar"
+    if label.endswith((".sin()", ".exp()")):
+        name = label.rsplit(".", 1)[-1].removesuffix("()")
+        return f"Scalar needs a {name}() method that returns a new Scalar with its local derivative"
+    return "+ and * between two Scalars need __add__ and __mul__"
+
+
 def _judge_api(req, facts):
-    return judge_values(facts, API, "scalar_engine", "numbers on the left need __radd__ / __rmul__; on the right, "
-                        "wrap them in a Scalar")
+    return judge_values(facts, API, "scalar_engine", _needs)
 
 
 def torch_grads(build: Callable, values: list) -> list[float]:

@@ -20,9 +20,11 @@ catalogue({
     "scalar_div_denominator": "the local derivative of a quotient with respect to its denominator is wrong",
     "scalar_tanh_input": "tanh's local derivative uses the input (1 - x**2) instead of the output (1 - tanh(x)**2)",
     "scalar_pow_at_zero": "the power rule is written so that it fails at x = 0 (e.g. p * x**p / x divides by zero)",
+    "scalar_tanh_overflow": "tanh fails or gives nan for a large |x| (math.exp(2 * x) overflows above x = 354)",
 })
 
-API = list(zip(OPS_API, [2.0, 1.5, 1.5, 8.0, 2.0, math.exp(0.5), math.tanh(0.5)]))  # ((label, build), value)
+API = list(zip(OPS_API, [2.0, 1.5, 1.5, 8.0, 2.0, math.exp(0.5), math.tanh(0.5), 1.0, -1.0]))  # ((label, build), value)
+LARGE_TANH = {label for label, _ in OPS_API[-2:]}  # tanh(±800): exact ±1, yet exp(±800) overflows
 
 
 INPUTS = [(1.3, -0.7), (1.3,), (0.8,), (1.2,), (1.7,), (0.0,), (-1.3,), (0.7,), (0.4,), (1.1,), (0.9, 1.6),
@@ -44,7 +46,32 @@ def _request(seed: int) -> dict:
     return perturbed(seed, PROBES)
 
 
+def _tanh_overflow(label: str, what: str) -> Mistake:
+    return Mistake("scalar_tanh_overflow", f"{GID}: {label} {what}, though tanh is exactly ±1 there: an intermediate "
+                   "of the formula overflows (math.exp of a number above about 709 is too large for a float, and "
+                   "math.exp raises OverflowError). Write tanh so that no step overflows for any x.",
+                   fix="use math.tanh(x), or exp(-2 * abs(x)), which never overflows: "
+                   "tanh(x) = sign(x) * (1 - e) / (1 + e) with e = exp(-2 |x|).")
+
+
+def _api_error(label: str, error: str) -> Mistake | None:
+    return _tanh_overflow(label, f"failed ({error})") if label in LARGE_TANH else None
+
+
+def _needs(label: str) -> str:
+    """What the one failing expression of scalar_ops's API needs."""
+    if label.startswith("3 /"):
+        return "`number / a` needs __rtruediv__"
+    if "**" in label:
+        return "`a ** p` needs __pow__"
+    if "/" in label:
+        return "`a / b` needs __truediv__"
+    return f"Scalar needs a {label.rsplit('.', 1)[-1].split('(')[0]}() method"
+
+
 def _diagnose_value(label: str, value: float) -> Mistake | None:
+    if label in LARGE_TANH:
+        return _tanh_overflow(label, f"gives {value}")
     if label == "3 / Scalar(2)" and math.isclose(value, 2 / 3):
         return Mistake("scalar_reflected_order", f"{GID}: 3 / Scalar(2) gives {value:.6g} = 2 / 3: the operands of the "
                        "reflected division are swapped (unlike + and *, / is not commutative).",
@@ -53,8 +80,7 @@ def _diagnose_value(label: str, value: float) -> Mistake | None:
 
 
 def _judge_api(req, facts):
-    return judge_values(facts, API, GID, "`a / b` needs __truediv__, `number / a` needs __rtruediv__, `a ** p` needs "
-                        "__pow__", _diagnose_value)
+    return judge_values(facts, API, GID, _needs, _diagnose_value, _api_error)
 
 
 def _judge_backward(req, facts):

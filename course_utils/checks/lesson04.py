@@ -33,6 +33,7 @@ catalogue({
     "module_init": "the module is not initialised like nn.Linear",
     "module_not_using_function": "the module does not call LinearFunction",
     "module_repr": "extra_repr does not describe the layer",
+    "bias_not_optional": "LinearFunction.apply(input, weight) without a bias fails: forward's bias has no default",
 })
 
 
@@ -44,10 +45,38 @@ def _cases(base: int):
         ([t((5, 3), base + 34), t((3, 3), base + 35), t((3,), base + 36)], "a square weight (3, 3)"),
         ([t((1, 4), base + 37), t((3, 4), base + 38), t((3,), base + 39)], "a batch of one"),
         ([t((4, 3), base + 40), t((2, 3), base + 41), value_arg(None)], "bias=None"),
+        ([t((3, 3), base + 51), t((4, 3), base + 52)], NO_BIAS),
         ([t((6, 2), base + 42, torch.float32), t((5, 2), base + 43, torch.float32), t((5,), base + 44, torch.float32)],
          "float32 inputs"),
         ([t((3, 4), base + 45, layout="t"), t((2, 4), base + 46, layout="t"), t((2,), base + 47)], "non-contiguous inputs"),
     ]
+
+
+NO_BIAS = "apply(input, weight) with no bias argument"
+
+
+def _bias_optional(judge: Judge) -> Judge:
+    """Wrap a stage's judge: a crash on the call without a bias is named as a bias that is not optional."""
+    def wrapped(req: dict, facts: object):
+        try:
+            return judge(req, facts)
+        except Mistake as m:
+            cases = facts.get("cases") if isinstance(facts, dict) else None
+            k = next((k for k, c in enumerate(cases) if isinstance(c, dict) and "$error" in c), None) \
+                if m.code == "raised" and isinstance(cases, list) else None
+            if k is None or k >= len(req["cases"]) or req["cases"][k]["label"] != NO_BIAS:
+                raise
+            error = re.sub(r" \(in \w+, line \d+ of your cell\)", "", m.hint).rstrip(".")  # torch's frame, not theirs
+            if ".backward raised" in m.hint:
+                error = f"{m.hint.rstrip('.')}. With two arguments, ctx.needs_input_grad has two entries and there is no bias"
+                fix = "test `bias is not None` before reading ctx.needs_input_grad[2]."
+            else:
+                fix = ("give bias a default in forward's signature: forward(ctx, input, weight, bias=None), or "
+                       "forward(input, weight, bias=None) with setup_context (its inputs then hold the None).")
+            raise Mistake("bias_not_optional", f"linear_function: LinearFunction.apply(input, weight), with no bias "
+                          f"argument (as nn.Linear(..., bias=False) calls it), failed: {error}. The task makes bias "
+                          "optional, so forward and backward must work for a call without it.", fix=fix) from None
+    return wrapped
 
 
 def _diagnose(i, got, want, args, g):
@@ -135,7 +164,7 @@ def _init_cause(seed: int, fan_in: int, w: object, b: object, ref_w: torch.Tenso
                                              "bound depends on")
         return "module_init", "the weight is right, the bias is not drawn like nn.Linear's"
     if isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6:
-        return "module_init", "weights exceed the bound 1/sqrt(in_features)"
+        return "module_init", "weights exceed the bound nn.Linear draws them within (it depends on in_features)"
     gen = torch.Generator().manual_seed(seed)  # the bias drawn before the weight: the same draws, the other order
     bias_first = torch.empty_like(ref_b)
     nn.init.uniform_(bias_first, -bound, bound, generator=gen)
@@ -193,8 +222,15 @@ LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=
     Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, judge=_judge_forward),
 ), request=_module_request)
 
-EXERCISES = [function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2,
-                               needs_input_grad_points=1), LINEAR_MODULE]
+def _linear_exercise() -> Exercise:
+    ex = function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2,
+                           needs_input_grad_points=1)
+    forward, backward, *rest = ex.stages
+    return replace(ex, stages=(replace(forward, judge=_bias_optional(forward.judge)),
+                               replace(backward, judge=_bias_optional(backward.judge)), *rest))
+
+
+EXERCISES = [_linear_exercise(), LINEAR_MODULE]
 
 
 # --------------------------------------------------------------------------- linear_nd (transfer)

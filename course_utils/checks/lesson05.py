@@ -118,7 +118,10 @@ def _clip_diagnose(i, got, want, args, g):
 CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=_ClipReference.apply,
                          cases=_clip_cases,
                          describe="x unchanged (gradient clipped in backward)", diagnose=_clip_diagnose,
-                         also_correct=(_ClipReferenceEps.apply,))
+                         also_correct=(_ClipReferenceEps.apply,),
+                         # not "gradcheck": the exercise says gradcheck fails, as it must for a clipped gradient
+                         backward_name="backward returns grad_output clipped to norm max_norm, the whole tensor's norm "
+                         "(several shapes, float32/float64)")
 EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2),
                          request=_clip_request))
 

@@ -105,6 +105,8 @@ EXERCISES = [TANH_TWICE]
 catalogue({
     "normalize_projection": "Normalize's backward drops the projection term: g / norm instead of (g - y (g.y)) / norm",
     "normalize_gradgrad": "Normalize's backward cannot be differentiated again (it uses a saved intermediate)",
+    "normalize_sum_not_per_row": "Normalize's backward sums g * y over the whole tensor (or the wrong dimension), "
+                                 "not per row",
 })
 
 
@@ -127,6 +129,18 @@ def _normalize_diagnose(i, got, want, args, g):
         return Mistake("normalize_projection", "normalize_fix: backward returns grad_output / norm, the third bug: "
                        "y = x / ||x|| also changes through the norm, which moves with x, and that term is missing.",
                        fix="the VJP subtracts the part of g along y: (g - y * (g * y).sum(-1, keepdim=True)) / norm.")
+    if got.shape == want.shape and x.dim() >= 2:
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        y, g = x / norm, g.to(x.dtype)
+        sums = [("over the whole tensor", (g * y).sum())]
+        sums += [(f"over dimension {d} instead of the last one", (g * y).sum(d, keepdim=True)) for d in range(x.dim() - 1)]
+        for how, dot in sums:
+            if close(got, (g - y * dot) / norm, want.dtype):
+                return Mistake("normalize_sum_not_per_row", f"normalize_fix: the gradient for input 0 (`x`) is wrong "
+                               f"for x of shape {tuple(x.shape)} (right for a single row): the dot product g . y is "
+                               f"summed {how}, which mixes rows. Each row is scaled by its own norm, so its projection "
+                               "term may only use that row's entries.",
+                               fix="sum over the last dimension, keeping it: (grad_output * y).sum(-1, keepdim=True).")
     return None
 
 

@@ -225,20 +225,23 @@ def _judge_forward_mode(req: dict, facts: dict) -> None:
 
 
 def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tensor) -> Mistake:
+    """A wrong tangent: what it is (level 1), the JVP's formula only as the fix (the exercise asks to derive it)."""
     head = f"{GID}: {name} gives the wrong tangent"
+    fix = "jvp returns y * (t - (t * y).sum(-1, keepdim=True)) with t = x_tangent and y the saved output."
     if got is None:
-        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.")
+        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.", fix=fix)
     if close(got, tangent * y * (1 - y), torch.float64):
-        cause = ("it is t * y * (1 - y), the diagonal of the Jacobian only; subtract the row sum: "
-                 "y * (t - (t * y).sum(-1, keepdim=True))")
+        cause = ("it is t * y * (1 - y), the diagonal of the Jacobian only; every output of a row depends on every "
+                 "input of that row, so the off-diagonal terms (a sum over the row) are missing")
     elif close(got, tangent, torch.float64):
         cause = "it is x_tangent unchanged; push it through softmax's Jacobian, written with the saved output y"
     elif close(got, y, torch.float64):
         cause = "it is the saved output y itself; jvp returns the Jacobian times x_tangent"
     else:
         err = fmt(max_err(got, softmax_vjp(y, tangent))) if isinstance(got, torch.Tensor) and got.shape == y.shape else "?"
-        cause = f"largest error {err}; the tangent is y * (t - (t * y).sum(-1, keepdim=True))"
-    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).")
+        cause = (f"largest error {err}; the tangent is softmax's Jacobian (written with the saved output y) times "
+                 "x_tangent, row by row: re-derive it")
+    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).", fix=fix)
 
 
 FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(

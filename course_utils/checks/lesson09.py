@@ -121,7 +121,7 @@ def _judge_wide(req: dict, facts: dict) -> None:
             at, value, right = x[k].item(), out[k].item(), want[k].item()
             head = (f"log1mexp: the {what} for {NAME[dtype]} x = {at:.3g} is {value:.6g}, log(1 - exp(-x)) = "
                     if key == "out" else f"log1mexp: the {what} for {NAME[dtype]} x = {at:.3g} is {value:.6g}, "
-                    "1 / expm1(x) = ")
+                    "the exact derivative there is ")  # its stable form (the fix) is level 2
             head += f"{right:.6g} (relative error allowed {RTOL[dtype]:g})"
             if key == "grad":
                 end = "near 0 (a difference of nearly equal numbers)" if at < 1 else "for large x (an overflow or a " \

@@ -31,6 +31,7 @@ catalogue({
     "solve_ignores_saved_factors": "Solve's backward does not solve with the LU factors saved in forward "
                                    "(it solves with A again some other way, NumPy included)",
     "solve_1d_b": "Solve fails for a 1-D b: lu_solve wants b as a matrix (n, k)",
+    "solve_grad_b_untransposed": "Solve's gradient for b solves A y = grad_output instead of A^T y = grad_output",
 })
 
 
@@ -125,9 +126,17 @@ def _solve_cases(base: int):
 
 
 def _solve_diagnose(i, got, want, args, g):
-    if i != 0 or got.shape != want.shape:
+    if got.shape != want.shape:
         return None
     A, b = args[0].detach(), args[1].detach()
+    if i == 1:
+        if close(got, torch.linalg.solve(A, g.to(A.dtype)), want.dtype):
+            return Mistake("solve_grad_b_untransposed", "solve: the gradient for b (input 1) is A^-1 grad_output, "
+                           "a solve with A itself; the vector-Jacobian product of x = A^-1 b multiplies grad_output "
+                           "by the transpose of the Jacobian A^-1, and A is not symmetric. (The gradient for A is "
+                           "built from this one, so it is wrong too.)",
+                           fix="solve A^T g_b = grad_output: torch.linalg.lu_solve(LU, pivots, grad, adjoint=True).")
+        return None
     x = torch.linalg.solve(A, b)
     gb = torch.linalg.solve(A.mT, g.to(A.dtype))
     if close(got, gb.reshape(len(A), -1) @ x.reshape(len(A), -1).mT, want.dtype):
@@ -142,7 +151,8 @@ def _solve_diagnose(i, got, want, args, g):
 SOLVE = FunctionSpec(grade_id="solve", cls_name="Solve", arg_names=("A", "b"), reference=torch.linalg.solve, cases=_solve_cases,
                      describe="x = A^-1 b", diagnose=_solve_diagnose,
                      gradcheck_args=lambda base: [_matrix(3, base + 59), tensor_arg((3, 2), base + 60)],
-                     patterns=((True, False), (False, True)), same_work=((True, False),))  # g_A needs g_b
+                     patterns=((True, False), (False, True)), same_work=((True, False),),  # g_A needs g_b
+                     grad_order=(1, 0))  # so a wrong g_b is named before the g_A built from it
 FACTORISE = {"linalg_lu_factor_ex", "linalg_lu_factor", "linalg_lu", "_lu_with_info", "lu", "linalg_cholesky_ex",
              "linalg_qr", "_linalg_svd", "linalg_eig", "linalg_eigh", "_linalg_eigh"}
 INVERT = {"linalg_inv_ex", "linalg_inv", "inverse", "_linalg_solve_ex", "linalg_solve", "linalg_solve_ex",

@@ -69,6 +69,8 @@ OPS_API: list[tuple[str, Callable]] = [
     ("Scalar(4) ** 0.5", lambda S: S(4.0) ** 0.5),
     ("Scalar(0.5).exp()", lambda S: S(0.5).exp()),
     ("Scalar(0.5).tanh()", lambda S: S(0.5).tanh()),
+    ("Scalar(800).tanh()", lambda S: S(800.0).tanh()),
+    ("Scalar(-800).tanh()", lambda S: S(-800.0).tanh()),
 ]
 OPS_EXPRESSIONS: list[tuple[str, Callable]] = [  # (label, build(values)): with Scalars or tensors
     ("x / y", lambda v: v[0] / v[1]),

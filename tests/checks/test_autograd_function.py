@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
 from course_utils import checks
@@ -460,7 +461,7 @@ class LinearFunction(Function):
         gi, gw = g.mm(weight), g.t().mm(input)
         gb = None if bias is None else g.sum(0)
         need = ctx.needs_input_grad
-        return (gi if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
+        return (gi if need[0] else None), (gw if need[1] else None), (gb if bias is not None and need[2] else None)
 """
 
 
@@ -499,6 +500,33 @@ def test_needs_input_grad_facts_must_be_counts():
     facts["stages"][2]["every"]["work"] = "a lot"
     result = checks.judge(ex, request, facts)
     assert result.mistakes == ["malformed_result"] and result.points == 0
+
+
+def test_the_own_work_record_must_be_counts_too():
+    """A missing or forged record of each gradient's own work fails closed: 0 points, never a pass."""
+    ex = checks.EXERCISES["linear_function"]
+    request = ex.request(0)
+    for forged in (None, "none", [1, -2, 3], [True, 0, 0]):
+        facts = checks.probe(ex, ns_from(LINEAR_COMPUTES_ALL), request)
+        facts["stages"][2]["every"]["own"] = forged
+        result = checks.judge(ex, request, facts)
+        assert result.mistakes == ["malformed_result"] and result.points == 0, forged
+
+
+def test_own_work_counts_what_only_one_result_needs():
+    """grad_output returned as it is costs nothing; a view is free; work two results share is neither's own."""
+    from course_utils.probes.op_recorder import recorded_flow
+
+    g, w = torch.ones(4, 3), torch.ones(3, 2)
+
+    def backward():
+        shared = g * 2  # 12 elements, behind both results below
+        return g, shared @ w, (shared + 1).reshape(-1), g.t()
+
+    results, _, flow = recorded_flow("backward", backward)
+    assert flow.own_work(list(results), given=(g,)) == [0, 8, 12, 0]
+    made_elsewhere = torch.from_numpy(g.numpy() * 2)  # no recorded op wrote it: its cost is unknown, not 0
+    assert flow.own_work([made_elsewhere], given=(g,)) == [12]
 
 
 def test_a_function_exercise_with_its_own_probes_remarks_autograd_too():

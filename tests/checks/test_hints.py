@@ -1,6 +1,9 @@
 """Two levels of help over the whole hint catalogue (issue 32).
 
-Every hint the checks can give is reached through the catalogue's tests: ``BUGS`` in
+Every hint the checks build at run time is read: tests/conftest.py wraps the engine's judge for every test in
+tests/checks, so each verdict any test's answer gets goes through ``check_helpers.leaks`` (issue 41, item 5):
+the solution's formulas under any names and spellings, and the hint repeating its own fix, fail the test.
+Each mistake code is reached through the catalogue's tests: ``BUGS`` in
 tests/checks/test_autograd_function.py and in every test_lessonNN.py maps each mistake code to a wrong
 answer, and ``check_helpers.assert_diagnosed`` (which each of them calls) fails when the level-1 hint
 holds a code line or an expression of the reference solution (spaces ignored; what the task's own text
@@ -12,9 +15,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from check_helpers import assert_diagnosed, gives_away, solution_fragments
+from check_helpers import assert_diagnosed, code_in, gives_away, ns_from, repeats_fix, solution_fragments
 
 from course_utils import checks
+from course_utils.checks import engine
 
 
 def test_the_detector_catches_the_solutions_code_whatever_the_spaces():
@@ -43,3 +47,70 @@ def test_the_fix_is_kept_apart_from_the_diagnosis():
     mistake = checks.Mistake("swapped_gradients", "the gradients look swapped", fix="return grad_output * b")
     assert (mistake.hint, mistake.fix) == ("the gradients look swapped", "return grad_output * b")
     assert checks.Mistake("swapped_gradients", "the gradients look swapped").fix is None  # Mistake(code, hint) still
+
+
+# --------------------------------------------------------------------------- issue 41, item 5: formulas, whatever their names
+def test_a_formula_of_the_solution_is_caught_under_other_names_and_spellings():
+    """func_softmax's solution writes (y * x_tangent).sum(dim=-1, keepdim=True); a hint with t for the tangent
+    and no dim= gives the same formula away."""
+    hint = "the tangent is y * (t - (t * y).sum(-1, keepdim=True))"
+    assert gives_away("func_softmax", hint)
+    assert gives_away("func_softmax", "use torch.sum(t * y, dim=-1, keepdim=True)")
+    assert not gives_away("func_softmax", "it is t * y * (1 - y), the diagonal of the Jacobian only")
+
+
+def test_a_hint_that_repeats_its_own_fix_is_caught():
+    """log1mexp's solution writes grad_output / x.expm1(); the hint printed 1 / expm1(x), its fix's formula."""
+    fix = "1 / torch.expm1(x) (equal to exp(-x) / (1 - exp(-x))) is accurate at both ends."
+    assert repeats_fix("log1mexp", "the gradient is 0, 1 / expm1(x) = 1e+20", fix) == ["(1Divexpm1(_))"]
+    assert not repeats_fix("log1mexp", "the gradient is 0, the exact derivative there is 1e+20", fix)
+    assert not repeats_fix("log1mexp", "1 - exp(-x) cancels", "use -expm1(-x) for 1 - exp(-x)")  # the task's own
+
+
+def test_prose_math_is_not_code():
+    assert not code_in("re-derive d(a/b)/db", size=1) and not code_in("the power of b in d(a / b)/db", size=1)
+
+
+def test_every_verdict_judged_in_a_check_test_is_read():
+    """The guard is on in this very test: a hint built at run time that gives the answer away fails it."""
+    assert engine._judge.__name__ == "judged"
+
+
+def test_the_wrong_tangent_and_the_log1mexp_gradient_are_named_without_their_formulas():
+    """Issue 41, item 5: both hints gave the answer at level 1; the formula is the fix, on request."""
+    tangent = """
+class FuncSoftmax(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return y * (g - (g * y).sum(-1, keepdim=True))
+    @staticmethod
+    def jvp(ctx, t):
+        y, = ctx.saved_tensors
+        return y * (t - (t * y).sum(-1, keepdim=True)) * 1.5
+"""
+    result = checks.run_check("func_softmax", ns_from(tangent))
+    assert result.mistakes == ["jvp_wrong_tangent"] and "keepdim" not in result.diagnosis, result.report()
+    assert "keepdim" in result.report(fix=True)
+    log1mexp = """
+class Log1mExp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x < 0.6931, torch.log(-torch.expm1(-x)), torch.log1p(-torch.exp(-x)))
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.exp(-x) / (1 - torch.exp(-x))
+"""
+    result = checks.run_check("log1mexp", ns_from(log1mexp))
+    assert result.mistakes == ["log1mexp_gradient"] and "expm1" not in result.diagnosis, result.report()

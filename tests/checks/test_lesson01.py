@@ -106,6 +106,13 @@ def ops_source(div_b="-self.data / other.data ** 2", pow_local="p * self.data **
         "TANH_LOCAL", tanh) + extra
 
 
+TANH_VIA_EXP = """
+    def tanh(self):
+        e = math.exp(2 * self.data)
+        t = (e - 1) / (e + 1)
+        return Scalar(t, ((self, 1.0 - t * t),))
+"""
+
 BUGS = {
     "scalar_exponential": ("scalar_engine", scalar_source(backward=NAIVE_BACKWARD),
                            ["25 doubling layers", "more than 1000 times", "every path", "reverse topological order"]),
@@ -113,6 +120,9 @@ BUGS = {
                                ["3 / Scalar(2) gives 0.666667", "__rtruediv__", "not commutative"]),
     "scalar_div_denominator": ("scalar_ops", ops_source(div_b="self.data / other.data ** 2"),
                                ["x / y at (1.3, -0.7)", "denominator b is wrong", "d(a / b)/db = -a / b ** 2"]),
+    # issue 41, item 4: exact for small x, OverflowError above x = 354
+    "scalar_tanh_overflow": ("scalar_ops", ops_source(extra=TANH_VIA_EXP),
+                             ["Scalar(800).tanh() failed", "OverflowError", "overflows", "exp(-2 * abs(x))"]),
     "scalar_tanh_input": ("scalar_ops", ops_source(tanh="1.0 - self.data ** 2"),
                           ["x.tanh() at 0.4", "written with its output", "math.tanh(x), the output"]),
 }
@@ -197,3 +207,43 @@ def test_power_rule_through_exp_and_log_fails_at_zero_and_negative_x():
 def test_power_rule_with_an_explicit_zero_case_passes():
     source = ops_source(pow_local="(p * self.data ** p / self.data if self.data != 0 else p * 0.0 ** (p - 1))")
     assert checks.run_check("scalar_ops", ns_from(source)).status == "passed"
+
+
+@pytest.mark.parametrize("tanh", [
+    "(math.exp(self.data) - math.exp(-self.data)) / (math.exp(self.data) + math.exp(-self.data))",
+    "(1 - math.exp(-2 * self.data)) / (1 + math.exp(-2 * self.data))",
+])
+def test_other_overflowing_tanh_formulas_lose_the_values_point(tanh):
+    source = ops_source(extra=f"""
+    def tanh(self):
+        t = {tanh}
+        return Scalar(t, ((self, 1.0 - t * t),))
+""")
+    result = checks.run_check("scalar_ops", ns_from(source))
+    assert result.mistakes == ["scalar_tanh_overflow"] and result.points == 0, result.report()
+
+
+def test_a_tanh_through_exp_of_minus_two_abs_x_passes():
+    """Correct but unusual: the overflow-free formula by hand instead of math.tanh."""
+    source = ops_source(extra="""
+    def tanh(self):
+        e = math.exp(-2 * abs(self.data))
+        t = math.copysign((1 - e) / (1 + e), self.data)
+        return Scalar(t, ((self, 1.0 - t * t),))
+""")
+    assert checks.run_check("scalar_ops", ns_from(source)).status == "passed"
+
+
+def test_a_missing_sin_is_told_about_sin_alone():
+    """Issue 41, item 4: no __radd__ / __rmul__ advice for a Scalar that lacks only sin."""
+    source = scalar_source().replace("    def sin(self):\n        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))\n", "")
+    assert "def sin" not in source
+    result = checks.run_check("scalar_engine", ns_from(source))
+    assert result.mistakes == ["scalar_api"] and "Scalar(0.5).sin() failed" in result.diagnosis, result.report()
+    assert "sin() method" in result.diagnosis and "__radd__" not in result.diagnosis and "__rmul__" not in result.diagnosis
+
+
+def test_a_missing_radd_is_still_told_about_radd():
+    source = scalar_source().replace("    __radd__ = __add__\n", "")
+    result = checks.run_check("scalar_engine", ns_from(source))
+    assert result.mistakes == ["scalar_api"] and "__radd__" in result.diagnosis and "sin" not in result.diagnosis

@@ -23,6 +23,58 @@ class LinearND(Function):
         return gi, gw, gb
 """
 
+# PyTorch's docs ("Extending torch.autograd"), verbatim: forward and setup_context apart, bias without a default
+DOCS_LINEAR_SETUP_CONTEXT = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(input, weight, bias):
+        output = input.mm(weight.t())
+        if bias is not None:
+            output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        input, weight, bias = inputs
+        ctx.save_for_backward(input, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+"""
+
+# the same docs' earlier style: ctx in forward, bias=None
+DOCS_LINEAR_COMBINED = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        output = input.mm(weight.t())
+        if bias is not None:
+            output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+"""
+
 LINEAR_FUNCTION = """
 class LinearFunction(Function):
     @staticmethod
@@ -57,6 +109,10 @@ BUGS = {
     "nd_view_not_reshape": ("linear_nd", linear_nd(grad_weight="rows.t() @ input.view(-1, in_f)"),
                             ["non-contiguous input of shape (3, 2, 4)", "LinearND.backward raised RuntimeError",
                              "view size is not compatible", "reshape(-1, in)"]),
+    # issue 41, item 2: the docs' setup_context LinearFunction, whose bias has no default
+    "bias_not_optional": ("linear_function", DOCS_LINEAR_SETUP_CONTEXT,
+                          ["apply(input, weight), with no bias argument", "missing a required argument: 'bias'",
+                           "bias=None"]),
     # review 2, finding 9: a negated grad_input, and grad_output forgotten in a matrix product
     "gradient_sign": ("linear_function", LINEAR_FUNCTION.replace("GRAD_INPUT", "-g.mm(weight)"),
                       ["input 0 (`input`)", "wrong sign everywhere", "exactly the negative"]),
@@ -138,3 +194,63 @@ class Linear(nn.Module):
 """
     result = checks.run_check("linear_module", ns_from(module))
     assert result.mistakes == ["module_init"] and "initialise the weight first, then the bias" in result.diagnosis
+
+
+# --------------------------------------------------------------------------- needs_input_grad: the dropped gradient's own work
+LINEAR_ND_BIAS_UNREDUCED = """
+class LinearND(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
+        out = input @ weight.t()
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight = ctx.saved_tensors
+        gi = g @ weight if ctx.needs_input_grad[0] else None
+        gw = g.reshape(-1, g.shape[-1]).t() @ input.reshape(-1, input.shape[-1]) if ctx.needs_input_grad[1] else None
+        gb = BIAS
+        return gi, gw, gb if ctx.has_bias and ctx.needs_input_grad[2] else None
+"""
+
+
+def test_returning_grad_output_itself_for_the_bias_is_no_wasted_work():
+    """Issue 41, item 1: grad_output (*, out) as the bias gradient costs nothing (autograd reduces it), so
+    forming it and dropping it for pattern (True, True, False) wastes nothing."""
+    result = checks.run_check("linear_nd", ns_from(LINEAR_ND_BIAS_UNREDUCED.replace("BIAS", "g")))
+    assert result.status == "passed", result.report()
+
+
+def test_a_bias_gradient_summed_and_then_dropped_is_wasted_work():
+    """The same answer, but the bias gradient is summed (real work) whether or not it is needed."""
+    source = LINEAR_ND_BIAS_UNREDUCED.replace("BIAS", "g.reshape(-1, g.shape[-1]).sum(0)")
+    result = checks.run_check("linear_nd", ns_from(source))
+    assert result.mistakes == ["ignores_needs_input_grad"], result.report()
+    assert "(True, True, False)" in result.diagnosis and "input 2 (`bias`)" in result.diagnosis
+    assert result.points == 4
+
+
+@pytest.mark.parametrize("source", [
+    DOCS_LINEAR_COMBINED,
+    DOCS_LINEAR_SETUP_CONTEXT.replace("def forward(input, weight, bias):", "def forward(input, weight, bias=None):"),
+])
+def test_the_docs_linear_function_with_an_optional_bias_passes(source):
+    """External correct answers: PyTorch's docs' LinearFunction (both styles) once bias may be left out."""
+    result = checks.run_check("linear_function", ns_from(source))
+    assert result.status == "passed", result.report()
+
+
+def test_the_docs_setup_context_linear_function_loses_only_the_forward_point():
+    """Issue 41, item 2: apply(input, weight) raises for the docs' version, so it cannot get 4/4."""
+    result = checks.run_check("linear_function", ns_from(DOCS_LINEAR_SETUP_CONTEXT))
+    assert result.points == 0 and result.mistakes == ["bias_not_optional"], result.report()
+
+
+def test_a_backward_that_reads_needs_input_grad_2_without_a_bias_is_told_why_it_crashes():
+    """apply(input, weight) gives ctx.needs_input_grad two entries: reading the third crashes."""
+    source = LINEAR_FUNCTION.replace("GRAD_INPUT", "g.mm(weight)").replace(
+        "if bias is not None and ctx.needs_input_grad[2]", "if ctx.needs_input_grad[2] and bias is not None")
+    result = checks.run_check("linear_function", ns_from(source))
+    assert result.mistakes == ["bias_not_optional"] and result.points == 1, result.report()
+    assert "IndexError" in result.diagnosis and "two entries" in result.diagnosis

@@ -154,3 +154,10 @@ def test_embedding_differentiating_f_embedding_in_backward_fails():
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):  # last: BUGS is complete only here
     assert_diagnosed(code, *BUGS[code])
+
+
+def test_no_stage_of_clip_grad_promises_gradcheck():
+    """Issue 41, item 4: the exercise says gradcheck fails for ClipGrad; no stage title may say it passes."""
+    assert not [s.name for s in checks.EXERCISES["clip_grad"].stages if "gradcheck" in s.name]
+    every = [ex for ex in checks.EXERCISES.values() for s in ex.stages if "gradcheck" in s.name]
+    assert every  # the other Function exercises still name it: they run it

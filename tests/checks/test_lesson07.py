@@ -171,6 +171,10 @@ NORMALIZE_BUGS = {
         forward="n = x.norm(dim=-1, keepdim=True)\n        y = x / n\n        ctx.save_for_backward(y, n)\n        return y",
         backward="y, n = ctx.saved_tensors\n        return (g - y * (g * y).sum(-1, keepdim=True)) / n"),
         ["gradgradcheck fails", "recompute the norm"]),
+    # issue 41, item 4: the projection summed over the whole tensor
+    "normalize_sum_not_per_row": ("normalize_fix", normalize(backward=GOOD_BACKWARD.replace(".sum(-1, keepdim=True)",
+                                                                                            ".sum()")),
+                                  ["input 0 (`x`)", "summed over the whole tensor", "mixes rows", "keepdim=True"]),
 }
 BUGS.update(NORMALIZE_BUGS)
 
@@ -188,3 +192,9 @@ def test_normalize_with_the_tensor_kept_on_ctx_fails():
 def test_normalize_dividing_a_fresh_copy_in_place_passes():
     src = normalize(forward="ctx.save_for_backward(x)\n        return x.clone().div_(x.norm(dim=-1, keepdim=True))")
     assert checks.run_check("normalize_fix", ns_from(src)).status == "passed"
+
+
+def test_normalize_summing_over_the_first_dimension_is_named():
+    src = normalize(backward=GOOD_BACKWARD.replace(".sum(-1, keepdim=True)", ".sum(0, keepdim=True)"))
+    result = checks.run_check("normalize_fix", ns_from(src))
+    assert result.mistakes == ["normalize_sum_not_per_row"] and "over dimension 0" in result.diagnosis, result.report()

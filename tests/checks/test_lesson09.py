@@ -152,6 +152,10 @@ class Solve(Function):
         gb = torch.linalg.lu_solve(LU, piv, g, adjoint=True)
         return -gb @ x.mT, gb
 """
+# issue 41, item 3: A y = g instead of A^T y = g; b's gradient is the first wrong one (A's is built from it)
+BUGS["solve_grad_b_untransposed"] = ("solve", solve(gb="torch.linalg.lu_solve(LU, piv, G)"),
+                                     ["gradient for b (input 1)", "a solve with A itself", "transpose",
+                                      "adjoint=True"])
 BUGS["solve_1d_b"] = ("solve", ONE_D_FORWARD, ["1-D b", "b may be a vector", "(n, k)"])
 
 
@@ -349,3 +353,9 @@ def test_rmsnorm_letting_autograd_do_the_backward_fails():
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):  # last: BUGS is complete only here
     assert_diagnosed(code, *BUGS[code])
+
+
+def test_solve_without_the_transpose_is_blamed_on_b_not_a():
+    """Issue 41, item 3: the gradients are judged in dependency order, so A's is not named first."""
+    result = checks.run_check("solve", ns_from(solve(gb="torch.linalg.lu_solve(LU, piv, G)")))
+    assert result.mistakes == ["solve_grad_b_untransposed"] and "gradient for A is wrong" not in result.diagnosis

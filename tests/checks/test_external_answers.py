@@ -1,0 +1,111 @@
+"""Correct answers written by others, outside this course, must pass the checks (issue 41).
+
+Each answer is quoted as its source wrote it (names aside: the class takes the exercise's name); a check
+that fails one grades wrongly. The docs' LinearFunction pair sits with lesson 04's tests
+(tests/checks/test_lesson04.py), since the setup_context one fails by design (its bias is not optional).
+"""
+import pytest
+from check_helpers import ns_from
+
+from course_utils import checks
+
+EXTERNAL = {
+    # PyTorch's docs, torch.autograd.Function's docstring: the output saved, not the input
+    "exp: torch.autograd.Function docstring": ("exp", """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+"""),
+    # PyTorch's docs, "Extending torch.func with autograd.Function": forward without ctx, setup_context apart
+    "exp: Extending torch.func, setup_context style": ("exp", """
+class Exp(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x.exp()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+"""),
+    # the usual tutorial sigmoid, with torch.sigmoid for a forward that cannot overflow
+    "sigmoid: tutorial, output saved": ("sigmoid", """
+class Sigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input):
+        output = torch.sigmoid(input)
+        ctx.save_for_backward(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        output, = ctx.saved_tensors
+        return grad_output * output * (1 - output)
+"""),
+    # PyTorch's docs ("Extending torch.autograd"): MulConstant's pattern, two tensors instead of a constant
+    "mul: docs pattern, needs_input_grad": ("mul", """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = (grad_output * b).sum_to_size(a.shape)
+        if ctx.needs_input_grad[1]:
+            grad_b = (grad_output * a).sum_to_size(b.shape)
+        return grad_a, grad_b
+"""),
+    # the common embedding Function (index_select forward, index_add_ backward), as in many tutorials
+    "embedding: index_select / index_add_": ("embedding", """
+class EmbeddingFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, indices, weight):
+        ctx.save_for_backward(indices)
+        ctx.num_weights = weight.shape[0]
+        return weight.index_select(0, indices.reshape(-1)).reshape(*indices.shape, weight.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        indices, = ctx.saved_tensors
+        grad_weight = grad_output.new_zeros(ctx.num_weights, grad_output.shape[-1])
+        grad_weight.index_add_(0, indices.reshape(-1), grad_output.reshape(-1, grad_output.shape[-1]))
+        return None, grad_weight
+"""),
+    # a public log1mexp (Maechler's note, "Accurately computing log(1 - exp(-|a|))"): switch at ln 2
+    "log1mexp: Maechler's switch at ln 2": ("log1mexp", """
+class Log1mExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x > math.log(2), torch.log1p(-torch.exp(-x)), torch.log(-torch.expm1(-x)))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, = ctx.saved_tensors
+        return grad_output / torch.expm1(x)
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTERNAL))
+def test_an_external_correct_answer_passes(name):
+    grade_id, source = EXTERNAL[name]
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.status == "passed", result.report()
