@@ -347,17 +347,9 @@ def _count(record: dict, key: str) -> int:
     return n
 
 
-def _own_work(record: dict) -> list[int]:
-    own = record.get("own")
-    if not isinstance(own, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in own):
-        raise Malformed("own is not a list of counts")
-    return own
-
-
 def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """Per requires_grad pattern: None for every input that needs no gradient, and less work than with all of
-    them by at least the work behind the dropped gradients alone (the ops backward ran, seen below autograd): a
-    gradient computed and dropped costs the same, one that costs nothing to form (grad_output itself) saves nothing."""
+    them (the ops backward ran, seen below autograd): a gradient computed and dropped costs the same."""
     base, gid = req["cases"][0]["args"], spec.grade_id
     every = unwrap(facts["every"])
     for pattern, got in zip(req["patterns"], facts["patterns"]):
@@ -374,16 +366,13 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
                               fix=f"compute it only when ctx.needs_input_grad[{i}] is True, and return None otherwise.")
         if tuple(pattern) in spec.same_work or not skipped:
             continue
-        ops, done, full, own = _count(got, "ops"), _count(got, "work"), _count(every, "work"), _own_work(every)
-        dropped = sum(own[i] for i in skipped if i < len(own))  # what those gradients alone cost to form
-        if dropped and full - done < dropped:
+        ops, done, full = _count(got, "ops"), _count(got, "work"), _count(every, "work")
+        if done >= full:
             names = ", ".join(describe_input(spec.arg_names, i) for i in skipped)
-            how = ("did as much work as when every input needs a gradient" if done >= full else
-                   f"saved only {full - done} of the {dropped} elements that forming that gradient alone takes")
             raise Mistake("ignores_needs_input_grad", f"{gid}: with requires_grad pattern {tuple(pattern)} backward "
-                          f"returned None for {names} but {how} ({ops} operations, {done} elements produced): it "
-                          "still computes that gradient and drops it.",
-                          fix=f"guard the computation itself with ctx.needs_input_grad[{skipped[0]}].")
+                          f"returned None for {names} but did as much work as when every input needs a gradient "
+                          f"({ops} operations, {done} elements produced): it still computes that gradient and drops "
+                          "it.", fix=f"guard the computation itself with ctx.needs_input_grad[{skipped[0]}].")
     if len(facts["patterns"]) != len(req["patterns"]):
         raise Malformed("missing patterns")
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from .guard import Mistake, attempt, call, lookup
-from .op_recorder import recorded, recorded_flow, work
+from .op_recorder import recorded, work
 
 
 def materialize(spec: dict) -> Any:
@@ -118,8 +118,7 @@ def backward(ns, req: dict) -> dict:
 
 def needs_input_grad(ns, req: dict) -> dict:
     """For each requires_grad pattern (and first for all tensor inputs requiring grad): which
-    gradients backward returned, the work it did (ops and elements produced, seen below autograd), and the
-    work behind each returned gradient alone (``own``: what returning None for it would save)."""
+    gradients backward returned, and the work it did (ops and elements produced, seen below autograd)."""
     cls = function_class(ns, req)
     base = req["cases"][0]
     out = []
@@ -132,11 +131,10 @@ def needs_input_grad(ns, req: dict) -> dict:
             if not isinstance(y, torch.Tensor) or y.grad_fn is None:
                 return {"computed": None}
             with torch.no_grad():
-                raw, ops, flow = recorded_flow(f"{req['cls']}.backward", y.grad_fn.apply,
-                                               grad_output(y.shape, y.dtype, 7, y.device))
+                raw, ops, _ = recorded(f"{req['cls']}.backward", y.grad_fn.apply,
+                                       grad_output(y.shape, y.dtype, 7, y.device))
             raw = raw if isinstance(raw, tuple) else (raw,)
-            return {"computed": [r is not None for r in raw], "ops": len(ops), "work": work(ops),
-                    "own": flow.own_work(list(raw))}
+            return {"computed": [r is not None for r in raw], "ops": len(ops), "work": work(ops)}
         out.append(attempt(one))
         if "$error" in out[-1]:
             break

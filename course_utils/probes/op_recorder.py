@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from .guard import call
 
@@ -70,53 +69,6 @@ class Recorder(QuietMode):
         return out
 
 
-class FlowRecorder(Recorder):
-    """A ``Recorder`` that also keeps which earlier ops each op read from (its tensors' producers), so the
-    work behind one result can be told apart from the work behind another (``own_work``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sources: list[set[int]] = []  # per recorded op: the recorded ops that produced its tensor inputs
-        self.free: list[bool] = []  # per recorded op: a view (no element computed)
-        self.producer: dict[int, int] = {}  # id of a tensor -> the last recorded op that wrote it
-        self.alive: list[torch.Tensor] = []  # every tensor in ``producer``, kept so that no id is reused
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        k = len(self.ops)
-        read = {self.producer[id(t)] for t in tree_leaves((args, kwargs or {}))
-                if isinstance(t, torch.Tensor) and id(t) in self.producer}
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        if k < OPS_LIMIT:
-            self.sources.append(read)
-            self.free.append(bool(func.is_view))
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor):
-                    self.producer[id(t)] = k
-                    self.alive.append(t)
-        return out
-
-    def behind(self, result: object) -> set[int]:
-        """The recorded ops ``result`` was computed from (none for a tensor no recorded op wrote, like grad_output)."""
-        todo = [self.producer[id(result)]] if isinstance(result, torch.Tensor) and id(result) in self.producer else []
-        seen: set[int] = set()
-        while todo:
-            k = todo.pop()
-            if k not in seen:
-                seen.add(k)
-                todo.extend(self.sources[k])
-        return seen
-
-    def own_work(self, results: list) -> list[int]:
-        """Per result: the elements computed by ops behind it and behind no other result, views excluded: the
-        work that returning None for it saves (0 for grad_output itself, or a view of it)."""
-        behind = [self.behind(r) for r in results]
-        out = []
-        for i, mine in enumerate(behind):
-            shared = set().union(*(b for j, b in enumerate(behind) if j != i))
-            out.append(sum(int(self.ops[k][1]) for k in mine - shared if not self.free[k]))
-        return out
-
-
 def recorded(what: str, fn: Callable, *args: object) -> tuple[Any, list[list], int]:
     """``fn(*args)`` (student code, guarded), the ``[op, numel]`` of every ATen op it ran, and how many
     of them ran through autograd (called under ``torch.no_grad()`` on a node's ``apply``: code that
@@ -125,14 +77,6 @@ def recorded(what: str, fn: Callable, *args: object) -> tuple[Any, list[list], i
     with recorder:
         result = call(what, fn, *args)
     return result, recorder.ops, recorder.with_grad
-
-
-def recorded_flow(what: str, fn: Callable, *args: object) -> tuple[Any, list[list], FlowRecorder]:
-    """``recorded``, with the recorder itself to ask which work lies behind which result (``own_work``)."""
-    recorder = FlowRecorder()
-    with recorder:
-        result = call(what, fn, *args)
-    return result, recorder.ops, recorder
 
 
 def work(ops: list[list]) -> int:
