@@ -8,15 +8,17 @@ Two ways in, one result (student code never has root or capabilities):
 * grader run as root: a user namespace made by root maps the sandbox to *host* root, and
   host root may write ``/proc/sys`` even without capabilities. So bubblewrap runs privileged
   to build the namespaces and mounts, and the runner's first act, before any student code,
-  is to drop to an unprivileged host uid of its own (one per worker slot), clear every
+  is to drop to an unprivileged host uid of its own (one per sandbox, leased), clear every
   capability set and the bounding set, and verify it (``runner.drop_privileges``).
 
 Either way: new pid, net, ipc, uts and cgroup namespaces, its own ``/proc``, no network,
 an empty environment plus what the runner needs, ``python -I``, and only these paths:
 the system's ``/usr`` (libraries), the Python installation, the runner's own files of
 ``course_utils`` (``RUNNER_FILES`` and the probes, read-only: no check code), a
-size-limited private ``/scratch`` and ``/tmp``. Never ``solutions/``, homes,
-the batch folder or the results folder.
+size-limited private ``/scratch``, ``/tmp`` and ``/dev/shm`` (``WRITABLE``: the only writable
+folders; ``/``, ``/course`` and ``/dev`` are remounted read-only). Never ``solutions/``, homes,
+the batch folder or the results folder. Root mode's uid is leased (``uids.Lease``): no two live
+runners of the machine share one.
 """
 from __future__ import annotations
 
@@ -125,7 +127,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
                   uid: int | None = None, zygote: bool = False) -> list[str]:
     """The bubblewrap command line that starts the runner (without the limits wrapper).
 
-    ``uid``: in root mode, the host uid the runner drops to (one per worker slot).
+    ``uid``: in root mode, the host uid the runner drops to (leased by the slot's sandbox: ``uids.Lease``).
     ``zygote``: start ``runner.serve`` (one import, a forked runner per job) instead of one runner.
     """
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",

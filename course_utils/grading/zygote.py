@@ -5,13 +5,15 @@ submissions' own work. In the bubblewrap modes each slot therefore keeps one san
 first process, the zygote (``runner.serve``), imports torch and the probes and then forks
 a fresh runner for each job. The zygote never runs student code and never reads anything
 a runner wrote. Between two runners it ends every other process of the sandbox, checks that
-no System V object survived, and puts ``/tmp``, ``/scratch`` and ``/dev/shm`` back as they were
-before the first runner (``sweep.py``). A sandbox
+no System V object survived, puts ``/tmp``, ``/scratch`` and ``/dev/shm`` back as they were
+before the first runner and checks that the read-only rest is unchanged (``sweep.py``). A sandbox
 is used again only after a runner that ended by itself with status 0, read to its end by
 the judge, and a clean report (``Worker.stop``); anything else (a timeout, memory, a flood
 or broken channel, a crash) takes the whole sandbox with it: the next runner start makes a
 new one. Memory and process caps (``Limits``) are the slot's and hold for the zygote and its
-runner together, as they held for one runner process before.
+runner together, as they held for one runner process before; without cgroups the judge adds
+what the sandbox's tmpfs folders hold to their resident memory. In root mode the sandbox leases
+its runners' uid (``uids.Lease``) for as long as it lives.
 """
 from __future__ import annotations
 
