@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -100,7 +99,7 @@ class Worker:
         except BaseException:
             self.limits.close(None)
             if self.scratch:
-                shutil.rmtree(self.scratch, ignore_errors=True)
+                uids.remove_tree(self.scratch)
             if self.lease is not None:
                 self.lease.release()
             raise
@@ -235,9 +234,10 @@ class Worker:
         else:
             assert self.proc is not None
             self.limits.end(self.proc)
-            if self.uid is not None:
-                uids.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
-                uids.take_back(self.uid)  # its files in /tmp, /var/tmp, /dev/shm...; its System V objects
+        left: list[str] = []
+        if self.uid is not None:
+            uids.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
+            left = uids.take_back(self.uid)  # its files in /tmp, /var/tmp, /dev/shm...; its System V objects
         self.reader.join(timeout=5)
         for stream in (self.channel, self.job_pipe):
             try:
@@ -245,6 +245,7 @@ class Worker:
             except (OSError, ValueError):
                 pass
         if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-        if self.lease is not None:  # nothing of the uid is left: another runner may have it now
-            self.lease.release()
+            uids.remove_tree(self.scratch)
+            left += [self.scratch] if os.path.lexists(self.scratch) else []
+        if self.lease is not None and not left:  # nothing of the uid is left: another runner may have it now
+            self.lease.release()  # (else it stays held by this judge: no later runner inherits what is left)
