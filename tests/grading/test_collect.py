@@ -72,7 +72,7 @@ def test_checksum_ignores_trailing_whitespace_only():
 
 @pytest.mark.parametrize("raw", [b"alice\x7f.ipynb", b"alice\x1b[2K.ipynb", "alice\u200b.ipynb".encode(),
                                  "alice\u202e.ipynb".encode(), b"alice\xff.ipynb", b"alice\\x7f.ipynb",
-                                 "alice\u0301.ipynb".encode()])
+                                 "alice\u0301.ipynb".encode(), "alice\u00a0.ipynb".encode()])
 def test_display_names_of_different_files_never_read_the_same(raw):
     """Issue 38, item 6: ``alice<DEL>.ipynb`` was shown as ``alice.ipynb``, one row and one feedback file for two."""
     names = {collect.display_name(os.fsdecode(n)) for n in (raw, b"alice.ipynb", b"alice\\x7f.ipynb",
