@@ -95,11 +95,12 @@ class Limits:
         join = "".join(f'echo $$ > "{d}/cgroup.procs" || exit 121; ' for d in self.dirs)
         return ["/bin/sh", "-c", join + 'exec "$@"', "sh"] + prefix + cmd
 
-    def over_memory(self, root_pid: int) -> bool:
-        """True when the worker's processes together hold more than the cap (the rlimit fallback)."""
+    def over_memory(self, root_pid: int, elsewhere: int = 0) -> bool:
+        """True when the worker's processes together, plus ``elsewhere`` bytes (its files in tmpfs folders),
+        hold more than the cap (the rlimit fallback)."""
         if self.dirs:
             return False  # the kernel enforces it
-        return tree_rss(root_pid) > self.memory
+        return tree_rss(root_pid) + elsewhere > self.memory
 
     def close(self, root_pid: int | None) -> None:
         if root_pid is not None:
@@ -204,6 +205,25 @@ def tree_rss(pid: int) -> int:
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def folders_used(pid: int, folders: tuple[str, ...]) -> int:
+    """Bytes held in ``folders`` (tmpfs mounts) as the sandbox below ``pid`` sees them; 0 before it has any process.
+
+    Files in a tmpfs are memory that no process's resident size shows; where no cgroup counts
+    them (the rlimit fallback), the judge adds them to the worker's total (``statvfs`` through
+    ``/proc/PID/root`` of the sandbox's first process, bubblewrap's init).
+    """
+    for p in descendants(pid):
+        try:
+            used = 0
+            for folder in folders:
+                st = os.statvfs(f"/proc/{p}/root{folder}")
+                used += (st.f_blocks - st.f_bfree) * st.f_frsize
+            return used
+        except OSError:
+            continue
+    return 0
 
 
 def cap_judge_memory(extra: int) -> int | None:

@@ -15,6 +15,7 @@ so a rule holds on what the code refers to, not on how it is spelled. Two output
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterator
 
 ALLOWED_IMPORTS = {  # top-level modules an answer may import without review
@@ -43,9 +44,21 @@ AUTOGRAD_NAMES = ("torch.autograd.grad", "torch.autograd.backward", "torch.autog
 MAX_REASONS = 5
 
 
+_PARSING = threading.Lock()  # one ast.parse at a time in this process (see ``parse``)
+
+
 def parse(source: str) -> ast.Module | None:
+    """The tree of ``source``, or None if it is not Python; one thread at a time.
+
+    ``ast.parse`` keeps its recursion count in the ast module's shared state, and on CPython
+    releases without the fix of gh-106905 (3.11.7 among them) two threads that convert trees at once (a garbage
+    collection in between runs Python code, and so switches threads) make it raise
+    ``SystemError: AST constructor recursion depth mismatch``: a correct answer got 0 points
+    at ``--jobs 2``. Serialised, a grade never depends on thread timing.
+    """
     try:
-        return ast.parse(source)
+        with _PARSING:
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
 

@@ -188,6 +188,7 @@ def serve(uid: int | None = None) -> None:
     control.sendall(json.dumps({"kind": "ready", "rss": rss}).encode())  # one datagram per message
     me = os.getpid()
     keep = sweep.snapshot()  # the writable folders before any runner: bubblewrap's mount points only
+    frozen = sweep.snapshot(sweep.FROZEN)  # the read-only rest: must never change
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 64, 2)
@@ -205,6 +206,10 @@ def serve(uid: int | None = None) -> None:
                 os.close(job_fd)
                 os.close(channel_fd)
                 os.setsid()
+                # the zygote is not dumpable, and a child inherits that: in user mode /proc/self would then be
+                # owned by a uid outside the sandbox's namespace and closed to the runner (it is student code's
+                # own process: nothing of the zygote is in it); in root mode the drop to ``uid`` clears it again
+                libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
                 with open("/proc/self/oom_score_adj", "w") as f:  # under the memory cap, the runner goes first
                     f.write("1000")
                 drop_privileges(uid)
@@ -214,7 +219,7 @@ def serve(uid: int | None = None) -> None:
         os.close(job_fd)
         os.close(channel_fd)
         _, status = os.waitpid(pid, 0)
-        clean = sweep.sweep(me, keep)
+        clean = sweep.sweep(me, keep, frozen)
         control.sendall(json.dumps({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean}).encode())
 
 

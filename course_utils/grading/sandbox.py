@@ -8,37 +8,39 @@ Two ways in, one result (student code never has root or capabilities):
 * grader run as root: a user namespace made by root maps the sandbox to *host* root, and
   host root may write ``/proc/sys`` even without capabilities. So bubblewrap runs privileged
   to build the namespaces and mounts, and the runner's first act, before any student code,
-  is to drop to an unprivileged host uid of its own (one per worker slot), clear every
+  is to drop to an unprivileged host uid of its own (one per sandbox, leased), clear every
   capability set and the bounding set, and verify it (``runner.drop_privileges``).
 
 Either way: new pid, net, ipc, uts and cgroup namespaces, its own ``/proc``, no network,
 an empty environment plus what the runner needs, ``python -I``, and only these paths:
 the system's ``/usr`` (libraries), the Python installation, the runner's own files of
 ``course_utils`` (``RUNNER_FILES`` and the probes, read-only: no check code), a
-size-limited private ``/scratch`` and ``/tmp``. Never ``solutions/``, homes,
-the batch folder or the results folder.
+size-limited private ``/scratch``, ``/tmp`` and ``/dev/shm`` (``WRITABLE``: the only writable
+folders; ``/``, ``/course`` and ``/dev`` are remounted read-only). Never ``solutions/``, homes,
+the batch folder or the results folder. Root mode's uid is leased (``uids.Lease``): no two live
+runners of the machine share one.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from ..paths import PACKAGE as COURSE_UTILS  # the package the runner imports (parts bound read-only)
 from . import seccomp
+from .sweep import WRITABLE  # a runner's only writable folders (each its own tmpfs); the rest is read-only
 
 COURSE_MOUNT = "/course"  # where course_utils appears inside the sandbox
 SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
-ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per worker slot, never a real account
-UID_MODE_FIRST_UID = 62000  # uid mode: 16 per judge process (by pid), so two graders never share (or kill) one
+ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per zygote (uids.Lease), never a real account
+UID_MODE_FIRST_UID = 62000  # uid mode: one per runner (uids.Lease: no two live runners of the machine share one)
 # all of the course the sandbox holds: the runner, its framing and the probes; never checks/ (references,
 # expected values, judging), never solutions/, release or grading's other modules
 RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py",
@@ -125,7 +127,7 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
                   uid: int | None = None, zygote: bool = False) -> list[str]:
     """The bubblewrap command line that starts the runner (without the limits wrapper).
 
-    ``uid``: in root mode, the host uid the runner drops to (one per worker slot).
+    ``uid``: in root mode, the host uid the runner drops to (leased by the slot's sandbox: ``uids.Lease``).
     ``zygote``: start ``runner.serve`` (one import, a forked runner per job) instead of one runner.
     """
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -146,10 +148,10 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
             cmd += ["--ro-bind", etc, etc]
     # private /tmp and /scratch first: the course or its Python may live under /tmp, and a later
     # tmpfs would hide what was bound there
-    cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-            "--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp"]
-    made: set[str] = {"/usr", "/etc", "/tmp", SCRATCH}
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    for folder in WRITABLE:  # the only writable places: size-limited, swept between runners (sweep.py)
+        cmd += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", folder]
+    made: set[str] = {"/usr", "/etc", "/dev", *WRITABLE}
     binds = [(p, p) for p in _python_paths()]
     mount = f"{COURSE_MOUNT}/course_utils"
     binds += [(str(course_utils / name), f"{mount}/{name}") for name in RUNNER_FILES + RUNNER_DIRS]
@@ -160,7 +162,9 @@ def bwrap_command(mode: str, course_utils: Path, scratch_bytes: int, seccomp_fd:
                 cmd += ["--perms", "0755", "--dir", parent]
     for src, dest in binds:
         cmd += ["--ro-bind", src, dest]
-    cmd += ["--chdir", SCRATCH]
+    # everything else read-only: in user mode bubblewrap builds /, /course and /dev owned by the sandbox's
+    # uid, and a file a runner left there (/course is sys.path[0]) would run in the next runner of the slot
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SCRATCH]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
     return cmd + ["--", sys.executable, "-I", "-B", "-c", boot(uid, entry="serve" if zygote else "main")]
@@ -179,8 +183,62 @@ def detect(allow_uid: bool = False) -> Sandbox:
     """
     box = _bubblewrap()
     if box.mode == "none" and allow_uid and os.geteuid() == 0 and seccomp.filter_for() is not None:
+        unreadable = uid_cannot_read()
+        if unreadable:  # fail closed: a runner that cannot import what it needs would cost honest points
+            return Sandbox("none", f"{box.reason.split(';')[0]}; the uid sandbox cannot be used either: its uid "
+                           f"cannot read {unreadable}: make the Python installation readable by every user "
+                           "(chmod -R o+rX on it and its parent folders), or install Python outside a private "
+                           "folder such as /root")
         return Sandbox("uid", box.reason.split(";")[0] + "; student code runs as a separate uid without namespaces")
     return box
+
+
+READABLE_PROBE = r"""
+import json, os, sys
+tops = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]  # as root: what the runner will search
+uid = int(sys.argv[1])
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+bad = []
+for top in tops:
+    if not os.access(top, os.R_OK | os.X_OK):
+        bad.append(top)
+        continue
+    for root, dirs, files in os.walk(top, onerror=lambda e: bad.append(e.filename)):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        bad += [os.path.join(root, f) for f in files if not os.access(os.path.join(root, f), os.R_OK)]
+        if bad:
+            break
+    if bad:
+        break
+print(json.dumps(bad[:1]))
+"""
+
+
+def uid_cannot_read() -> str:
+    """The first file or folder of the runner's import path that its uid cannot read ('' if none).
+
+    In uid mode the runner starts as root and then becomes its uid: every module it imports
+    later (torch's, SymPy's ``colorsys``...) must be readable by that uid, as must the copy of
+    its own files. Python under ``/root`` (mode 0700) would let the runner start and then fail
+    an honest answer's import.
+    """
+    from .uids import Lease
+
+    lease = Lease(UID_MODE_FIRST_UID)
+    base, _home = uid_dir(lease.uid)
+    try:
+        code = f"import sys; sys.path.insert(0, {os.path.join(base, 'course')!r}); " + READABLE_PROBE
+        done = subprocess.run([sys.executable, "-I", "-B", "-c", code, str(lease.uid)], capture_output=True,
+                              text=True, timeout=120, check=False, cwd="/", env=runner_env())
+        found = json.loads(done.stdout) if done.returncode == 0 else [f"(the check failed: {done.stderr[-160:]})"]
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        found = [f"(the check failed: {type(exc).__name__})"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        lease.release()
+    return str(found[0]) if found else ""
 
 
 def _bubblewrap() -> Sandbox:
@@ -214,11 +272,6 @@ def seccomp_pipe() -> int | None:
 
 
 # --------------------------------------------------------------------------- uid mode (root, no namespaces)
-def uid_for(slot: int) -> int:
-    """The uid-mode uid of a worker slot: its own per judge process, never a real account."""
-    return UID_MODE_FIRST_UID + (os.getpid() % 1000) * 16 + slot % 16
-
-
 def uid_dir(uid: int) -> tuple[str, str]:
     """(folder to remove afterwards, private home) for a uid-mode runner.
 
@@ -251,27 +304,3 @@ def uid_command(base: str, uid: int) -> list[str]:
     """Start the runner as root; its first act is to become ``uid`` and load the filter (``runner.main``)."""
     code = boot(uid, os.path.join(base, "filter.bpf")).replace(COURSE_MOUNT, os.path.join(base, "course"))
     return [sys.executable, "-I", "-B", "-c", code]
-
-
-def kill_uid(uid: int) -> int:
-    """SIGKILL every process of ``uid`` until none is left (a double-forked daemon too); how many were seen."""
-    seen = 0
-    for _ in range(100):
-        found = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    if os.stat(f"/proc/{pid}").st_uid == uid:
-                        found.append(int(pid))
-                except OSError:
-                    pass
-        if not found:
-            break
-        seen += len(found)
-        for victim in found:
-            try:
-                os.kill(victim, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.01)
-    return seen

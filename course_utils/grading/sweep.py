@@ -16,14 +16,19 @@ import signal
 import stat
 import time
 
-WRITABLE = ("/tmp", "/scratch", "/dev/shm")  # what a runner could leave files in
+WRITABLE = ("/tmp", "/scratch", "/dev/shm")  # a runner's only writable folders (bubblewrap modes): all else is read-only
 
 Snapshot = dict[str, tuple[int, int, int, int]]  # path -> (mode, uid, size, mtime) of a file; size 0 for a folder
+
+
+FROZEN = ("/", "/dev")  # read-only mounts (bubblewrap modes): a runner cannot change them, and the zygote checks it
 
 
 def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
     if stat.S_ISDIR(st.st_mode):
         return (st.st_mode, st.st_uid, 0, 0)  # a folder's size and mtime follow its entries, checked one by one
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return (st.st_mode, st.st_uid, st.st_rdev, 0)  # a device's times move with its use
     return (st.st_mode, st.st_uid, st.st_size, st.st_mtime_ns)
 
 
@@ -48,8 +53,12 @@ def _record(path: str, dev: int, found: Snapshot) -> None:
             _record(entry.path, dev, found)
 
 
-def sweep(me: int, keep: Snapshot) -> bool:
+def sweep(me: int, keep: Snapshot, frozen: Snapshot | None = None) -> bool:
     """End every process but init and the zygote ``me``; restore the folders to ``keep``; True if clean.
+
+    ``frozen``: ``snapshot(FROZEN)`` before the first runner; the sandbox is clean only if the
+    read-only rest of it (``/``, ``/course``, ``/dev``) is exactly as it was, so a zygote is reused
+    only when nothing outside its writable folders changed.
 
     Clean means ``/proc`` lists nothing but those two: a zombie counts until init has reaped it,
     since a process whose main thread left with a bare ``exit`` reads as a zombie while its other
@@ -72,7 +81,14 @@ def sweep(me: int, keep: Snapshot) -> bool:
                     return False
         except OSError:
             pass
-    return restore(keep)
+    return restore(keep) and (frozen is None or _unchanged(frozen))
+
+
+def _unchanged(frozen: Snapshot) -> bool:
+    try:
+        return snapshot(FROZEN) == frozen
+    except OSError:
+        return False
 
 
 def restore(keep: Snapshot, folders: tuple[str, ...] = WRITABLE) -> bool:

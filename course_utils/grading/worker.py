@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import subprocess
 import tempfile
 import threading
 import time
 from typing import IO, Protocol
 
-from . import sandbox, zygote
+from . import sandbox, uids, zygote
 from .limits import MAX_PROCESSES, Limits, slot_cpu
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
 
@@ -52,6 +51,8 @@ class Worker:
         self.end: dict | None = None  # zygote mode: the runner's end as the zygote reported it
         self.oom = False  # zygote mode: the kernel killed one of its processes for memory (set by ``stop``)
         self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
+        self.lease: uids.Lease | None = None  # uid mode: holds ``uid`` for this runner alone until it has ended
+        self.held = (0.0, 0)  # uid mode: (when, bytes) the uid last held in shared folders and System V memory
         mode = options.sandbox.mode
         if mode in zygote.MODES:
             self._fork(options, slot)
@@ -83,7 +84,8 @@ class Worker:
         mode = options.sandbox.mode
         try:
             if mode == "uid":
-                self.uid = sandbox.uid_for(slot)
+                self.lease = uids.Lease(sandbox.UID_MODE_FIRST_UID)  # a uid no other live runner has
+                self.uid = self.lease.uid
                 self.scratch, home = sandbox.uid_dir(self.uid)
                 cmd = sandbox.uid_command(self.scratch, self.uid)
                 env, cwd = sandbox.runner_env({"HOME": home, "TMPDIR": home}), home
@@ -97,7 +99,9 @@ class Worker:
         except BaseException:
             self.limits.close(None)
             if self.scratch:
-                shutil.rmtree(self.scratch, ignore_errors=True)
+                uids.remove_tree(self.scratch)
+            if self.lease is not None:
+                self.lease.release()
             raise
         assert proc.stdin is not None and proc.stdout is not None  # started with PIPEs
         self.proc, self.job_pipe, self.channel = proc, proc.stdin, proc.stdout
@@ -119,7 +123,15 @@ class Worker:
     def over_memory(self) -> bool:
         if self.zygote is not None:
             return self.zygote.over_memory()
-        return self.proc is not None and self.limits.over_memory(self.proc.pid)
+        if self.proc is None or self.limits.cgroups:
+            return False  # the kernel enforces it (files in tmpfs folders are charged to the cgroup too)
+        if self.limits.over_memory(self.proc.pid):
+            return True
+        if self.uid is None:
+            return False
+        if time.monotonic() - self.held[0] > 0.2:  # a walk of the shared folders: a few times a second
+            self.held = (time.monotonic(), uids.held_bytes(self.uid))
+        return self.limits.over_memory(self.proc.pid, self.held[1])
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this runner for passing the memory cap (after ``stop``)."""
@@ -184,7 +196,7 @@ class Worker:
                 outcome = "flood" if self.flood else "garbled" if self.garbled else "unreadable"
                 break
             if self.ended() and self.uid is not None and self.reader.is_alive():
-                sandbox.kill_uid(self.uid)  # a daemon it left may hold the channel open: end it now
+                uids.kill_uid(self.uid)  # a daemon it left may hold the channel open: end it now
             if self.ended() and not self.reader.is_alive():
                 break
             if time.monotonic() > min(deadline["hard"], deadline["step"]):
@@ -222,8 +234,10 @@ class Worker:
         else:
             assert self.proc is not None
             self.limits.end(self.proc)
-            if self.uid is not None:
-                sandbox.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
+        left: list[str] = []
+        if self.uid is not None:
+            uids.kill_uid(self.uid)  # setsid daemons are no descendants, but they keep the uid
+            left = uids.take_back(self.uid)  # its files in /tmp, /var/tmp, /dev/shm...; its System V objects
         self.reader.join(timeout=5)
         for stream in (self.channel, self.job_pipe):
             try:
@@ -231,4 +245,7 @@ class Worker:
             except (OSError, ValueError):
                 pass
         if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            uids.remove_tree(self.scratch)
+            left += [self.scratch] if os.path.lexists(self.scratch) else []
+        if self.lease is not None and not left:  # nothing of the uid is left: another runner may have it now
+            self.lease.release()  # (else it stays held by this judge: no later runner inherits what is left)

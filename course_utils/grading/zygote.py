@@ -5,13 +5,15 @@ submissions' own work. In the bubblewrap modes each slot therefore keeps one san
 first process, the zygote (``runner.serve``), imports torch and the probes and then forks
 a fresh runner for each job. The zygote never runs student code and never reads anything
 a runner wrote. Between two runners it ends every other process of the sandbox, checks that
-no System V object survived, and puts ``/tmp``, ``/scratch`` and ``/dev/shm`` back as they were
-before the first runner (``sweep.py``). A sandbox
+no System V object survived, puts ``/tmp``, ``/scratch`` and ``/dev/shm`` back as they were
+before the first runner and checks that the read-only rest is unchanged (``sweep.py``). A sandbox
 is used again only after a runner that ended by itself with status 0, read to its end by
 the judge, and a clean report (``Worker.stop``); anything else (a timeout, memory, a flood
 or broken channel, a crash) takes the whole sandbox with it: the next runner start makes a
 new one. Memory and process caps (``Limits``) are the slot's and hold for the zygote and its
-runner together, as they held for one runner process before.
+runner together, as they held for one runner process before; without cgroups the judge adds
+what the sandbox's tmpfs folders hold to their resident memory. In root mode the sandbox leases
+its runners' uid (``uids.Lease``) for as long as it lives.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import threading
 from ..paths import PACKAGE as COURSE_UTILS
 from . import sandbox
 from .limits import Limits, slot_cpu
+from .uids import Lease
 
 MODES = ("root", "user")  # where a zygote is used; uid mode and no sandbox start one process per runner
 SCRATCH_BYTES = 256 << 20
@@ -41,7 +44,8 @@ class Zygote:
         self.dead = False
         judge_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         seccomp_fd = sandbox.seccomp_pipe()
-        uid = sandbox.ROOT_MODE_FIRST_UID + slot if mode == "root" else None
+        self.lease = Lease(sandbox.ROOT_MODE_FIRST_UID) if mode == "root" else None  # no other live runner's uid
+        uid = self.lease.uid if self.lease is not None else None
         try:
             cmd = sandbox.bwrap_command(mode, COURSE_UTILS, SCRATCH_BYTES, seccomp_fd, uid, zygote=True)
             self.proc = subprocess.Popen(self.limits.wrap(cmd), stdin=zygote_end.fileno(), stdout=subprocess.DEVNULL,
@@ -50,6 +54,8 @@ class Zygote:
                                          pass_fds=(seccomp_fd,) if seccomp_fd is not None else ())
         except BaseException:
             self.limits.close(None)
+            if self.lease is not None:
+                self.lease.release()
             judge_end.close()
             raise
         finally:
@@ -110,10 +116,11 @@ class Zygote:
 
     def over_memory(self) -> bool:
         if self.limits.cgroups:
-            return False  # the kernel enforces it
-        from .limits import tree_rss
+            return False  # the kernel enforces it (files in the sandbox's tmpfs folders are charged to the cgroup)
+        from .limits import folders_used, tree_rss
 
-        return tree_rss(self.proc.pid) - self.baseline > self.memory
+        held = tree_rss(self.proc.pid) - self.baseline
+        return held > self.memory or held + folders_used(self.proc.pid, sandbox.WRITABLE) > self.memory
 
     def oom_killed(self) -> bool:
         return self.limits.oom_count() > self.oom_before
@@ -123,6 +130,8 @@ class Zygote:
         self.dead = True
         self.limits.end(self.proc)
         self.control.close()
+        if self.lease is not None:  # the sandbox and its pid namespace are gone: the uid is free again
+            self.lease.release()
 
 
 _slots: dict[tuple[int, str, int], Zygote] = {}

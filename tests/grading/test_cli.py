@@ -415,3 +415,20 @@ def test_dashboard_in_chromium(batch):
         assert page.locator(f"#{href.split('#')[1]}").count() == 1, href
         browser.close()
     assert not outside and not dialogs, (outside, dialogs)
+
+
+def test_two_files_whose_names_differ_by_a_control_character_stay_two_rows(tmp_path):
+    """Issue 38, item 6: ``alice<DEL>.ipynb`` next to ``alice.ipynb``: two rows, two names, two feedback files."""
+    import csv
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.ipynb").write_text('{"cells": ')  # rows without running anything: both are not notebooks
+    (subs / os.fsdecode(b"alice\x7f.ipynb")).write_text("[1, 2]")
+    proc = run_grader(str(subs), "--out", str(tmp_path / "grades.csv"), "--feedback-dir", str(tmp_path / "fb"))
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "grades.csv", newline="") as f:
+        names = [os.path.basename(r["submission"]) for r in csv.DictReader(f)]
+    assert sorted(names) == ["alice.ipynb", "alice\\x7f.ipynb"]
+    texts = [p.read_text() for p in (tmp_path / "fb").iterdir()]
+    assert len(texts) == 2 and sum("truncated or invalid JSON" in t for t in texts) == 1

@@ -1,5 +1,6 @@
 """Reading submissions strictly: every malformed notebook is one clear sentence, never a crash."""
 import json
+import os
 
 import pytest
 
@@ -67,3 +68,20 @@ def test_learning_flags_read_the_code():
 def test_checksum_ignores_trailing_whitespace_only():
     assert collect.checksum("a = 1\nb = 2\n") == collect.checksum("a = 1   \nb = 2")
     assert collect.checksum("a = 1") != collect.checksum("a = 2")
+
+
+@pytest.mark.parametrize("raw", [b"alice\x7f.ipynb", b"alice\x1b[2K.ipynb", "alice\u200b.ipynb".encode(),
+                                 "alice\u202e.ipynb".encode(), b"alice\xff.ipynb", b"alice\\x7f.ipynb",
+                                 "alice\u0301.ipynb".encode(), "alice\u00a0.ipynb".encode()])
+def test_display_names_of_different_files_never_read_the_same(raw):
+    """Issue 38, item 6: ``alice<DEL>.ipynb`` was shown as ``alice.ipynb``, one row and one feedback file for two."""
+    names = {collect.display_name(os.fsdecode(n)) for n in (raw, b"alice.ipynb", b"alice\\x7f.ipynb",
+                                                             b"alice\\\\x7f.ipynb", b"alice\xff.ipynb")}
+    assert len(names) == len({raw, b"alice.ipynb", b"alice\\x7f.ipynb", b"alice\\\\x7f.ipynb", b"alice\xff.ipynb"})
+    shown = collect.display_name(os.fsdecode(raw))
+    assert shown.isprintable() and shown == collect.clean(shown)  # still safe to write anywhere
+
+
+def test_display_names_keep_ordinary_names_as_they_are():
+    assert collect.display_name("subs/Émile Zoë/04_exercises.ipynb") == "subs/Émile Zoë/04_exercises.ipynb"
+    assert collect.display_name(os.fsdecode(b"a\xff\x7f.ipynb")) == "a\\xff\\x7f.ipynb"

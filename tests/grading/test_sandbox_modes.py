@@ -1,0 +1,301 @@
+"""Issue 38: grading holds in every sandbox mode; each test runs the mode it concerns for real.
+
+* user mode: the grader run by a normal (non-root) user, bubblewrap making a user namespace;
+* uid mode: the grader as root in a private mount namespace without bubblewrap (a container,
+  Gradescope's case), as ``test_gradescope``'s uid-sandbox test does.
+
+Each test grades in-process through ``judge.grade_submission`` in a child process (run as that
+user, or inside that namespace) and reads the rows it prints as JSON.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+NORMAL_USER = 60038  # a uid with no account and no rights: what "as a normal user" means to the kernel
+TESTS = ROOT / "tests" / "grading"
+
+GRADE = r"""
+import json, sys
+from pathlib import Path
+import nbformat
+from grading_corpus import answer, submission
+from course_utils.grading import judge, sandbox, zygote
+from course_utils.grading.collect import load_assignments
+from course_utils.paths import ROOT
+
+folder, mode, memory, slots = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+box = sandbox.detect(allow_uid=mode == "uid")
+if box.mode != mode:
+    print(json.dumps({"skip": f"no {mode} sandbox here: {box.reason}"}))
+    sys.exit(0)
+starts = []
+_init = zygote.Zygote.__init__
+def _counted(self, *args, **kwargs):
+    starts.append(1)
+    _init(self, *args, **kwargs)
+zygote.Zygote.__init__ = _counted
+options = judge.Options(sandbox=box, timeout=30, memory=int(memory * 2**30), slots=slots)
+assignments = load_assignments(ROOT)
+mul = answer("02", "mul_answer")
+
+def grade(name, source, slot=0):
+    path = folder / f"{name}.ipynb"
+    nbformat.write(submission("02", {"mul_answer": source.replace("HONEST", mul)}), path)
+    row = judge.grade_submission(path, assignments, options, slot)
+    return {"name": name, "total": row.total, "max": row.max, "flags": row.flags,
+            "mul": [row.exercises["mul"].points / row.exercises["mul"].max, row.exercises["mul"].feedback]}
+
+jobs = json.loads(sys.stdin.read())  # [[name, answer source, slot], ...]; a list inside runs at once
+rows = []
+for job in jobs:
+    if isinstance(job[0], list):
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(len(job)) as pool:
+            rows += list(pool.map(lambda j: grade(*j), job))
+    else:
+        rows.append(grade(*job))
+zygote.close_all()
+print(json.dumps({"rows": rows, "starts": len(starts)}))
+"""
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_SLOW")}
+    env.update(PYTHONPATH=f"{ROOT}:{ROOT / 'tests'}:{TESTS}", HOME=str(home), USER="grader", LOGNAME="grader")
+    return env
+
+
+def _shared_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="grade-modes-"))  # pytest's own folders are root's alone
+    os.chmod(folder, 0o777)
+    return folder
+
+
+def _result(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "skip" in out:
+        pytest.skip(out["skip"])
+    return out
+
+
+def as_normal_user(jobs: list, memory: float = 4.0, slots: int = 1) -> dict:
+    """Grade ``jobs`` as a normal user (bubblewrap's user mode), one slot."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: cannot become another user (the tests run as root in CI)")
+    if not shutil.which("setpriv") or not shutil.which("bwrap"):
+        pytest.skip("needs setpriv and bubblewrap")
+    folder = _shared_folder()
+    try:
+        proc = subprocess.run(["setpriv", f"--reuid={NORMAL_USER}", f"--regid={NORMAL_USER}", "--clear-groups",
+                               sys.executable, "-c", GRADE, str(folder), "user", str(memory), str(slots)],
+                              input=json.dumps(jobs), capture_output=True, text=True, env=_env(folder), cwd=folder,
+                              timeout=600, check=False)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _result(proc)
+
+
+# a container: this mount namespace only; Python readable by every uid (here it lives in /root, mode 0700,
+# which item 4 is about), no bubblewrap on PATH, and with HIDE_CGROUPS no cgroup the grader could use
+CONTAINER = ('PATH=/usr/bin:/bin; if [ "$READABLE" = 1 ]; then V=$(mktemp -d) && chmod 755 "$V" && '
+             'mkdir "$V/.pyenv" && mount --bind /root/.pyenv "$V/.pyenv" && mount --rbind "$V" /root; fi; '
+             'if [ "$HIDE_CGROUPS" = 1 ]; then mount -t tmpfs none /sys/fs/cgroup; fi; '
+             'PATH=/nonexistent exec "$@"')
+
+
+def in_container(args: list[str], stdin: str = "", readable: bool = True, cgroups: bool = True,
+                 folder: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``python ARGS`` as root in a private mount namespace without bubblewrap (uid mode)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare")
+    env = _env(folder or Path("/"))
+    env.update(READABLE="1" if readable else "0", HIDE_CGROUPS="0" if cgroups else "1")
+    return subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER,
+                           "sh", sys.executable, *args], input=stdin, capture_output=True, text=True, env=env,
+                          cwd=folder or "/", timeout=600, check=False)
+
+
+def in_uid_mode(jobs: list, memory: float = 4.0, slots: int = 1, cgroups: bool = True) -> dict:
+    folder = _shared_folder()
+    try:
+        proc = in_container(["-c", GRADE, str(folder), "uid", str(memory), str(slots)], json.dumps(jobs),
+                            cgroups=cgroups, folder=folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _result(proc)
+
+
+# ----------------------------------------------------------------------------------------- item 1: user mode
+PLANT = """
+import os
+def _folders(top):
+    dev = os.lstat(top).st_dev
+    for root, dirs, _files in os.walk(top):
+        dirs[:] = [d for d in dirs if os.lstat(os.path.join(root, d)).st_dev == dev]
+        yield root
+_planted = []
+for _top in ("/", "/dev"):
+    for _folder in list(_folders(_top)):
+        if _folder.startswith(("/tmp", "/scratch", "/dev/shm")):
+            continue  # swept between runners (test_zygote): this attack is on the rest
+        try:  # modules the zygote has not imported yet: the next runner of the slot would import these
+            for _name in ("colorsys.py", "getpass.py", "planted_by_the_attacker"):
+                with open(os.path.join(_folder, _name), "w") as _f:
+                    _f.write("import os\\nos._exit(0)\\n")
+            _planted.append(_folder)
+        except OSError:
+            pass
+        try:
+            os.chmod(_folder, 0o777)
+            _planted.append(_folder + " (chmod)")
+        except OSError:
+            pass
+if _planted:
+    raise RuntimeError(f"wrote outside the writable folders: {_planted}")
+HONEST
+"""
+
+VICTIM = """
+import os
+_left = []
+for _top in ("/", "/dev"):
+    _dev = os.lstat(_top).st_dev
+    for _root, _dirs, _files in os.walk(_top):
+        _dirs[:] = [d for d in _dirs if os.lstat(os.path.join(_root, d)).st_dev == _dev]
+        _left += [os.path.join(_root, n) for n in _files if n == "planted_by_the_attacker"]
+if _left:
+    raise RuntimeError(f"leftovers: {_left}")
+import colorsys, getpass  # stdlib modules a later lesson's runner imports (SymPy, torch.compile)
+HONEST
+"""
+
+
+@pytest.mark.slow  # two sandboxes' start-ups as another user (~20 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_a_runner_writes_nothing_the_next_runner_of_its_slot_sees():
+    """Item 1: as a normal user, ``/``, ``/course`` and ``/dev`` were the sandbox uid's and writable;
+    ``/course/getpass.py`` (``/course`` is ``sys.path[0]``) ran in the next student's runner."""
+    out = as_normal_user([["attacker", PLANT, 0], ["victim", VICTIM, 0]])
+    attacker, victim = out["rows"]
+    assert attacker["mul"][0] == 1, attacker["mul"][1]  # nothing outside /tmp, /scratch, /dev/shm was writable
+    assert victim["mul"][0] == 1, victim["mul"][1]  # and nothing of the attacker reached the victim
+    assert out["starts"] == 1  # in the attacker's own sandbox, reused: the zygote found it clean
+
+
+MEMORY_IN_FILES = """
+import os, time
+for _folder in ("/tmp", "/scratch", "/dev/shm"):
+    with open(os.path.join(_folder, "ballast"), "wb") as _f:
+        for _ in range(15):
+            try:
+                _f.write(b"x" * (16 << 20))
+                _f.flush()
+            except OSError:
+                break
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # a sandbox as another user (~15 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_files_in_the_sandbox_count_against_the_memory_cap():
+    """Item 1: 720 MiB in the sandbox's tmpfs folders under ``--memory 0.75`` was not counted (no cgroup
+    for a normal user: the judge sums resident memory, which files in a tmpfs are not)."""
+    out = as_normal_user([["ballast", MEMORY_IN_FILES, 0], ["after", "HONEST", 0]], memory=0.75)
+    ballast, after = out["rows"]
+    assert ballast["mul"][0] == 0 and "more memory" in ballast["mul"][1], ballast["mul"]
+    assert after["total"] == after["max"]
+
+
+# ----------------------------------------------------------------------------------------- items 2-4: uid mode
+LEAVE_SHARED = """
+import os, time
+for _folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    try:
+        with open(os.path.join(_folder, "left-MARK"), "wb") as _f:
+            _f.write(b"note")
+    except OSError:
+        pass
+os.makedirs("/tmp/left-MARK-dir/deep", exist_ok=True)
+os.chmod("/tmp/left-MARK-dir", 0)
+for _part in range(2):  # 384 MiB, in files under the runner's 256 MiB file-size limit
+    with open(f"/dev/shm/ballast-MARK-{_part}", "wb") as _f:
+        for _ in range(12):
+            _f.write(b"x" * (16 << 20))
+            _f.flush()
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # a uid-mode runner in a private mount namespace (~15 s): CI and COURSE_SLOW=1 run it
+def test_uid_mode_what_the_runner_left_in_shared_folders_is_removed_and_counted():
+    """Item 2: under ``--memory 0.5`` 384 MiB stayed in /dev/shm and a note in /tmp after the grader exited."""
+    mark = f"{os.getpid()}-{os.urandom(4).hex()}"
+    paths = [Path(f) / f"left-{mark}" for f in ("/tmp", "/var/tmp", "/dev/shm")] + [
+        Path(f"/tmp/left-{mark}-dir"), Path(f"/dev/shm/ballast-{mark}-0"), Path(f"/dev/shm/ballast-{mark}-1")]
+    try:
+        out = in_uid_mode([["leaver", LEAVE_SHARED.replace("MARK", mark), 0]], memory=0.5, cgroups=False)
+        left = [str(p) for p in paths if p.exists()]
+    finally:
+        for p in paths:
+            if p.is_dir():
+                os.chmod(p, 0o700)
+                shutil.rmtree(p, ignore_errors=True)
+            elif p.exists():
+                p.unlink()
+    row = out["rows"][0]
+    assert not left, left
+    assert row["mul"][0] == 0 and "more memory" in row["mul"][1], row["mul"]
+
+
+KILL_THE_UID = """
+import os, signal, time
+_end = time.monotonic() + 12
+while time.monotonic() < _end:  # every process of this uid but itself: a neighbour sharing the uid dies
+    os.kill(-1, signal.SIGKILL)
+    time.sleep(0.02)
+HONEST
+"""
+
+SLOW_HONEST = """
+import time
+time.sleep(8)
+HONEST
+"""
+
+
+@pytest.mark.slow  # two uid-mode runners at once (~20 s): CI and COURSE_SLOW=1 run it
+def test_uid_mode_slots_sixteen_apart_never_share_a_uid():
+    """Item 3: ``uid_for`` was ``slot % 16``: at --jobs 20, slots 0 and 16 ran as one uid, and one answer's
+    ``kill(-1)`` cost its neighbour its points."""
+    out = in_uid_mode([[["killer", KILL_THE_UID, 16], ["neighbour", SLOW_HONEST, 0]]], slots=20)
+    neighbour = next(r for r in out["rows"] if r["name"] == "neighbour")
+    assert neighbour["total"] == neighbour["max"], neighbour["mul"]
+
+
+def test_uid_mode_refuses_where_its_uid_cannot_read_python(tmp_path):
+    """Item 4: Python under /root (mode 0700): the runner could start (as root) but not import ``colorsys``
+    later as its uid; lesson 02's own solution scored 2/5. Now nothing is graded, in one sentence."""
+    if os.access("/root", os.R_OK) and os.stat("/root").st_mode & 0o005 == 0o005:
+        pytest.skip("Python is readable by every uid on this machine")
+    if not str(Path(sys.base_prefix).resolve()).startswith("/root/"):
+        pytest.skip("this machine's Python is not in /root")
+    folder = _shared_folder()
+    try:
+        (folder / "subs").mkdir()
+        shutil.copy(ROOT / "solutions" / "02_exercises.ipynb", folder / "subs" / "s.ipynb")
+        proc = in_container(["-m", "course_utils.grade", "--uid-sandbox", str(folder / "subs"), "--json"],
+                            readable=False, folder=folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert proc.returncode == 2, (proc.stdout[-500:], proc.stderr[-2000:])
+    assert "cannot read /root" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == ""  # no row: nothing was graded
