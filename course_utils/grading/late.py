@@ -11,11 +11,12 @@ without a student, and two lines for the same assignment and student are refused
 
 A time is believed only where the platform writes it, never from a student's upload: an
 instructor's CSV (``--times``: submission or student, assignment, submitted_at; placed by
-``records``), nbgrader's ``timestamp.txt`` in its ``STUDENT/ASSIGNMENT/`` folder (nbgrader's
-exchange writes it over anything the student sent), Gradescope's ``submission_metadata.json``
-(its ``created_at``) in the parent of the ``submission/`` folder that holds the upload, or, only
-with ``--use-mtime``, the file's modification time, which the export then names as its source.
-Inside a Gradescope upload nothing is read (a ``timestamp.txt`` or metadata file there is the
+``records``), nbgrader's ``timestamp.txt`` in the outermost ``ASSIGNMENT/`` folder holding one
+(``submitted/STUDENT/ASSIGNMENT/``: nbgrader's exchange writes it over anything the student sent),
+Gradescope's ``submission_metadata.json`` (its ``created_at``) in the parent of the ``submission/``
+folder that holds the upload (the outer of the two where both exist), or, only with
+``--use-mtime``, the file's modification time, which the export then names as its source. Below
+the record's folder nothing is read (a ``timestamp.txt`` or metadata file there is the
 student's: it is reported, never used). Times without a time zone are refused, except
 nbgrader's, which nbgrader writes in UTC.
 """
@@ -160,22 +161,44 @@ def _upload(path: Path) -> Path | None:
     return next((p for p in reversed(path.parents) if p.name == "submission"), None)
 
 
-def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> tuple[datetime | None, str, list[str]]:
-    """When the platform recorded ``submission`` (None and '' when nowhere), and notes on files not believed."""
-    path = Path(submission)
+def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
+    """The one platform record believed for ``path``: (its folder, its file name), or None.
+
+    nbgrader's is ``timestamp.txt`` in the outermost folder named after the assignment that holds
+    one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
+    one is the student's); Gradescope's is ``submission_metadata.json`` beside the upload. Of the
+    two, the outer counts: a record inside the other platform's folder was uploaded by the student.
+    """
     upload = _upload(path)
-    meta = upload.parent / META if upload is not None and (upload.parent / META).is_file() else None
-    ignored = [p / name for p in path.parents if upload is not None and (p == upload or upload in p.parents)
-               for name in (META, STAMP) if (p / name).is_file()]
+    meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
+    stamp = next((p for p in reversed(path.parents) if p.name == assignment and (p / STAMP).is_file()), None)
+    if stamp is not None and (meta is None or stamp == meta or stamp in meta.parents):
+        return stamp, STAMP
+    return (meta, META) if meta is not None else None
+
+
+def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> tuple[datetime | None, str, list[str]]:
+    """When the platform recorded ``submission`` (None and '' when nowhere), and notes on files not believed.
+
+    Every ``timestamp.txt`` or ``submission_metadata.json`` below the record's folder (inside the
+    Gradescope upload, when there is no record) is the student's: reported, never read.
+    """
+    path = Path(submission)
+    record, upload = _record(path, assignment), _upload(path)
+    top = record[0] if record else upload
+    ignored = [p / name for p in path.parents if top is not None and (top in p.parents or p == top)
+               for name in (META, STAMP) if (p / name).is_file()
+               and not (record and p == top and (name == record[1] or record[1] == META))]
     notes = [f"ignored {p.name} inside the student's upload ({p}): not a platform record" for p in ignored]
-    if meta is not None:
+    if record is not None and record[1] == META:
+        meta = record[0] / META
         try:
             created = json.loads(meta.read_text(encoding="utf-8"))["created_at"]
             return parse_time(str(created), str(meta)), "Gradescope submission_metadata.json", notes
         except (OSError, UsageError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             notes.append(f"unreadable time record: {meta} holds no created_at that is a time ({type(exc).__name__})")
-    elif upload is None and path.parent.name == assignment and (path.parent / STAMP).is_file():  # nbgrader: STUDENT/ASSIGNMENT/
-        stamp = path.parent / STAMP
+    elif record is not None:
+        stamp = record[0] / STAMP
         try:
             return parse_time(stamp.read_text(encoding="utf-8"), str(stamp), assume_utc=True), \
                 "nbgrader timestamp.txt", notes

@@ -78,6 +78,29 @@ def test_nbgraders_timestamp_counts_only_in_its_student_assignment_folder(tmp_pa
     assert late.recorded_time(str(tmp_path / "flat/alice.ipynb"), "02_exercises")[:2] == (None, "")
 
 
+def test_a_students_own_record_deeper_in_an_nbgrader_upload_is_never_believed(tmp_path):
+    """nbgrader copies the whole assignment folder: a subfolder named after the assignment (with a
+    timestamp.txt), or a submission/ folder beside a submission_metadata.json, is the student's."""
+    top = {who: tmp_path / "submitted" / who / "02_exercises" for who in ("alice", "bob", "carol")}
+    for folder in top.values():
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-03-04 10:00:00.000000 UTC")  # nbgrader's exchange: 3 days late
+    alice = top["alice"] / "02_exercises" / "02_exercises.ipynb"  # a copy of the assignment folder inside it
+    alice.parent.mkdir()
+    (alice.parent / "timestamp.txt").write_text("2026-02-27 10:00:00.000000 UTC")
+    bob = top["bob"] / "submission" / "02_exercises.ipynb"  # Gradescope's layout, made by the student
+    bob.parent.mkdir()
+    (top["bob"] / "submission_metadata.json").write_text('{"created_at": "2026-02-27T10:00:00+00:00"}')
+    carol = top["carol"] / "work" / "02_exercises.ipynb"  # a plain subfolder: nbgrader's record still counts
+    carol.parent.mkdir()
+    for who in (alice, bob, carol):
+        when, source, notes = late.recorded_time(str(who), "02_exercises")
+        assert (when.isoformat(), source) == ("2026-03-04T10:00:00+00:00", "nbgrader timestamp.txt"), who
+        assert all("ignored" in n for n in notes) and len(notes) == (who != carol), notes
+    assert "timestamp.txt" in late.recorded_time(str(alice), "02_exercises")[2][0]
+    assert "submission_metadata.json" in late.recorded_time(str(bob), "02_exercises")[2][0]
+
+
 def test_a_times_csv_that_disagrees_with_the_platform_is_flagged(tmp_path):
     alice = gradescope(tmp_path, "alice", "2026-03-04T10:00:00+00:00")
     times = write(tmp_path / "t.csv", f"submission,assignment,submitted_at\n{alice},02_exercises,{DUE}\n")
