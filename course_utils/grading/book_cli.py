@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..paths import ROOT
 from . import lms, roster
-from .collect import UsageError
+from .collect import UsageError, load_assignments
 from .gradebook import Decision, GradeBook, books_beside, check_reason, final
 from .late import read_due, read_times
 from .records import place_all
@@ -173,13 +173,26 @@ def choose(gb: GradeBook, args: argparse.Namespace) -> int:
     return 0
 
 
+def course_assignments() -> set[str]:
+    """The assignments of this course (its exercise notebooks), or none when they are not built."""
+    try:
+        return set(load_assignments(ROOT))
+    except UsageError:
+        return set()
+
+
 def export(gb: GradeBook, args: argparse.Namespace) -> int:
     rows = gb.final_rows()
     subs = [r.submission for r in rows]
     students = roster.read(args.roster) if args.roster else [roster.Student(s, "", "", s) for s in subs]
     matched = roster.match(students, subs) if args.roster else \
         roster.Matched(files={s: [s] for s in subs})
-    policies, extensions = read_due(args.due) if args.due else ({}, [])
+    graded = sorted({r.assignment for r in rows if r.assignment})
+    policies, extensions = read_due(args.due, set(graded) | course_assignments()) if args.due else ({}, [])
+    for a in graded if args.due else []:
+        if a not in policies:
+            print(f"warning: --due gives no due date for {a} ({sum(r.assignment == a for r in rows)} submission(s)): "
+                  "no late penalty", file=sys.stderr)
     placed = place_all(read_times(args.times) if args.times else [], extensions, students, matched,
                        {r.submission: r.assignment for r in rows if r.assignment}, per_file=not args.roster)
     for line in placed.notices:

@@ -22,13 +22,13 @@ nbgrader's, which nbgrader writes in UTC.
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from . import tables
 from .collect import UsageError
 
 DAY = timedelta(days=1)
@@ -91,39 +91,42 @@ def _policy(row: dict, where: str, base: Policy | None) -> Policy:
         grace = timedelta(hours=float(row["grace_hours"])) if row.get("grace_hours") else \
             base.grace if base else timedelta(0)
         per_day = float(row["penalty_per_day"]) if row.get("penalty_per_day") else base.per_day if base else 0.0
-    except ValueError:
-        raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers.") from None
-    if not 0 <= per_day <= 1 or grace < timedelta(0):
+    except (ValueError, OverflowError):
+        raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers (grace under a year).") from None
+    if not 0 <= per_day <= 1 or not timedelta(0) <= grace <= timedelta(days=366):
         raise UsageError(f"{where}: penalty_per_day is a share of the maximum (0 to 1) and grace_hours "
-                         "is not negative.")
+                         "is between 0 and a year (8784).")
     return Policy(parse_time(row["due"], where), grace, per_day)
 
 
-def read_due(path: str | Path) -> tuple[dict[str, Policy], list[Extension]]:
+def read_due(path: str | Path, assignments: set[str] | None = None) -> tuple[dict[str, Policy], list[Extension]]:
     """(assignment -> the class's policy, the per-student extensions) from the due-dates CSV.
 
     UsageError naming the lines for a second class line of one assignment, a second extension
-    of one student for one assignment, or an extension of an assignment with no class line.
+    of one student for one assignment, an extension of an assignment with no class line, or an
+    assignment not in ``assignments`` (the course's, when given: a typo would leave the real one
+    without a due date).
     """
     out: dict[str, Policy] = {}
     first: dict[tuple[str, str], str] = {}
     pending: list[tuple[dict, str]] = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, raw in enumerate(csv.DictReader(f), 2):
-            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
-            where = f"{path} line {line}"
-            if not row.get("assignment") or not row.get("due"):
-                raise UsageError(f"{where}: every line needs an assignment and a due time.")
-            key = (row["assignment"], row.get("student", ""))
-            if key in first:
-                who = f" for student {key[1]!r}" if key[1] else " (no student: the class's)"
-                raise UsageError(f"{where}: a second due date for {key[0]}{who} ({first[key]} gave one); keep one "
-                                 "line per assignment, plus one per student with an extension (student column).")
-            first[key] = where
-            if key[1]:
-                pending.append((row, where))
-            else:
-                out[key[0]] = _policy(row, where, None)
+    for line, row in tables.read(path, "the due-dates CSV")[1]:
+        where = f"{path} line {line}"
+        if not row.get("assignment") or not row.get("due"):
+            raise UsageError(f"{where}: every line needs an assignment and a due time.")
+        if assignments is not None and row["assignment"] not in assignments:
+            raise UsageError(f"{where}: no assignment of this course is named {row['assignment']!r}; "
+                             f"its assignments are {', '.join(sorted(assignments))}.")
+        key = (row["assignment"], row.get("student", ""))
+        if key in first:
+            who = f" for student {key[1]!r}" if key[1] else " (no student: the class's)"
+            raise UsageError(f"{where}: a second due date for {key[0]}{who} ({first[key]} gave one); keep one "
+                             "line per assignment, plus one per student with an extension (student column).")
+        first[key] = where
+        if key[1]:
+            pending.append((row, where))
+        else:
+            out[key[0]] = _policy(row, where, None)
     extensions = []
     for row, where in pending:
         if row["assignment"] not in out:
@@ -137,14 +140,12 @@ def read_due(path: str | Path) -> tuple[dict[str, Policy], list[Extension]]:
 def read_times(path: str | Path) -> list[TimeRow]:
     """Every line of an instructor's times CSV (``records.place_times`` says whom each one names)."""
     out = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, raw in enumerate(csv.DictReader(f), 2):
-            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
-            who = row.get("submission") or row.get("student") or row.get("id") or ""
-            if not who or not row.get("submitted_at"):
-                raise UsageError(f"{path} line {line}: each line needs a submission (or student id) and submitted_at.")
-            where = f"{path} line {line}"
-            out.append(TimeRow(where, who, row.get("assignment", ""), parse_time(row["submitted_at"], where)))
+    for line, row in tables.read(path, "the times CSV")[1]:
+        who = row.get("submission") or row.get("student") or row.get("id") or ""
+        if not who or not row.get("submitted_at"):
+            raise UsageError(f"{path} line {line}: each line needs a submission (or student id) and submitted_at.")
+        where = f"{path} line {line}"
+        out.append(TimeRow(where, who, row.get("assignment", ""), parse_time(row["submitted_at"], where)))
     return out
 
 

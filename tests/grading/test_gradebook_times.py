@@ -176,3 +176,39 @@ def test_an_extension_is_one_students_and_conflicting_due_lines_are_refused(tmp_
     bad = write(tmp_path / "d2.csv", f"assignment,due,student\n02_exercises,{DUE},\n02_exercises,{DUE},s9\n")
     proc, _ = export(tmp_path, rows, "--roster", r, "--due", bad)
     assert proc.returncode == 2 and "d2.csv line 3: the extension's student 's9' is neither" in proc.stderr
+
+
+def test_a_due_line_naming_no_assignment_of_the_course_is_refused_and_one_without_a_line_is_said(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    times = write(tmp_path / "t.csv", "submission,assignment,submitted_at\nng_02.ipynb,02_exercises,2026-03-05T10:00:00Z\n")
+    typo = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercise,{DUE},0,0.25\n")
+    proc, got = export(tmp_path, rows, "--times", times, "--due", typo)  # the late file would get full marks
+    assert proc.returncode == 2 and not got and not (tmp_path / "out.csv").exists(), proc.stderr
+    assert "due.csv line 2: no assignment of this course is named '02_exercise'" in proc.stderr
+    other = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n03_exercises,{DUE},0,0.25\n")
+    proc, got = export(tmp_path, rows, "--times", times, "--due", other)  # 03 not graded yet: a column, no error
+    assert proc.returncode == 0 and got[str(rows[0].submission), "02_exercises"]["score"] == "5", proc.stderr
+    assert "warning: --due gives no due date for 02_exercises (1 submission(s)): no late penalty" in proc.stderr
+
+
+@pytest.mark.parametrize("which", ["--times", "--due", "--roster"])
+def test_a_csv_that_is_missing_or_not_utf8_is_one_sentence_not_a_traceback(tmp_path, which):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    text = {"--times": "submission,assignment,submitted_at\nJos\xe9.ipynb,,2026-03-05T10:00:00Z\n",
+            "--due": f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},0,0.1 # Jos\xe9\n",
+            "--roster": "id,name,email,pattern\ns1,Jos\xe9,j@x,*ng_*\n"}[which]
+    (tmp_path / "excel.csv").write_bytes(text.encode("cp1252"))  # Excel's "CSV (Comma delimited)"
+    for path, words in [(tmp_path / "excel.csv", "is not UTF-8 text"), (tmp_path / "nope.csv", "cannot read")]:
+        proc, _ = export(tmp_path, rows, which, str(path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith("error: ") and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_an_unquoted_comma_or_an_endless_grace_is_one_sentence(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    shifted = write(tmp_path / "r.csv", "id,name,email,pattern\n00042,O'Connor, Siobhan,s@x,*ng_*\n")
+    proc, _ = export(tmp_path, rows, "--roster", shifted)
+    assert proc.returncode == 2 and "r.csv line 2 has more cells than its header names" in proc.stderr, proc.stderr
+    endless = write(tmp_path / "d.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},inf,0.1\n")
+    proc, _ = export(tmp_path, rows, "--due", endless)
+    assert proc.returncode == 2 and "d.csv line 2: grace_hours and penalty_per_day must be" in proc.stderr, proc.stderr
