@@ -120,6 +120,9 @@ def main(argv: list[str]) -> int:
     try:
         if args.command != "export":
             check_reason(args.reason)  # before anything is run or written
+        if not Path(args.book).exists():  # a typo would make an empty book (export: everyone missing)
+            raise UsageError(f"there is no grade book at {args.book}: give the .sqlite file that "
+                             "`./course grade --book` wrote.")
         with GradeBook(args.book) as gb:
             return {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
                     "export": export}[args.command](gb, args)

@@ -182,7 +182,7 @@ class GradeBook:
             raise UsageError(f"{name!r} matches {len(part)} submission{'s' * (len(part) > 1)} only as part of a "
                              f"name: {', '.join(part)}; give one of them (its path, or its end from a '/').")
         raise UsageError(f"no submission {name!r} in {self.path}: grade it with --book first "
-                         "(`./course grade export --book BOOK` lists what it holds).")
+                         "(`./course grade export --book BOOK --out all.csv` lists what it holds).")
 
     # ------------------------------------------------------------------ decisions
     def decide(self, row: SubmissionResult, kind: str, reason: str, exercise: str = "",

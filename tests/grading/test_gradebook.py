@@ -322,3 +322,12 @@ def test_two_files_shown_under_one_name_are_refused_naming_both(tmp_path, monkey
     with pytest.raises(UsageError) as e:
         cli.one_name_each(cli.collect([str(tmp_path)]))
     assert "alice.ipynb" in str(e.value) and "alice\\x7f.ipynb" in str(e.value) and "one row" in str(e.value)
+
+
+def test_a_book_command_on_a_path_with_no_book_creates_none_and_says_so(tmp_path):
+    """A typo in --book made an empty book: export then wrote every student as missing (nbgrader: 0), exit 0."""
+    typo = tmp_path / "grading" / "coruse.sqlite"
+    for args in (["accept", "ann.ipynb", "--reason", "x"], ["export", "--out", str(tmp_path / "o.csv")]):
+        proc = run_grade(args[0], "--book", str(typo), *args[1:])
+        assert proc.returncode == 2 and f"error: there is no grade book at {typo}" in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and not typo.exists() and not (tmp_path / "o.csv").exists()
