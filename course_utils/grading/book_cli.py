@@ -26,7 +26,7 @@ from .gradebook import Decision, GradeBook, books_beside, check_reason, final
 from .late import read_due, read_times
 from .records import place_all
 from .results import SubmissionResult
-from .store import atomic_write
+from .store import atomic_write, file_digest
 
 COMMANDS = ("accept", "override", "regrade", "choose", "export")
 
@@ -152,6 +152,10 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
         raise UsageError(f"{row.submission} has no exercise {args.exercise!r}; it has: {', '.join(row.exercises)}.")
     if not Path(row.submission).is_file():
         raise UsageError(f"{row.submission} is no longer there: put the file back to regrade it.")
+    changed = file_digest(Path(row.submission)) != row.sha256
+    if changed and args.exercise:
+        raise UsageError(f"{row.submission} changed since it was graded, so --exercise would take every exercise of "
+                         "the new file: regrade it without --exercise (decisions on the old file then stop applying).")
     with tempfile.TemporaryDirectory(prefix="regrade-") as tmp:
         cmd = [sys.executable, "-m", "course_utils.grade", row.submission, "--json", "--results", tmp,
                "--timeout", str(args.timeout)] + (["--assignment", row.assignment] if row.assignment else []) \
@@ -166,6 +170,9 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
     d = gb.regrade(new, args.reason, args.exercise, who=args.who)  # the result and the decision, together
     stored = gb.find(new.submission)
     print(f"{row.submission}: {d.describe()}; now {stored.total:g}/{stored.max:g} ({stored.status})", file=sys.stderr)
+    if changed:
+        print(f"warning: {row.submission} changed since it was graded: the decisions made on the old file are kept "
+              "but no longer applied", file=sys.stderr)
     return 0
 
 

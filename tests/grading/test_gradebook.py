@@ -331,3 +331,20 @@ def test_a_book_command_on_a_path_with_no_book_creates_none_and_says_so(tmp_path
         proc = run_grade(args[0], "--book", str(typo), *args[1:])
         assert proc.returncode == 2 and f"error: there is no grade book at {typo}" in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1 and not typo.exists() and not (tmp_path / "o.csv").exists()
+
+
+def test_regrade_of_one_exercise_of_a_file_that_changed_is_refused_before_it_runs(tmp_path):
+    """The file's bytes are no longer those graded: --exercise would silently take every exercise of the new file
+    (and the earlier decisions would stop applying); the instructor is told, nothing is run or written."""
+    answer = tmp_path / "subs" / "ann.ipynb"
+    answer.parent.mkdir()
+    answer.write_text("{}")
+    book = str(tmp_path / "course.sqlite")
+    with GradeBook(book) as gb:
+        gb.record([sub(str(answer), mul=0.0, sha="0" * 64)])
+        gb.decide(gb.find("ann.ipynb"), "override", "typo", "div", 1.0)
+    proc = run_grade("regrade", "--book", book, "ann.ipynb", "--exercise", "mul", "--reason", "check fixed")
+    assert proc.returncode == 2 and "ann.ipynb changed since it was graded" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    with GradeBook(book) as gb:
+        assert [d.kind for d in gb.decisions()] == ["override"] and gb.final_rows()[0].exercises["div"].points == 1.0
