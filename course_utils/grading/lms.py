@@ -140,13 +140,17 @@ def _time(submission: str, assignment: str, placed: Placement, use_mtime: bool
     return mine, "instructor's times CSV", notes
 
 
+SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "v"}  # "King, Jr." is not "Last, First"
+
+
 def split_name(name: str) -> tuple[str, str]:
-    """(first, last) names: "O'Connor, Siobhan" is last name first; otherwise the last word is the last name."""
-    if "," in name:
-        last, _, first = name.partition(",")
-        return first.strip(), last.strip()
-    first, _, last = name.strip().rpartition(" ")
-    return first, last
+    """(first, last) names: "O'Connor, Siobhan" is last name first; otherwise the last word is the last name
+    ("Martin Luther King, Jr.": "King, Jr.")."""
+    before, comma, after = name.strip().partition(",")
+    if comma and after.strip().rstrip(".").lower() not in SUFFIXES:
+        return after.strip(), before.strip()
+    first, _, last = before.strip().rpartition(" ")
+    return first, last + (f",{after}" if comma else "")
 
 
 def _fmt(value: float | None) -> str:

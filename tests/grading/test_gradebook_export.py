@@ -147,3 +147,13 @@ def test_gradescope_metadata_gives_the_time(tmp_path):
     when, source, _ = late.recorded_time(str(tmp_path / "submission" / "a.ipynb"), "a")
     assert source == "Gradescope submission_metadata.json" and when == datetime(2026, 3, 2, 17, 0, 0, 500000,
                                                                                 tzinfo=timezone.utc)
+
+
+def test_a_name_with_a_suffix_after_its_comma_is_not_last_name_first():
+    """"Martin Luther King, Jr." is not "Last, First": nbgrader's first name would have been "Jr."."""
+    from course_utils.grading.lms import split_name
+
+    assert split_name("O'Connor, Siobhan") == ("Siobhan", "O'Connor")
+    assert split_name("Martin Luther King, Jr.") == ("Martin Luther", "King, Jr.")
+    assert split_name("José Álvarez, III") == ("José", "Álvarez, III")
+    assert split_name("Ngô Zoë") == ("Ngô", "Zoë") and split_name("Plato") == ("", "Plato")
