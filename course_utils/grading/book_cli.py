@@ -36,11 +36,11 @@ def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[Sub
     if not book:
         return rows
     with GradeBook(book) as gb:
-        gb.record([r for r in rows if r.sha256])
+        stored = {r.submission: r for r in gb.record([r for r in rows if r.sha256])}  # a regrade's result is kept
         decided: dict[str, list[Decision]] = {}
         for d in gb.decisions():
             decided.setdefault(d.submission, []).append(d)
-    return [final(r, decided.get(r.submission, [])) for r in rows]
+    return [final(stored.get(r.submission, r), decided.get(r.submission, [])) for r in rows]
 
 
 def check_early(book: str | None, roster_path: str | None, outputs: tuple[str, ...] = (),
@@ -134,7 +134,8 @@ def main(argv: list[str]) -> int:
 def accept(gb: GradeBook, args: argparse.Namespace) -> int:
     row = gb.find(args.submission)
     d = gb.decide(row, "accept", args.reason, who=args.who)
-    print(f"{row.submission}: {d.describe()}; it now counts {row.total:g}/{row.max:g}", file=sys.stderr)
+    now = final(row, gb.decisions(row.submission))  # overrides included
+    print(f"{row.submission}: {d.describe()}; it now counts {now.total:g}/{now.max:g}", file=sys.stderr)
     return 0
 
 
@@ -168,7 +169,7 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
     new = SubmissionResult.from_json(json.loads(lines[-1]))
     new.submission = row.submission  # the same file, under the name the book knows it by
     d = gb.regrade(new, args.reason, args.exercise, who=args.who)  # the result and the decision, together
-    stored = gb.find(new.submission)
+    stored = final(gb.find(new.submission), gb.decisions(new.submission))  # the overrides it left included
     print(f"{row.submission}: {d.describe()}; now {stored.total:g}/{stored.max:g} ({stored.status})", file=sys.stderr)
     if changed:
         print(f"warning: {row.submission} changed since it was graded: the decisions made on the old file are kept "

@@ -116,6 +116,8 @@ def test_every_book_command_has_help_and_the_commands_work_end_to_end(tmp_path):
     proc = run_grade("override", "--book", book, "ann.ipynb", "mul", "7", "--reason", "x")
     assert proc.returncode == 2 and "between 0 and 2" in proc.stderr and "Traceback" not in proc.stderr
     assert run_grade("override", "--book", book, "ann.ipynb", "mul", "2", "--reason", "typo").returncode == 0
+    proc = run_grade("accept", "--book", book, "ann.ipynb", "--reason", "fine")
+    assert proc.returncode == 0 and "it now counts 5/5" in proc.stderr, proc.stderr  # the override included
     proc = run_grade("export", "--book", book, "--out", str(tmp_path / "all.csv"))
     assert proc.returncode == 0, proc.stderr
     with open(tmp_path / "all.csv", newline="") as f:
@@ -348,3 +350,23 @@ def test_regrade_of_one_exercise_of_a_file_that_changed_is_refused_before_it_run
     assert proc.stderr.count("\n") == 1
     with GradeBook(book) as gb:
         assert [d.kind for d in gb.decisions()] == ["override"] and gb.final_rows()[0].exercises["div"].points == 1.0
+
+
+def test_a_rerun_that_resumes_the_old_result_never_undoes_a_regrade(tmp_path):
+    """The batch's results folder still holds the result a regrade replaced (a timeout on a loaded machine):
+    resuming the batch with --book recorded it again, silently taking back the regrade's points."""
+    flaky = sub("class/ann.ipynb", mul=0.0)  # as the batch stored it
+    book = tmp_path / "b.sqlite"
+    with GradeBook(book) as gb:
+        gb.record([flaky])
+        gb.regrade(sub("class/ann.ipynb", mul=2.0), "timed out on a loaded machine", "mul", who="ta")
+    rows = book_cli.record_and_apply(str(book), [flaky])  # the batch again: resumed from its results folder
+    assert rows[0].total == 5 and "regraded mul" in rows[0].decisions[0]
+    with GradeBook(book) as gb:
+        assert gb.final_rows()[0].total == 5
+        newer = sub("class/ann.ipynb", mul=0.0)
+        newer.course_version = "another"  # an upgraded grader's result stands
+        gb.record([newer])
+        assert gb.final_rows()[0].total == 3
+        gb.record([sub("class/ann.ipynb", mul=1.0, sha="c" * 64)])  # other bytes: the new file's result
+        assert gb.final_rows()[0].total == 4
