@@ -171,14 +171,18 @@ def write(fmt: str, found: list[Entry]) -> str:
     students = list(dict.fromkeys(e.student for e in found))
     cell = {(e.student.id, e.assignment): e for e in found}
     maxima = {a: max(e.maximum for e in found if e.assignment == a) for a in assignments}
+
+    def score(student: Student, assignment: str) -> str:  # none: without a roster, a file of another assignment
+        e = cell.get((student.id, assignment))
+        return _fmt(e.score) if e else ""
     if fmt == "canvas":
         lines = [["Points Possible", "", "", "", "", *[_fmt(maxima[a]) for a in assignments]]]
         lines += [[s.name, s.get("canvas_id"), s.id, s.get("sis_login_id") or s.email, s.get("section"),
-                   *[_fmt(cell[s.id, a].score) for a in assignments]] for s in students]
+                   *[score(s, a) for a in assignments]] for s in students]
         return _csv(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *assignments], lines)
     if fmt == "moodle":
         return _csv(["ID number", "Email address", "Full name", *assignments],
-                    [[s.id, s.email, s.name, *[_fmt(cell[s.id, a].score) for a in assignments]] for s in students])
+                    [[s.id, s.email, s.name, *[score(s, a) for a in assignments]] for s in students])
     if fmt == "nbgrader":
         lines = []
         for e in found:

@@ -157,3 +157,17 @@ def test_a_name_with_a_suffix_after_its_comma_is_not_last_name_first():
     assert split_name("Martin Luther King, Jr.") == ("Martin Luther", "King, Jr.")
     assert split_name("José Álvarez, III") == ("José", "Álvarez, III")
     assert split_name("Ngô Zoë") == ("Ngô", "Zoë") and split_name("Plato") == ("", "Plato")
+
+
+@pytest.mark.parametrize("fmt", lms.FORMATS)
+def test_without_a_roster_a_book_of_two_assignments_exports_each_file_in_its_own_column(fmt):
+    """Each file is its own student, with one assignment: the other columns are empty (canvas and moodle crashed)."""
+    rows = [sub("in/a.ipynb", 10), SubmissionResult("in/b.ipynb", "03_exercises", "graded", sha256="b" * 64,
+                                                    exercises={"exp": ExerciseResult("exp", 1.0, 2.0, "passed")})]
+    per_file = [roster.Student(r.submission, "", "", r.submission) for r in rows]
+    found = lms.entries(rows, per_file, roster.Matched(files={r.submission: [r.submission] for r in rows}), {},
+                        per_file=True)
+    text = lms.write(fmt, found)
+    if fmt in ("canvas", "moodle"):
+        got = {line[2 if fmt == "canvas" else 0]: line[-2:] for line in csv.reader(io.StringIO(text))}
+        assert got["in/a.ipynb"] == ["10", ""] and got["in/b.ipynb"] == ["", "1"]
