@@ -208,7 +208,7 @@ class GradeBook:
         if kind == "override":
             top = row.exercises[exercise].max
             if points is None or not 0 <= points <= top:
-                raise UsageError(f"--points for {exercise} must be between 0 and {top:g}, got {points}.")
+                raise UsageError(f"the points for {exercise} must be between 0 and {top:g}, got {points}.")
         if kind == "choose" and not row.assignment:
             raise UsageError(f"{row.submission} is not a notebook of any assignment ({row.reason()}): "
                              "it cannot be the one that counts.")

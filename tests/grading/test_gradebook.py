@@ -115,6 +115,7 @@ def test_every_book_command_has_help_and_the_commands_work_end_to_end(tmp_path):
     assert proc.returncode == 0 and "accepted by prof" in proc.stderr, proc.stderr
     proc = run_grade("override", "--book", book, "ann.ipynb", "mul", "7", "--reason", "x")
     assert proc.returncode == 2 and "between 0 and 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--points" not in proc.stderr  # points is positional: there is no such option
     assert run_grade("override", "--book", book, "ann.ipynb", "mul", "2", "--reason", "typo").returncode == 0
     proc = run_grade("accept", "--book", book, "ann.ipynb", "--reason", "fine")
     assert proc.returncode == 0 and "it now counts 5/5" in proc.stderr, proc.stderr  # the override included
