@@ -208,6 +208,10 @@ def export(gb: GradeBook, args: argparse.Namespace) -> int:
                        {r.submission: r.assignment for r in rows if r.assignment}, per_file=not args.roster)
     for line in placed.notices:
         print(f"note: {line}", file=sys.stderr)
+    for (sid, a), (policy, where) in placed.extensions.items():
+        if policy.due + policy.grace < policies[a].due + policies[a].grace:
+            print(f"warning: {where}: the extension of {a} for {sid} ends before the class's due date (dates "
+                  "swapped?): that student is late sooner than the others", file=sys.stderr)
     found = lms.entries(rows, students, matched, policies, placed, args.use_mtime, per_file=not args.roster,
                         chosen=gb.chosen())
     for e in found:

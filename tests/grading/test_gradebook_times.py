@@ -212,3 +212,15 @@ def test_an_unquoted_comma_or_an_endless_grace_is_one_sentence(tmp_path):
     endless = write(tmp_path / "d.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},inf,0.1\n")
     proc, _ = export(tmp_path, rows, "--due", endless)
     assert proc.returncode == 2 and "d.csv line 2: grace_hours and penalty_per_day must be" in proc.stderr, proc.stderr
+
+
+def test_an_extension_that_ends_before_the_class_due_date_is_said(tmp_path):
+    """Swapped dates would make one student's deadline earlier than everyone's: said on stderr."""
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", ROSTER)
+    due = write(tmp_path / "due.csv", "assignment,due,grace_hours,penalty_per_day,student\n"
+                "02_exercises,2026-03-03T23:59:00+00:00,0,0.2,\n02_exercises,2026-03-01T23:59:00+00:00,,,s2\n")
+    proc, _ = export(tmp_path, rows, "--roster", r, "--due", due)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: due.csv line 3: the extension of 02_exercises for s2 ends before the class's due" in \
+        proc.stderr.replace(str(tmp_path) + "/", ""), proc.stderr
