@@ -167,12 +167,13 @@ def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
 
     nbgrader's is ``timestamp.txt`` in the outermost folder named after the assignment that holds
     one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
-    one is the student's); Gradescope's is ``submission_metadata.json`` beside the upload. Of the
+    one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json`` beside the upload. Of the
     two, the outer counts: a record inside the other platform's folder was uploaded by the student.
     """
     upload = _upload(path)
     meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
-    stamp = next((p for p in reversed(path.parents) if p.name == assignment and (p / STAMP).is_file()), None)
+    stamp = next((p for p in reversed(path.parents) if p.name == assignment and (p / STAMP).is_file()
+                  and not (upload is not None and (p == upload or upload in p.parents))), None)  # not in an upload
     if stamp is not None and (meta is None or stamp == meta or stamp in meta.parents):
         return stamp, STAMP
     return (meta, META) if meta is not None else None

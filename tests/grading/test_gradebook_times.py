@@ -98,6 +98,11 @@ def test_a_students_own_record_deeper_in_an_nbgrader_upload_is_never_believed(tm
         assert (when.isoformat(), source) == ("2026-03-04T10:00:00+00:00", "nbgrader timestamp.txt"), who
         assert all("ignored" in n for n in notes) and len(notes) == (who != carol), notes
     assert "timestamp.txt" in late.recorded_time(str(alice), "02_exercises")[2][0]
+    dan = tmp_path / "gradescope" / "dan" / "submission" / "02_exercises" / "02_exercises.ipynb"  # no metadata saved
+    dan.parent.mkdir(parents=True)
+    (dan.parent / "timestamp.txt").write_text("2026-02-27 10:00:00.000000 UTC")  # inside a Gradescope upload
+    when, source, notes = late.recorded_time(str(dan), "02_exercises")
+    assert (when, source) == (None, "") and "ignored timestamp.txt inside the student's upload" in notes[0]
     assert "submission_metadata.json" in late.recorded_time(str(bob), "02_exercises")[2][0]
 
 
