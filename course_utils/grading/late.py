@@ -167,8 +167,9 @@ def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
 
     nbgrader's is ``timestamp.txt`` in the outermost folder named after the assignment that holds
     one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
-    one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json`` beside the upload. Of the
-    two, the outer counts: a record inside the other platform's folder was uploaded by the student.
+    one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json``
+    beside the upload. Of the two, the outer counts: a record inside the other platform's folder was
+    uploaded by the student.
     """
     upload = _upload(path)
     meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
