@@ -153,6 +153,10 @@ def merge(folders: list[Path], version: str | None = None, maxima: dict[str, flo
         why = problem(row, maxima)
         if why is None and row.submission in seen:
             why = f"its submission was already merged from {seen[row.submission]}"
+            if seen[row.submission].parent == path.parent:  # one folder, two versions of the file's bytes
+                raise UsageError(f"refusing to merge {path}: {seen[row.submission]} holds another result of "
+                                 f"{row.submission} (the file changed between two runs); empty {path.parent} "
+                                 "and grade that shard again.")
         if why is None and version is not None and row.course_version != version:
             why = (f"it was graded by another version of the course ({row.course_version or 'unknown'}, "
                    f"this one is {version})")

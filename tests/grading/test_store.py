@@ -137,3 +137,10 @@ def test_a_shard_graded_again_after_an_upgrade_merges_its_fresh_results(tmp_path
     rows = merge([tmp_path / "1", tmp_path / "2"], "v1", MAXIMA)
     assert [(r.submission, r.course_version) for r in rows] == [("s/a.ipynb", "v1"), ("s/b.ipynb", "v1")]
     assert "skipped 1 result(s) of an earlier version of the course" in capsys.readouterr().err
+
+
+def test_two_results_of_one_file_in_one_shard_folder_say_how_to_get_out(tmp_path):
+    shard(tmp_path / "1", row("s/a.ipynb", sha256="cd" * 32), row("s/a.ipynb"))
+    with pytest.raises(UsageError, match=r"holds another result of s/a.ipynb \(the file changed between two runs\); "
+                       "empty .* and grade that shard again"):
+        merge([tmp_path / "1"], "v1", MAXIMA)
