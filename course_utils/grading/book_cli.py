@@ -21,12 +21,12 @@ from pathlib import Path
 
 from ..paths import ROOT
 from . import lms, roster
-from .collect import UsageError
+from .collect import UsageError, load_assignments
 from .gradebook import Decision, GradeBook, books_beside, check_reason, final
 from .late import read_due, read_times
 from .records import place_all
 from .results import SubmissionResult
-from .store import atomic_write
+from .store import atomic_write, file_digest
 
 COMMANDS = ("accept", "override", "regrade", "choose", "export")
 
@@ -36,11 +36,11 @@ def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[Sub
     if not book:
         return rows
     with GradeBook(book) as gb:
-        gb.record([r for r in rows if r.sha256])
+        stored = {r.submission: r for r in gb.record([r for r in rows if r.sha256])}  # a regrade's result is kept
         decided: dict[str, list[Decision]] = {}
         for d in gb.decisions():
             decided.setdefault(d.submission, []).append(d)
-    return [final(r, decided.get(r.submission, [])) for r in rows]
+    return [final(stored.get(r.submission, r), decided.get(r.submission, [])) for r in rows]
 
 
 def check_early(book: str | None, roster_path: str | None, outputs: tuple[str, ...] = (),
@@ -120,6 +120,9 @@ def main(argv: list[str]) -> int:
     try:
         if args.command != "export":
             check_reason(args.reason)  # before anything is run or written
+        if not Path(args.book).exists():  # a typo would make an empty book (export: everyone missing)
+            raise UsageError(f"there is no grade book at {args.book}: give the .sqlite file that "
+                             "`./course grade --book` wrote.")
         with GradeBook(args.book) as gb:
             return {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
                     "export": export}[args.command](gb, args)
@@ -131,7 +134,8 @@ def main(argv: list[str]) -> int:
 def accept(gb: GradeBook, args: argparse.Namespace) -> int:
     row = gb.find(args.submission)
     d = gb.decide(row, "accept", args.reason, who=args.who)
-    print(f"{row.submission}: {d.describe()}; it now counts {row.total:g}/{row.max:g}", file=sys.stderr)
+    now = final(row, gb.decisions(row.submission))  # overrides included
+    print(f"{row.submission}: {d.describe()}; it now counts {now.total:g}/{now.max:g}", file=sys.stderr)
     return 0
 
 
@@ -149,6 +153,10 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
         raise UsageError(f"{row.submission} has no exercise {args.exercise!r}; it has: {', '.join(row.exercises)}.")
     if not Path(row.submission).is_file():
         raise UsageError(f"{row.submission} is no longer there: put the file back to regrade it.")
+    changed = file_digest(Path(row.submission)) != row.sha256
+    if changed and args.exercise:
+        raise UsageError(f"{row.submission} changed since it was graded, so --exercise would take every exercise of "
+                         "the new file: regrade it without --exercise (decisions on the old file then stop applying).")
     with tempfile.TemporaryDirectory(prefix="regrade-") as tmp:
         cmd = [sys.executable, "-m", "course_utils.grade", row.submission, "--json", "--results", tmp,
                "--timeout", str(args.timeout)] + (["--assignment", row.assignment] if row.assignment else []) \
@@ -161,8 +169,11 @@ def regrade(gb: GradeBook, args: argparse.Namespace) -> int:
     new = SubmissionResult.from_json(json.loads(lines[-1]))
     new.submission = row.submission  # the same file, under the name the book knows it by
     d = gb.regrade(new, args.reason, args.exercise, who=args.who)  # the result and the decision, together
-    stored = gb.find(new.submission)
+    stored = final(gb.find(new.submission), gb.decisions(new.submission))  # the overrides it left included
     print(f"{row.submission}: {d.describe()}; now {stored.total:g}/{stored.max:g} ({stored.status})", file=sys.stderr)
+    if changed:
+        print(f"warning: {row.submission} changed since it was graded: the decisions made on the old file are kept "
+              "but no longer applied", file=sys.stderr)
     return 0
 
 
@@ -173,17 +184,34 @@ def choose(gb: GradeBook, args: argparse.Namespace) -> int:
     return 0
 
 
+def course_assignments() -> set[str]:
+    """The assignments of this course (its exercise notebooks), or none when they are not built."""
+    try:
+        return set(load_assignments(ROOT))
+    except UsageError:
+        return set()
+
+
 def export(gb: GradeBook, args: argparse.Namespace) -> int:
     rows = gb.final_rows()
     subs = [r.submission for r in rows]
     students = roster.read(args.roster) if args.roster else [roster.Student(s, "", "", s) for s in subs]
     matched = roster.match(students, subs) if args.roster else \
         roster.Matched(files={s: [s] for s in subs})
-    policies, extensions = read_due(args.due) if args.due else ({}, [])
+    graded = sorted({r.assignment for r in rows if r.assignment})
+    policies, extensions = read_due(args.due, set(graded) | course_assignments()) if args.due else ({}, [])
+    for a in graded if args.due else []:
+        if a not in policies:
+            print(f"warning: --due gives no due date for {a} ({sum(r.assignment == a for r in rows)} submission(s)): "
+                  "no late penalty", file=sys.stderr)
     placed = place_all(read_times(args.times) if args.times else [], extensions, students, matched,
                        {r.submission: r.assignment for r in rows if r.assignment}, per_file=not args.roster)
     for line in placed.notices:
         print(f"note: {line}", file=sys.stderr)
+    for (sid, a), (policy, where) in placed.extensions.items():
+        if policy.due + policy.grace < policies[a].due + policies[a].grace:
+            print(f"warning: {where}: the extension of {a} for {sid} ends before the class's due date (dates "
+                  "swapped?): that student is late sooner than the others", file=sys.stderr)
     found = lms.entries(rows, students, matched, policies, placed, args.use_mtime, per_file=not args.roster,
                         chosen=gb.chosen())
     for e in found:

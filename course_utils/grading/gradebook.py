@@ -113,22 +113,26 @@ class GradeBook:
         self.db.close()
 
     # ------------------------------------------------------------------ results
-    def record(self, rows: list[SubmissionResult]) -> None:
-        """Store (or replace) the result of each row; decisions are never touched.
+    def record(self, rows: list[SubmissionResult]) -> list[SubmissionResult]:
+        """Store (or replace) the result of each row, and return each row as stored; decisions are never touched.
 
+        A result a ``regrade`` stored is kept against the same bytes graded by the same course version
+        (a rerun resumes the batch's old result: it must not take the regrade back).
         UsageError (nothing stored) when two rows of the batch have one name: two files would merge into one row.
         """
+        unique(rows)
+        regraded = {(d.submission, d.sha256) for d in self.decisions() if d.kind == "regrade"}
+        kept = {}
+        for r in rows:
+            old = self.result(r.submission) if (r.submission, r.sha256) in regraded else None
+            if old is not None and (old.sha256, old.course_version) == (r.sha256, r.course_version):
+                kept[r.submission] = old
         with self.db:
-            self._record(rows)
+            self._record([r for r in rows if r.submission not in kept])
+        return [kept.get(r.submission, r) for r in rows]
 
     def _record(self, rows: list[SubmissionResult]) -> None:
-        seen: dict[str, str] = {}
-        for r in rows:
-            if r.submission in seen:
-                raise UsageError(f"refusing to record two files as one row: two submissions are both named "
-                                 f"{r.submission!r} (SHA-256 {seen[r.submission][:12]} and {r.sha256[:12]}); "
-                                 "rename one and grade again.")
-            seen[r.submission] = r.sha256
+        unique(rows)
         self.db.executemany(
             "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?)",
             [(r.submission, r.assignment, r.sha256, r.status, json.dumps(r.to_json()), now()) for r in rows])
@@ -182,7 +186,7 @@ class GradeBook:
             raise UsageError(f"{name!r} matches {len(part)} submission{'s' * (len(part) > 1)} only as part of a "
                              f"name: {', '.join(part)}; give one of them (its path, or its end from a '/').")
         raise UsageError(f"no submission {name!r} in {self.path}: grade it with --book first "
-                         "(`./course grade export --book BOOK` lists what it holds).")
+                         "(`./course grade export --book BOOK --out all.csv` lists what it holds).")
 
     # ------------------------------------------------------------------ decisions
     def decide(self, row: SubmissionResult, kind: str, reason: str, exercise: str = "",
@@ -204,7 +208,7 @@ class GradeBook:
         if kind == "override":
             top = row.exercises[exercise].max
             if points is None or not 0 <= points <= top:
-                raise UsageError(f"--points for {exercise} must be between 0 and {top:g}, got {points}.")
+                raise UsageError(f"the points for {exercise} must be between 0 and {top:g}, got {points}.")
         if kind == "choose" and not row.assignment:
             raise UsageError(f"{row.submission} is not a notebook of any assignment ({row.reason()}): "
                              "it cannot be the one that counts.")
@@ -231,6 +235,17 @@ class GradeBook:
         for d in self.decisions():
             by.setdefault(d.submission, []).append(d)
         return [final(r, by.get(r.submission, [])) for r in self.results()]
+
+
+def unique(rows: list[SubmissionResult]) -> None:
+    """UsageError when two rows of a batch have one name: two files would merge into one row."""
+    seen: dict[str, str] = {}
+    for r in rows:
+        if r.submission in seen:
+            raise UsageError(f"refusing to record two files as one row: two submissions are both named "
+                             f"{r.submission!r} (SHA-256 {seen[r.submission][:12]} and {r.sha256[:12]}); "
+                             "rename one and grade again.")
+        seen[r.submission] = r.sha256
 
 
 def books_beside(outputs: list[Path]) -> list[Path]:

@@ -11,23 +11,24 @@ without a student, and two lines for the same assignment and student are refused
 
 A time is believed only where the platform writes it, never from a student's upload: an
 instructor's CSV (``--times``: submission or student, assignment, submitted_at; placed by
-``records``), nbgrader's ``timestamp.txt`` in its ``STUDENT/ASSIGNMENT/`` folder (nbgrader's
-exchange writes it over anything the student sent), Gradescope's ``submission_metadata.json``
-(its ``created_at``) in the parent of the ``submission/`` folder that holds the upload, or, only
-with ``--use-mtime``, the file's modification time, which the export then names as its source.
-Inside a Gradescope upload nothing is read (a ``timestamp.txt`` or metadata file there is the
+``records``), nbgrader's ``timestamp.txt`` in the outermost ``ASSIGNMENT/`` folder holding one
+(``submitted/STUDENT/ASSIGNMENT/``: nbgrader's exchange writes it over anything the student sent),
+Gradescope's ``submission_metadata.json`` (its ``created_at``) in the parent of the ``submission/``
+folder that holds the upload (the outer of the two where both exist), or, only with
+``--use-mtime``, the file's modification time, which the export then names as its source. Below
+the record's folder nothing is read (a ``timestamp.txt`` or metadata file there is the
 student's: it is reported, never used). Times without a time zone are refused, except
 nbgrader's, which nbgrader writes in UTC.
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from . import tables
 from .collect import UsageError
 
 DAY = timedelta(days=1)
@@ -90,39 +91,42 @@ def _policy(row: dict, where: str, base: Policy | None) -> Policy:
         grace = timedelta(hours=float(row["grace_hours"])) if row.get("grace_hours") else \
             base.grace if base else timedelta(0)
         per_day = float(row["penalty_per_day"]) if row.get("penalty_per_day") else base.per_day if base else 0.0
-    except ValueError:
-        raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers.") from None
-    if not 0 <= per_day <= 1 or grace < timedelta(0):
+    except (ValueError, OverflowError):
+        raise UsageError(f"{where}: grace_hours and penalty_per_day must be numbers (grace under a year).") from None
+    if not 0 <= per_day <= 1 or not timedelta(0) <= grace <= timedelta(days=366):
         raise UsageError(f"{where}: penalty_per_day is a share of the maximum (0 to 1) and grace_hours "
-                         "is not negative.")
+                         "is between 0 and a year (8784).")
     return Policy(parse_time(row["due"], where), grace, per_day)
 
 
-def read_due(path: str | Path) -> tuple[dict[str, Policy], list[Extension]]:
+def read_due(path: str | Path, assignments: set[str] | None = None) -> tuple[dict[str, Policy], list[Extension]]:
     """(assignment -> the class's policy, the per-student extensions) from the due-dates CSV.
 
     UsageError naming the lines for a second class line of one assignment, a second extension
-    of one student for one assignment, or an extension of an assignment with no class line.
+    of one student for one assignment, an extension of an assignment with no class line, or an
+    assignment not in ``assignments`` (the course's, when given: a typo would leave the real one
+    without a due date).
     """
     out: dict[str, Policy] = {}
     first: dict[tuple[str, str], str] = {}
     pending: list[tuple[dict, str]] = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, raw in enumerate(csv.DictReader(f), 2):
-            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
-            where = f"{path} line {line}"
-            if not row.get("assignment") or not row.get("due"):
-                raise UsageError(f"{where}: every line needs an assignment and a due time.")
-            key = (row["assignment"], row.get("student", ""))
-            if key in first:
-                who = f" for student {key[1]!r}" if key[1] else " (no student: the class's)"
-                raise UsageError(f"{where}: a second due date for {key[0]}{who} ({first[key]} gave one); keep one "
-                                 "line per assignment, plus one per student with an extension (student column).")
-            first[key] = where
-            if key[1]:
-                pending.append((row, where))
-            else:
-                out[key[0]] = _policy(row, where, None)
+    for line, row in tables.read(path, "the due-dates CSV")[1]:
+        where = f"{path} line {line}"
+        if not row.get("assignment") or not row.get("due"):
+            raise UsageError(f"{where}: every line needs an assignment and a due time.")
+        if assignments is not None and row["assignment"] not in assignments:
+            raise UsageError(f"{where}: no assignment of this course is named {row['assignment']!r}; "
+                             f"its assignments are {', '.join(sorted(assignments))}.")
+        key = (row["assignment"], row.get("student", ""))
+        if key in first:
+            who = f" for student {key[1]!r}" if key[1] else " (no student: the class's)"
+            raise UsageError(f"{where}: a second due date for {key[0]}{who} ({first[key]} gave one); keep one "
+                             "line per assignment, plus one per student with an extension (student column).")
+        first[key] = where
+        if key[1]:
+            pending.append((row, where))
+        else:
+            out[key[0]] = _policy(row, where, None)
     extensions = []
     for row, where in pending:
         if row["assignment"] not in out:
@@ -136,14 +140,12 @@ def read_due(path: str | Path) -> tuple[dict[str, Policy], list[Extension]]:
 def read_times(path: str | Path) -> list[TimeRow]:
     """Every line of an instructor's times CSV (``records.place_times`` says whom each one names)."""
     out = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        for line, raw in enumerate(csv.DictReader(f), 2):
-            row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
-            who = row.get("submission") or row.get("student") or row.get("id") or ""
-            if not who or not row.get("submitted_at"):
-                raise UsageError(f"{path} line {line}: each line needs a submission (or student id) and submitted_at.")
-            where = f"{path} line {line}"
-            out.append(TimeRow(where, who, row.get("assignment", ""), parse_time(row["submitted_at"], where)))
+    for line, row in tables.read(path, "the times CSV")[1]:
+        who = row.get("submission") or row.get("student") or row.get("id") or ""
+        if not who or not row.get("submitted_at"):
+            raise UsageError(f"{path} line {line}: each line needs a submission (or student id) and submitted_at.")
+        where = f"{path} line {line}"
+        out.append(TimeRow(where, who, row.get("assignment", ""), parse_time(row["submitted_at"], where)))
     return out
 
 
@@ -160,22 +162,46 @@ def _upload(path: Path) -> Path | None:
     return next((p for p in reversed(path.parents) if p.name == "submission"), None)
 
 
-def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> tuple[datetime | None, str, list[str]]:
-    """When the platform recorded ``submission`` (None and '' when nowhere), and notes on files not believed."""
-    path = Path(submission)
+def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
+    """The one platform record believed for ``path``: (its folder, its file name), or None.
+
+    nbgrader's is ``timestamp.txt`` in the outermost folder named after the assignment that holds
+    one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
+    one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json``
+    beside the upload. Of the two, the outer counts: a record inside the other platform's folder was
+    uploaded by the student.
+    """
     upload = _upload(path)
-    meta = upload.parent / META if upload is not None and (upload.parent / META).is_file() else None
-    ignored = [p / name for p in path.parents if upload is not None and (p == upload or upload in p.parents)
-               for name in (META, STAMP) if (p / name).is_file()]
+    meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
+    stamp = next((p for p in reversed(path.parents) if p.name == assignment and (p / STAMP).is_file()
+                  and not (upload is not None and (p == upload or upload in p.parents))), None)  # not in an upload
+    if stamp is not None and (meta is None or stamp == meta or stamp in meta.parents):
+        return stamp, STAMP
+    return (meta, META) if meta is not None else None
+
+
+def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> tuple[datetime | None, str, list[str]]:
+    """When the platform recorded ``submission`` (None and '' when nowhere), and notes on files not believed.
+
+    Every ``timestamp.txt`` or ``submission_metadata.json`` below the record's folder (inside the
+    Gradescope upload, when there is no record) is the student's: reported, never read.
+    """
+    path = Path(submission)
+    record, upload = _record(path, assignment), _upload(path)
+    top = record[0] if record else upload
+    ignored = [p / name for p in path.parents if top is not None and (top in p.parents or p == top)
+               for name in (META, STAMP) if (p / name).is_file()
+               and not (record and p == top and (name == record[1] or record[1] == META))]
     notes = [f"ignored {p.name} inside the student's upload ({p}): not a platform record" for p in ignored]
-    if meta is not None:
+    if record is not None and record[1] == META:
+        meta = record[0] / META
         try:
             created = json.loads(meta.read_text(encoding="utf-8"))["created_at"]
             return parse_time(str(created), str(meta)), "Gradescope submission_metadata.json", notes
         except (OSError, UsageError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             notes.append(f"unreadable time record: {meta} holds no created_at that is a time ({type(exc).__name__})")
-    elif upload is None and path.parent.name == assignment and (path.parent / STAMP).is_file():  # nbgrader: STUDENT/ASSIGNMENT/
-        stamp = path.parent / STAMP
+    elif record is not None:
+        stamp = record[0] / STAMP
         try:
             return parse_time(stamp.read_text(encoding="utf-8"), str(stamp), assume_utc=True), \
                 "nbgrader timestamp.txt", notes

@@ -140,13 +140,17 @@ def _time(submission: str, assignment: str, placed: Placement, use_mtime: bool
     return mine, "instructor's times CSV", notes
 
 
+SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "v"}  # "King, Jr." is not "Last, First"
+
+
 def split_name(name: str) -> tuple[str, str]:
-    """(first, last) names: "O'Connor, Siobhan" is last name first; otherwise the last word is the last name."""
-    if "," in name:
-        last, _, first = name.partition(",")
-        return first.strip(), last.strip()
-    first, _, last = name.strip().rpartition(" ")
-    return first, last
+    """(first, last) names: "O'Connor, Siobhan" is last name first; otherwise the last word is the last name
+    ("Martin Luther King, Jr.": "King, Jr.")."""
+    before, comma, after = name.strip().partition(",")
+    if comma and after.strip().rstrip(".").lower() not in SUFFIXES:
+        return after.strip(), before.strip()
+    first, _, last = before.strip().rpartition(" ")
+    return first, last + (f",{after}" if comma else "")
 
 
 def _fmt(value: float | None) -> str:
@@ -167,14 +171,18 @@ def write(fmt: str, found: list[Entry]) -> str:
     students = list(dict.fromkeys(e.student for e in found))
     cell = {(e.student.id, e.assignment): e for e in found}
     maxima = {a: max(e.maximum for e in found if e.assignment == a) for a in assignments}
+
+    def score(student: Student, assignment: str) -> str:  # none: without a roster, a file of another assignment
+        e = cell.get((student.id, assignment))
+        return _fmt(e.score) if e else ""
     if fmt == "canvas":
         lines = [["Points Possible", "", "", "", "", *[_fmt(maxima[a]) for a in assignments]]]
         lines += [[s.name, s.get("canvas_id"), s.id, s.get("sis_login_id") or s.email, s.get("section"),
-                   *[_fmt(cell[s.id, a].score) for a in assignments]] for s in students]
+                   *[score(s, a) for a in assignments]] for s in students]
         return _csv(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *assignments], lines)
     if fmt == "moodle":
         return _csv(["ID number", "Email address", "Full name", *assignments],
-                    [[s.id, s.email, s.name, *[_fmt(cell[s.id, a].score) for a in assignments]] for s in students])
+                    [[s.id, s.email, s.name, *[score(s, a) for a in assignments]] for s in students])
     if fmt == "nbgrader":
         lines = []
         for e in found:

@@ -10,12 +10,12 @@ a student whom no file matches has "no submission". All three are listed, never 
 """
 from __future__ import annotations
 
-import csv
 import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import tables
 from .collect import UsageError
 
 REQUIRED = ("id", "name", "email", "pattern")
@@ -59,25 +59,19 @@ class Matched:
 
 def read(path: str | Path) -> list[Student]:
     """The roster's students; UsageError naming the line of the first problem."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            header = [h.strip().lower() for h in reader.fieldnames or []]
-            lost = [c for c in REQUIRED if c not in header]
-            if lost:
-                raise UsageError(f"roster {path} lacks the column(s) {', '.join(lost)}: its first line must name "
-                                 f"{', '.join(REQUIRED)} (other columns are kept).")
-            students: list[Student] = []
-            for line, raw in enumerate(reader, 2):
-                row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
-                if not row["id"] or not row["pattern"]:
-                    raise UsageError(f"roster {path} line {line}: every student needs an id and a file-name pattern.")
-                if any(s.id == row["id"] for s in students):
-                    raise UsageError(f"roster {path} line {line}: the id {row['id']!r} appears twice.")
-                extra = tuple((k, v) for k, v in row.items() if k not in REQUIRED)
-                students.append(Student(row["id"], row["name"], row["email"], row["pattern"], extra))
-    except OSError as exc:
-        raise UsageError(f"cannot read the roster {path}: {exc.strerror}.") from None
+    header, rows = tables.read(path, "the roster")
+    lost = [c for c in REQUIRED if c not in header]
+    if lost:
+        raise UsageError(f"roster {path} lacks the column(s) {', '.join(lost)}: its first line must name "
+                         f"{', '.join(REQUIRED)} (other columns are kept).")
+    students: list[Student] = []
+    for line, row in rows:
+        if not row["id"] or not row["pattern"]:
+            raise UsageError(f"roster {path} line {line}: every student needs an id and a file-name pattern.")
+        if any(s.id == row["id"] for s in students):
+            raise UsageError(f"roster {path} line {line}: the id {row['id']!r} appears twice.")
+        extra = tuple((k, v) for k, v in row.items() if k not in REQUIRED)
+        students.append(Student(row["id"], row["name"], row["email"], row["pattern"], extra))
     return students
 
 

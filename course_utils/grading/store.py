@@ -125,10 +125,10 @@ def merge(folders: list[Path], version: str | None = None, maxima: dict[str, flo
 
     UsageError (one sentence) for a row that is malformed, claims points outside its
     exercise's range, repeats a submission, or was graded under another course version
-    (``version``: this course's) or other options than the first row's.
+    (``version``: this course's) or other options than the first row's. A row of another version
+    whose submission also has a row of this version (a shard graded again after an update) is skipped.
     """
-    rows: list[SubmissionResult] = []
-    seen: dict[str, Path] = {}
+    found: list[tuple[Path, SubmissionResult]] = []
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a results folder (expected the --results folder of a grading run).")
@@ -137,17 +137,34 @@ def merge(folders: list[Path], version: str | None = None, maxima: dict[str, flo
             if row is None:
                 print(f"warning: {path} is not a stored result; skipped", file=sys.stderr)
                 continue
-            why = problem(row, maxima)
-            if why is None and row.submission in seen:
-                why = f"its submission was already merged from {seen[row.submission]}"
-            if why is None and version is not None and row.course_version != version:
-                why = (f"it was graded by another version of the course ({row.course_version or 'unknown'}, "
-                       f"this one is {version})")
-            if why is None and rows and row.options != rows[0].options:
-                why = f"it was graded with other options ({row.options or 'unknown'}, not {rows[0].options})"
-            if why is not None:
-                raise UsageError(f"refusing to merge {path}: {why}; regrade that shard with this course "
-                                 "and the same options.")
-            seen[row.submission] = path
-            rows.append(row)
+            found.append((path, row))
+    # a shard graded again after the course changed still holds the old version's files: those are stale
+    fresh = {row.submission for _, row in found if version is not None and row.course_version == version}
+    stale = [(p, r) for p, r in found if r.submission in fresh and r.course_version != version]
+    if stale:
+        print(f"merge: skipped {len(stale)} result(s) of an earlier version of the course, graded again since "
+              f"(e.g. {stale[0][0]})", file=sys.stderr)
+    rows: list[SubmissionResult] = []
+    seen: dict[str, Path] = {}
+    skip = {p for p, _ in stale}
+    for path, row in found:
+        if path in skip:
+            continue
+        why = problem(row, maxima)
+        if why is None and row.submission in seen:
+            why = f"its submission was already merged from {seen[row.submission]}"
+            if seen[row.submission].parent == path.parent:  # one folder, two versions of the file's bytes
+                raise UsageError(f"refusing to merge {path}: {seen[row.submission]} holds another result of "
+                                 f"{row.submission} (the file changed between two runs); empty {path.parent} "
+                                 "and grade that shard again.")
+        if why is None and version is not None and row.course_version != version:
+            why = (f"it was graded by another version of the course ({row.course_version or 'unknown'}, "
+                   f"this one is {version})")
+        if why is None and rows and row.options != rows[0].options:
+            why = f"it was graded with other options ({row.options or 'unknown'}, not {rows[0].options})"
+        if why is not None:
+            raise UsageError(f"refusing to merge {path}: {why}; regrade that shard with this course "
+                             "and the same options.")
+        seen[row.submission] = path
+        rows.append(row)
     return rows

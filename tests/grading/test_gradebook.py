@@ -115,7 +115,10 @@ def test_every_book_command_has_help_and_the_commands_work_end_to_end(tmp_path):
     assert proc.returncode == 0 and "accepted by prof" in proc.stderr, proc.stderr
     proc = run_grade("override", "--book", book, "ann.ipynb", "mul", "7", "--reason", "x")
     assert proc.returncode == 2 and "between 0 and 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--points" not in proc.stderr  # points is positional: there is no such option
     assert run_grade("override", "--book", book, "ann.ipynb", "mul", "2", "--reason", "typo").returncode == 0
+    proc = run_grade("accept", "--book", book, "ann.ipynb", "--reason", "fine")
+    assert proc.returncode == 0 and "it now counts 5/5" in proc.stderr, proc.stderr  # the override included
     proc = run_grade("export", "--book", book, "--out", str(tmp_path / "all.csv"))
     assert proc.returncode == 0, proc.stderr
     with open(tmp_path / "all.csv", newline="") as f:
@@ -322,3 +325,49 @@ def test_two_files_shown_under_one_name_are_refused_naming_both(tmp_path, monkey
     with pytest.raises(UsageError) as e:
         cli.one_name_each(cli.collect([str(tmp_path)]))
     assert "alice.ipynb" in str(e.value) and "alice\\x7f.ipynb" in str(e.value) and "one row" in str(e.value)
+
+
+def test_a_book_command_on_a_path_with_no_book_creates_none_and_says_so(tmp_path):
+    """A typo in --book made an empty book: export then wrote every student as missing (nbgrader: 0), exit 0."""
+    typo = tmp_path / "grading" / "coruse.sqlite"
+    for args in (["accept", "ann.ipynb", "--reason", "x"], ["export", "--out", str(tmp_path / "o.csv")]):
+        proc = run_grade(args[0], "--book", str(typo), *args[1:])
+        assert proc.returncode == 2 and f"error: there is no grade book at {typo}" in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and not typo.exists() and not (tmp_path / "o.csv").exists()
+
+
+def test_regrade_of_one_exercise_of_a_file_that_changed_is_refused_before_it_runs(tmp_path):
+    """The file's bytes are no longer those graded: --exercise would silently take every exercise of the new file
+    (and the earlier decisions would stop applying); the instructor is told, nothing is run or written."""
+    answer = tmp_path / "subs" / "ann.ipynb"
+    answer.parent.mkdir()
+    answer.write_text("{}")
+    book = str(tmp_path / "course.sqlite")
+    with GradeBook(book) as gb:
+        gb.record([sub(str(answer), mul=0.0, sha="0" * 64)])
+        gb.decide(gb.find("ann.ipynb"), "override", "typo", "div", 1.0)
+    proc = run_grade("regrade", "--book", book, "ann.ipynb", "--exercise", "mul", "--reason", "check fixed")
+    assert proc.returncode == 2 and "ann.ipynb changed since it was graded" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    with GradeBook(book) as gb:
+        assert [d.kind for d in gb.decisions()] == ["override"] and gb.final_rows()[0].exercises["div"].points == 1.0
+
+
+def test_a_rerun_that_resumes_the_old_result_never_undoes_a_regrade(tmp_path):
+    """The batch's results folder still holds the result a regrade replaced (a timeout on a loaded machine):
+    resuming the batch with --book recorded it again, silently taking back the regrade's points."""
+    flaky = sub("class/ann.ipynb", mul=0.0)  # as the batch stored it
+    book = tmp_path / "b.sqlite"
+    with GradeBook(book) as gb:
+        gb.record([flaky])
+        gb.regrade(sub("class/ann.ipynb", mul=2.0), "timed out on a loaded machine", "mul", who="ta")
+    rows = book_cli.record_and_apply(str(book), [flaky])  # the batch again: resumed from its results folder
+    assert rows[0].total == 5 and "regraded mul" in rows[0].decisions[0]
+    with GradeBook(book) as gb:
+        assert gb.final_rows()[0].total == 5
+        newer = sub("class/ann.ipynb", mul=0.0)
+        newer.course_version = "another"  # an upgraded grader's result stands
+        gb.record([newer])
+        assert gb.final_rows()[0].total == 3
+        gb.record([sub("class/ann.ipynb", mul=1.0, sha="c" * 64)])  # other bytes: the new file's result
+        assert gb.final_rows()[0].total == 4

@@ -147,3 +147,27 @@ def test_gradescope_metadata_gives_the_time(tmp_path):
     when, source, _ = late.recorded_time(str(tmp_path / "submission" / "a.ipynb"), "a")
     assert source == "Gradescope submission_metadata.json" and when == datetime(2026, 3, 2, 17, 0, 0, 500000,
                                                                                 tzinfo=timezone.utc)
+
+
+def test_a_name_with_a_suffix_after_its_comma_is_not_last_name_first():
+    """"Martin Luther King, Jr." is not "Last, First": nbgrader's first name would have been "Jr."."""
+    from course_utils.grading.lms import split_name
+
+    assert split_name("O'Connor, Siobhan") == ("Siobhan", "O'Connor")
+    assert split_name("Martin Luther King, Jr.") == ("Martin Luther", "King, Jr.")
+    assert split_name("José Álvarez, III") == ("José", "Álvarez, III")
+    assert split_name("Ngô Zoë") == ("Ngô", "Zoë") and split_name("Plato") == ("", "Plato")
+
+
+@pytest.mark.parametrize("fmt", lms.FORMATS)
+def test_without_a_roster_a_book_of_two_assignments_exports_each_file_in_its_own_column(fmt):
+    """Each file is its own student, with one assignment: the other columns are empty (canvas and moodle crashed)."""
+    rows = [sub("in/a.ipynb", 10), SubmissionResult("in/b.ipynb", "03_exercises", "graded", sha256="b" * 64,
+                                                    exercises={"exp": ExerciseResult("exp", 1.0, 2.0, "passed")})]
+    per_file = [roster.Student(r.submission, "", "", r.submission) for r in rows]
+    found = lms.entries(rows, per_file, roster.Matched(files={r.submission: [r.submission] for r in rows}), {},
+                        per_file=True)
+    text = lms.write(fmt, found)
+    if fmt in ("canvas", "moodle"):
+        got = {line[2 if fmt == "canvas" else 0]: line[-2:] for line in csv.reader(io.StringIO(text))}
+        assert got["in/a.ipynb"] == ["10", ""] and got["in/b.ipynb"] == ["", "1"]

@@ -78,6 +78,34 @@ def test_nbgraders_timestamp_counts_only_in_its_student_assignment_folder(tmp_pa
     assert late.recorded_time(str(tmp_path / "flat/alice.ipynb"), "02_exercises")[:2] == (None, "")
 
 
+def test_a_students_own_record_deeper_in_an_nbgrader_upload_is_never_believed(tmp_path):
+    """nbgrader copies the whole assignment folder: a subfolder named after the assignment (with a
+    timestamp.txt), or a submission/ folder beside a submission_metadata.json, is the student's."""
+    top = {who: tmp_path / "submitted" / who / "02_exercises" for who in ("alice", "bob", "carol")}
+    for folder in top.values():
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-03-04 10:00:00.000000 UTC")  # nbgrader's exchange: 3 days late
+    alice = top["alice"] / "02_exercises" / "02_exercises.ipynb"  # a copy of the assignment folder inside it
+    alice.parent.mkdir()
+    (alice.parent / "timestamp.txt").write_text("2026-02-27 10:00:00.000000 UTC")
+    bob = top["bob"] / "submission" / "02_exercises.ipynb"  # Gradescope's layout, made by the student
+    bob.parent.mkdir()
+    (top["bob"] / "submission_metadata.json").write_text('{"created_at": "2026-02-27T10:00:00+00:00"}')
+    carol = top["carol"] / "work" / "02_exercises.ipynb"  # a plain subfolder: nbgrader's record still counts
+    carol.parent.mkdir()
+    for who in (alice, bob, carol):
+        when, source, notes = late.recorded_time(str(who), "02_exercises")
+        assert (when.isoformat(), source) == ("2026-03-04T10:00:00+00:00", "nbgrader timestamp.txt"), who
+        assert all("ignored" in n for n in notes) and len(notes) == (who != carol), notes
+    assert "timestamp.txt" in late.recorded_time(str(alice), "02_exercises")[2][0]
+    dan = tmp_path / "gradescope" / "dan" / "submission" / "02_exercises" / "02_exercises.ipynb"  # no metadata saved
+    dan.parent.mkdir(parents=True)
+    (dan.parent / "timestamp.txt").write_text("2026-02-27 10:00:00.000000 UTC")  # inside a Gradescope upload
+    when, source, notes = late.recorded_time(str(dan), "02_exercises")
+    assert (when, source) == (None, "") and "ignored timestamp.txt inside the student's upload" in notes[0]
+    assert "submission_metadata.json" in late.recorded_time(str(bob), "02_exercises")[2][0]
+
+
 def test_a_times_csv_that_disagrees_with_the_platform_is_flagged(tmp_path):
     alice = gradescope(tmp_path, "alice", "2026-03-04T10:00:00+00:00")
     times = write(tmp_path / "t.csv", f"submission,assignment,submitted_at\n{alice},02_exercises,{DUE}\n")
@@ -153,3 +181,51 @@ def test_an_extension_is_one_students_and_conflicting_due_lines_are_refused(tmp_
     bad = write(tmp_path / "d2.csv", f"assignment,due,student\n02_exercises,{DUE},\n02_exercises,{DUE},s9\n")
     proc, _ = export(tmp_path, rows, "--roster", r, "--due", bad)
     assert proc.returncode == 2 and "d2.csv line 3: the extension's student 's9' is neither" in proc.stderr
+
+
+def test_a_due_line_naming_no_assignment_of_the_course_is_refused_and_one_without_a_line_is_said(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    times = write(tmp_path / "t.csv", "submission,assignment,submitted_at\nng_02.ipynb,02_exercises,2026-03-05T10:00:00Z\n")
+    typo = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercise,{DUE},0,0.25\n")
+    proc, got = export(tmp_path, rows, "--times", times, "--due", typo)  # the late file would get full marks
+    assert proc.returncode == 2 and not got and not (tmp_path / "out.csv").exists(), proc.stderr
+    assert "due.csv line 2: no assignment of this course is named '02_exercise'" in proc.stderr
+    other = write(tmp_path / "due.csv", f"assignment,due,grace_hours,penalty_per_day\n03_exercises,{DUE},0,0.25\n")
+    proc, got = export(tmp_path, rows, "--times", times, "--due", other)  # 03 not graded yet: a column, no error
+    assert proc.returncode == 0 and got[str(rows[0].submission), "02_exercises"]["score"] == "5", proc.stderr
+    assert "warning: --due gives no due date for 02_exercises (1 submission(s)): no late penalty" in proc.stderr
+
+
+@pytest.mark.parametrize("which", ["--times", "--due", "--roster"])
+def test_a_csv_that_is_missing_or_not_utf8_is_one_sentence_not_a_traceback(tmp_path, which):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    text = {"--times": "submission,assignment,submitted_at\nJos\xe9.ipynb,,2026-03-05T10:00:00Z\n",
+            "--due": f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},0,0.1 # Jos\xe9\n",
+            "--roster": "id,name,email,pattern\ns1,Jos\xe9,j@x,*ng_*\n"}[which]
+    (tmp_path / "excel.csv").write_bytes(text.encode("cp1252"))  # Excel's "CSV (Comma delimited)"
+    for path, words in [(tmp_path / "excel.csv", "is not UTF-8 text"), (tmp_path / "nope.csv", "cannot read")]:
+        proc, _ = export(tmp_path, rows, which, str(path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith("error: ") and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_an_unquoted_comma_or_an_endless_grace_is_one_sentence(tmp_path):
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb")]
+    shifted = write(tmp_path / "r.csv", "id,name,email,pattern\n00042,O'Connor, Siobhan,s@x,*ng_*\n")
+    proc, _ = export(tmp_path, rows, "--roster", shifted)
+    assert proc.returncode == 2 and "r.csv line 2 has more cells than its header names" in proc.stderr, proc.stderr
+    endless = write(tmp_path / "d.csv", f"assignment,due,grace_hours,penalty_per_day\n02_exercises,{DUE},inf,0.1\n")
+    proc, _ = export(tmp_path, rows, "--due", endless)
+    assert proc.returncode == 2 and "d.csv line 2: grace_hours and penalty_per_day must be" in proc.stderr, proc.stderr
+
+
+def test_an_extension_that_ends_before_the_class_due_date_is_said(tmp_path):
+    """Swapped dates would make one student's deadline earlier than everyone's: said on stderr."""
+    rows = [sub(tmp_path / "in" / "ng_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", ROSTER)
+    due = write(tmp_path / "due.csv", "assignment,due,grace_hours,penalty_per_day,student\n"
+                "02_exercises,2026-03-03T23:59:00+00:00,0,0.2,\n02_exercises,2026-03-01T23:59:00+00:00,,,s2\n")
+    proc, _ = export(tmp_path, rows, "--roster", r, "--due", due)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: due.csv line 3: the extension of 02_exercises for s2 ends before the class's due" in \
+        proc.stderr.replace(str(tmp_path) + "/", ""), proc.stderr

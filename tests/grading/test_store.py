@@ -127,3 +127,20 @@ def test_cli_merge_of_a_forged_shard_exits_2_and_writes_nothing(tmp_path, capsys
     assert cli.main(["--merge", str(tmp_path / "1"), "--out", str(tmp_path / "g.csv")]) == 2
     err = capsys.readouterr().err
     assert "refusing to merge" in err and "Traceback" not in err and not (tmp_path / "g.csv").exists()
+
+
+def test_a_shard_graded_again_after_an_upgrade_merges_its_fresh_results(tmp_path, capsys):
+    """Grading a shard again into its folder after the course changed keeps the old version's files beside the
+    new ones: the merge refused them forever ("regrade that shard", which had just been done)."""
+    shard(tmp_path / "1", row("s/a.ipynb", course_version="v0", sha256="cd" * 32), row("s/a.ipynb"))
+    shard(tmp_path / "2", row("s/b.ipynb"))
+    rows = merge([tmp_path / "1", tmp_path / "2"], "v1", MAXIMA)
+    assert [(r.submission, r.course_version) for r in rows] == [("s/a.ipynb", "v1"), ("s/b.ipynb", "v1")]
+    assert "skipped 1 result(s) of an earlier version of the course" in capsys.readouterr().err
+
+
+def test_two_results_of_one_file_in_one_shard_folder_say_how_to_get_out(tmp_path):
+    shard(tmp_path / "1", row("s/a.ipynb", sha256="cd" * 32), row("s/a.ipynb"))
+    with pytest.raises(UsageError, match=r"holds another result of s/a.ipynb \(the file changed between two runs\); "
+                       "empty .* and grade that shard again"):
+        merge([tmp_path / "1"], "v1", MAXIMA)
