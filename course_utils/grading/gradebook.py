@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import getpass
 import json
+import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -121,6 +122,7 @@ class GradeBook:
         UsageError (nothing stored) when two rows of the batch have one name: two files would merge into one row.
         """
         unique(rows)
+        same_file_elsewhere(rows, [r.submission for r in self.results()], self.path)
         regraded = {(d.submission, d.sha256) for d in self.decisions() if d.kind == "regrade"}
         kept = {}
         for r in rows:
@@ -167,11 +169,11 @@ class GradeBook:
         UsageError naming every submission it could mean otherwise: a fragment of names
         (``_04.ipynb``) is never taken for the one file it happens to end.
         """
-        exact = self.result(name)
+        exact = self.result(name) or self.result(os.path.normpath(name))  # ./canvas/x.ipynb is canvas/x.ipynb
         if exact is not None:
             return exact
         every = self.results()
-        hits = [r for r in every if r.submission.endswith("/" + name.lstrip("/"))]
+        hits = [r for r in every if r.submission.endswith("/" + os.path.normpath(name).lstrip("/"))]
         glob = bool(GLOB & set(name))
         if not hits and glob:
             hits = [r for r in every if fnmatch.fnmatchcase(r.submission if "/" in name
@@ -246,6 +248,28 @@ def unique(rows: list[SubmissionResult]) -> None:
                              f"{r.submission!r} (SHA-256 {seen[r.submission][:12]} and {r.sha256[:12]}); "
                              "rename one and grade again.")
         seen[r.submission] = r.sha256
+
+
+def same_file_elsewhere(rows: list[SubmissionResult], stored: list[str], book: Path) -> None:
+    """UsageError when a new row names a file the book already holds under another spelling of its path.
+
+    The book names a file by the path given on the command line: grading ``canvas/x.ipynb`` again as
+    ``./canvas/x.ipynb`` or ``/home/me/course/canvas/x.ipynb`` would make a second row whose decisions do not follow.
+    """
+    by_base: dict[str, list[str]] = {}
+    for name in stored:
+        by_base.setdefault(name.rpartition("/")[2], []).append(name)
+    known = set(stored)
+    for r in rows:
+        if r.submission in known:
+            continue
+        new = os.path.normpath(r.submission)
+        for old in by_base.get(new.rpartition("/")[2], []):
+            a = os.path.normpath(old)
+            if new == a or new.endswith("/" + a) or a.endswith("/" + new):
+                raise UsageError(f"{r.submission!r} is {old!r}, already in {book}, given by another path: the book "
+                                 "names files by the path on the command line, so grade from the folder you graded "
+                                 f"from, as {old!r}.")
 
 
 def books_beside(outputs: list[Path]) -> list[Path]:

@@ -371,3 +371,22 @@ def test_a_rerun_that_resumes_the_old_result_never_undoes_a_regrade(tmp_path):
         assert gb.final_rows()[0].total == 3
         gb.record([sub("class/ann.ipynb", mul=1.0, sha="c" * 64)])  # other bytes: the new file's result
         assert gb.final_rows()[0].total == 4
+
+
+@pytest.mark.parametrize("again", ["./class/ann.ipynb", "/home/prof/course/class/ann.ipynb", "course/class/ann.ipynb"])
+def test_a_file_graded_again_by_another_path_is_refused_not_a_second_row(tmp_path, again):
+    with GradeBook(tmp_path / "b.sqlite") as gb:
+        gb.record([sub("class/ann.ipynb")])
+        gb.decide(gb.find("class/ann.ipynb"), "override", "typo in the checker", exercise="mul", points=1.0, who="prof")
+        with pytest.raises(UsageError, match=r"already in .* given by another path.*'class/ann.ipynb'"):
+            gb.record([sub(again, mul=0.0)])
+        (row,) = gb.final_rows()
+        assert row.submission == "class/ann.ipynb" and row.total == 4  # one row, its decision applied
+        assert gb.find("./class/ann.ipynb").submission == "class/ann.ipynb"
+
+
+def test_two_students_with_one_file_name_in_their_own_folders_are_two_rows(tmp_path):
+    with GradeBook(tmp_path / "b.sqlite") as gb:
+        gb.record([sub("alice/02_exercises.ipynb")])
+        gb.record([sub("bob/02_exercises.ipynb")])  # identical bytes (an untouched stub) and name, other folder
+        assert len(gb.final_rows()) == 2
