@@ -58,13 +58,16 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
     """
     assignments = sorted({r.assignment for r in rows if r.assignment} | set(policies))
     by_file = {r.submission: r for r in rows}
+    maxima: dict[str, float] = {}  # once, not per student: the export stays linear in the rows
+    for r in rows:
+        maxima[r.assignment] = max(maxima.get(r.assignment, 0.0), r.max)
     out = []
     for s in students:
         mine = [by_file[f] for f in matched.files.get(s.id, []) if f in by_file]
         loose = "; ".join(f"unreadable file {r.submission}: {r.reason()}" for r in mine if not r.assignment)
         for a in ([r.assignment for r in mine] if per_file else assignments):
             found = [r for r in mine if r.assignment == a]
-            maximum = max((r.max for r in rows if r.assignment == a), default=0.0)
+            maximum = maxima.get(a, 0.0)
             due = policies[a].due.isoformat() if a in policies else ""
             if len(found) != 1:
                 note = "no submission" if not found else \
