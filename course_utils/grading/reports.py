@@ -24,7 +24,8 @@ table.pair{width:100%;table-layout:fixed}pre{white-space:pre-wrap;font-size:12px
 mark{background:#ffd54f}figure{margin:1em 0;overflow-x:auto}figure svg{max-width:100%;height:auto}
 figcaption{font-size:.85em;color:#555}ul.diagnoses li{margin:.2em 0}
 caption{text-align:left;font-weight:600;padding:.3em 0}
-th button.sort{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer;color:inherit;text-align:left;width:100%}
+th button.sort{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer;color:inherit;
+text-align:left;width:100%}
 th button.sort:focus-visible{outline:2px solid #1a56db;outline-offset:2px}
 th[aria-sort=ascending] button.sort::after{content:" \\25B2"}th[aria-sort=descending] button.sort::after{content:" \\25BC"}"""
 

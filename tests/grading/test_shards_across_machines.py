@@ -88,7 +88,10 @@ def test_shards_in_separate_clones_merge_to_one_run_decisions_included(tmp_path)
     # a second merge (a shard rerun, say) keeps every decision, as a second run does on one machine
     grade(desk, "--merge", "shard-1", "shard-2", "--out", "grades.csv", "--book", "book.sqlite")
     grade(one, "submissions/", "--out", "grades.csv", "--book", "book.sqlite", *common)
-    tables = [list(csv.DictReader(open(m / "grades.csv", newline=""))) for m in (desk, one)]
+    tables = []
+    for machine in (desk, one):
+        with open(machine / "grades.csv", newline="") as f:
+            tables.append(list(csv.DictReader(f)))
     assert without_times(tables[0]) == without_times(tables[1])
     # the copy-of-the-solutions flags are stored with each shard's results, so the merge has them too
     assert sum("copied from the solutions" in r["flags"] for r in tables[0]) == 2
