@@ -69,12 +69,14 @@ def read(path: str | Path) -> list[Student]:
                 raise UsageError(f"roster {path} lacks the column(s) {', '.join(lost)}: its first line must name "
                                  f"{', '.join(REQUIRED)} (other columns are kept).")
             students: list[Student] = []
+            seen: set[str] = set()  # ids so far: a set, so a roster of 1,000 is read in linear time
             for line, raw in enumerate(reader, 2):
                 row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
                 if not row["id"] or not row["pattern"]:
                     raise UsageError(f"roster {path} line {line}: every student needs an id and a file-name pattern.")
-                if any(s.id == row["id"] for s in students):
+                if row["id"] in seen:
                     raise UsageError(f"roster {path} line {line}: the id {row['id']!r} appears twice.")
+                seen.add(row["id"])
                 extra = tuple((k, v) for k, v in row.items() if k not in REQUIRED)
                 students.append(Student(row["id"], row["name"], row["email"], row["pattern"], extra))
     except OSError as exc:
