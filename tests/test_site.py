@@ -353,6 +353,7 @@ def test_uncommitted_lists_what_the_site_leaves_out(tmp_path):
     assert site.uncommitted(tmp_path) == ["exercises/01_exercises.ipynb"]
 
 
+@pytest.mark.slow  # about 3 minutes on 2 busy cores: every page loaded and checked
 def test_every_page_has_no_serious_or_critical_accessibility_violation(served):
     """axe-core (axe-playwright-python) on every page of the site: the start page, lessons, exercises (their
     stored verdicts included), the instructors' page and the index."""
