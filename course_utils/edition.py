@@ -47,6 +47,8 @@ def keep_lessons(stage: Path, up_to: int | None) -> list[str]:
     if up_to is not None and up_to not in available:
         raise CourseError(f"--up-to {up_to}: there is no lesson {up_to:02d} with exercises (lessons: "
                           f"{', '.join(f'{n:02d}' for n in available)}).")
+    if up_to is not None:
+        trim_start_page(stage, up_to)
     for path in sorted(stage.rglob("*"), reverse=True):
         if not path.exists():
             continue
@@ -57,6 +59,34 @@ def keep_lessons(stage: Path, up_to: int | None) -> list[str]:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
             removed.append(relative)
     return sorted(removed)
+
+
+ROW = re.compile(r"^(?:# )?\| (\d\d) \|")  # a row of the generated lesson table (in a .py twin: commented)
+
+
+def _without_later_rows(text: str, up_to: int) -> str:
+    """``text`` without the generated lesson table's rows of lessons after ``up_to``."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        inside = (inside or LIST_BEGIN in line) and LIST_END not in line
+        match = ROW.match(line)
+        if not (inside and match and int(match.group(1)) > up_to):
+            out.append(line)
+    return "".join(out)
+
+
+def trim_start_page(stage: Path, up_to: int) -> None:
+    """The start page's lesson table (notebook and twin) lists only the lessons the edition holds: no dead links."""
+    import nbformat
+
+    for twin in (stage / "notebooks").glob("00_*.py"):
+        twin.write_text(_without_later_rows(twin.read_text(encoding="utf-8"), up_to), encoding="utf-8")
+    for page in (stage / "notebooks").glob("00_*.ipynb"):
+        nb = nbformat.read(page, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown" and LIST_BEGIN in cell.source:
+                cell.source = _without_later_rows(cell.source, up_to)
+        nbformat.write(nb, page)
 
 
 def _fix_spans(tree: ast.Module) -> list[ast.expr]:

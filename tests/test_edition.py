@@ -78,6 +78,9 @@ def test_up_to_leaves_out_every_later_lesson_and_the_grader(graded):
     assert (graded / "notebooks" / "09_numerics_memory_surgery.ipynb").exists()
     assert "class RMSNorm" not in "".join(p.read_text(errors="replace") for p in (graded / "course_utils").rglob("*.py")
                                     if "lesson09" not in p.name)
+    for start in (graded / "notebooks").glob("00_start_here.*"):  # the start page links only to shipped lessons
+        text = start.read_text()
+        assert "09_numerics_memory_surgery.ipynb" in text and "10_kernels" not in text and "11_fused" not in text
     ids = in_edition(graded, "from course_utils.checks import EXERCISES\nprint(' '.join(EXERCISES))").split()
     from course_utils.checks import EXERCISES
     assert "rmsnorm" in ids and "triton_swiglu" not in ids and "vocab_chunked_ce" not in ids
