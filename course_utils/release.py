@@ -8,9 +8,10 @@ check, which then reports "not attempted yet") and the rest of the notebook stil
 ``python -m course_utils.release`` rewrites ``exercises/*.py``; ``./course build`` does this
 and then executes them.
 
-``./course release DIR`` (``student_edition``) writes the student edition of the committed
-course: lessons, exercises, the package and set-up files, never ``solutions/`` or ``tests/``;
-it refuses when any file would hold solution text (``leaks``), can point every link at the
+``./course release DIR --repository URL`` (``student_edition``) writes the student edition of
+the committed course: lessons, exercises, the package without the grader and set-up files,
+never ``solutions/`` or ``tests/``; lesson by lesson and without fixes on request (``edition``);
+it refuses when any file would hold solution text (``leaks``), points every link at the
 students' repository, and can commit the edition as a branch (``publish_branch``).
 """
 from __future__ import annotations
@@ -247,17 +248,28 @@ def committed_tree(dest: Path, course: Path = ROOT) -> str:
     return commit
 
 
-def student_edition(dest: Path, repository: str | None = None, course: Path = ROOT) -> list[str]:
+def student_edition(dest: Path, repository: str | None = None, course: Path = ROOT, *, keep_links: bool = False,
+                    up_to: int | None = None, fixes: bool = True) -> list[str]:
     """Write the student edition of the committed course into ``dest`` (which must not exist or be empty).
 
-    Lessons, exercises (stubs), the helper package and the set-up files; no solutions/, no tests.
-    ``repository``: the students' repository URL, written into pyproject.toml and replacing the
-    instructors' URL in every link (Colab, Binder, the set-up cell's install line). Refuses, and
-    leaves nothing behind, when any file holds solution text. Returns the files written.
+    Lessons, exercises (stubs), the helper package (not the grader) and the set-up files; no
+    solutions/, no tests; its own README.md and ``course`` (``edition/``). ``repository``: the
+    students' repository URL, written into pyproject.toml and replacing the instructors' URL in
+    every link (Colab, Binder, the set-up cell's install line); required unless ``keep_links``
+    (links then open the instructors' repository, which students cannot see when it is private).
+    ``up_to``: only lessons 00 to that number (``edition.keep_lessons``); ``fixes=False``: no
+    level-2 fixes (``edition.strip_fixes``). Refuses, and leaves nothing behind, when any file holds
+    solution text. Returns the files written.
     """
     import shutil
     import tempfile
 
+    from . import edition
+
+    if not repository and not keep_links:
+        raise CourseError("give --repository https://github.com/ORG/NAME (the students' repository): without it every "
+                          "Colab, Binder and install link opens this repository, which students cannot see when it is "
+                          "private (--keep-links to release with these links anyway).")
     if dest.exists() and any(dest.iterdir()):
         raise CourseError(f"{dest} is not empty: give a new folder for the student edition.")
     with tempfile.TemporaryDirectory(prefix="course-head-") as tmp:
@@ -271,6 +283,10 @@ def student_edition(dest: Path, repository: str | None = None, course: Path = RO
             elif source.exists():
                 stage.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, stage / name)
+        edition.keep_lessons(stage, up_to)
+        if not fixes:
+            edition.strip_fixes(stage)
+        edition.student_files(stage, head, repository=(repository or _repo_of(head)).rstrip("/"), fixes=fixes, up_to=up_to)
         if repository:
             _point_links_at(stage, _repo_of(head), repository.rstrip("/"))
         found = leaks(stage, solution_regions(head))
@@ -331,18 +347,32 @@ def main(argv: list[str]) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="./course release", description="Write the student edition of the committed "
-                                "course (lessons, exercises, course_utils; no solutions, no tests) into DIR.")
+                                "course (lessons, exercises, course_utils without the grader, its own README and "
+                                "./course; no solutions, no tests) into DIR.")
     p.add_argument("dir", type=Path, help="a new (or empty) folder")
-    p.add_argument("--repository", help="the students' repository URL: Colab, Binder and install links point at it")
+    p.add_argument("--repository", help="the students' repository URL (required): Colab, Binder and install links "
+                   "point at it")
+    p.add_argument("--keep-links", action="store_true", help="release without --repository: links keep opening this "
+                   "(instructors') repository")
+    p.add_argument("--up-to", type=int, metavar="N", help="only lessons 00 to N (release lesson by lesson: later "
+                   "lessons hold earlier exercises' answers)")
+    p.add_argument("--no-fixes", action="store_true", help="leave out the level-2 fixes (check(..., fix=True)) for a "
+                   "graded course: the checks give hints only")
     p.add_argument("--branch", help="also commit the edition as this branch of this repository (e.g. student)")
     args = p.parse_args(argv)
     try:
-        files = student_edition(args.dir, args.repository)
+        files = student_edition(args.dir, args.repository, keep_links=args.keep_links, up_to=args.up_to,
+                                fixes=not args.no_fixes)
         commit = publish_branch(args.dir, args.branch) if args.branch else ""
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote the student edition ({len(files)} files) to {args.dir}"
+    if not args.repository:
+        print(f"WARNING: every Colab, Binder and install link in {args.dir} opens {_repo_of(ROOT)} (--keep-links): "
+              "students cannot open them if that repository is private.", file=sys.stderr)
+    print(f"wrote the student edition ({len(files)} files"
+          + (f", lessons up to {args.up_to:02d}" if args.up_to is not None else "")
+          + (", without fixes" if args.no_fixes else "") + f") to {args.dir}"
           + (f"; branch {args.branch} is at {commit[:12]}" if commit else ""), file=sys.stderr)
     return 0
 

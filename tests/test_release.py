@@ -147,7 +147,7 @@ def test_solution_text_anywhere_refuses_the_release(tmp_path):
     assert found == ["course_utils/helper.py: lines of a solution in solutions/" + name,
                      "note.md: a solution marker line"]
     with pytest.raises(CourseError, match="not empty"):
-        release.student_edition(tmp_path)
+        release.student_edition(tmp_path, "https://github.com/my-uni/x")
 
 
 def test_the_edition_can_be_published_as_a_branch_without_touching_the_work_tree(edition, tmp_path):

@@ -351,3 +351,30 @@ def test_uncommitted_lists_what_the_site_leaves_out(tmp_path):
     assert site.uncommitted(tmp_path) == []
     (tmp_path / "exercises" / "01_exercises.ipynb").write_text('{"answer": 1}')
     assert site.uncommitted(tmp_path) == ["exercises/01_exercises.ipynb"]
+
+
+@pytest.mark.slow  # about 3 minutes on 2 busy cores: every page loaded and checked
+def test_every_page_has_no_serious_or_critical_accessibility_violation(served):
+    """axe-core (axe-playwright-python) on every page of the site: the start page, lessons, exercises (their
+    stored verdicts included), the instructors' page and the index."""
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing at /usr/bin/chromium: ./course test should have installed it.")
+        pytest.skip("needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import sync_playwright
+
+    pages = ["index.html", "instructors.html",
+             *[rel.replace(".ipynb", ".html") for rel in [site.START, *site.lessons(), *site.exercises()]]]
+    found = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        axe = Axe()
+        for rel in pages:
+            page.goto(served + rel)
+            page.wait_for_load_state("networkidle")
+            found += [f"{rel}: {v['impact']} {v['id']} ({v['help']}) at {[n['target'] for n in v['nodes']][:2]}"
+                      for v in axe.run(page).response["violations"] if v["impact"] in ("serious", "critical")]
+        browser.close()
+    assert len(pages) > 20 and found == []

@@ -56,12 +56,14 @@ def test_instructor_requirements_are_pinned_once():
 
 def test_students_set_up_does_not_install_the_instructor_tools():
     course = (ROOT / "course").read_text()
-    body = {name: re.search(rf"^{name}\(\) \{{(.*?)^\}}", course, re.M | re.S).group(1)
+    shared = (ROOT / "lab" / "setup.sh").read_text()  # sourced by ./course and the student edition's ./course
+    assert 'source "$ROOT/lab/setup.sh"' in course and "requirements-instructor.txt" not in shared
+    body = {name: re.search(rf"^{name}\(\) \{{(.*?)^\}}", course + shared, re.M | re.S).group(1)
             for name in ("setup_common", "setup_instructor", "setup_test")}
     assert "requirements-instructor.txt" in body["setup_instructor"]
     assert course.count("requirements-instructor.txt") == body["setup_instructor"].count("requirements-instructor.txt")
     assert "setup_instructor" in body["setup_test"] and "setup_instructor" not in body["setup_common"]
-    lab = re.search(r"^    lab\)(.*?);;", course, re.M | re.S).group(1)
+    lab = re.search(r"^    lab\)(.*?);;", course, re.M | re.S).group(1) + shared.split("open_lab() {", 1)[1]
     grade = re.search(r"^    grade\)(.*?);;", course, re.M | re.S).group(1)
     assert "setup_instructor" not in lab and "setup_instructor" in grade and "course_utils.grade" in grade
     assert "nbgrader" not in (ROOT / "environment.yml").read_text()
@@ -76,6 +78,6 @@ def test_triton_is_pinned_and_other_torch_releases_bring_their_own():
 
 
 def test_the_set_up_installs_what_lesson_10s_extension_needs():
-    course = (ROOT / "course").read_text()
+    course = (ROOT / "lab" / "setup.sh").read_text()  # setup_common: shared with the student edition
     setup_common = re.search(r"^setup_common\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
     assert "ensure_system_tool g++ g++" in setup_common and "ensure_system_tool ninja ninja-build" in setup_common

@@ -19,6 +19,11 @@ from .engine import Exercise, Result
 CODE_SPAN = re.compile(r"`([^`<>]+)`")
 
 COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "not attempted": "#757575"}
+# secondary text of a failed part and of the parts not reached: JupyterLab's secondary colour, which follows its
+# theme and keeps a 4.5:1 contrast; elsewhere a grey of 7:1 on white (opacity faded the failed part's red, and the
+# parts after it, below 4.5:1: axe-core's serious color-contrast violation). Text of the page's own colour keeps
+# opacity .7, which stays above 4.5:1.
+SECONDARY = "color:var(--jp-content-font-color2,#595959)"
 ICONS = {"passed": "✓", "failed": "✗", "not attempted": "·"}
 
 
@@ -54,7 +59,8 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
         items = []
         outcomes = {o.stage: o for o in result.stages}
         for stage in ex.stages:
-            label = f"{html.escape(stage.name)} <span style='opacity:.7'>({_plural(stage.points)})</span>"
+            faded = "opacity:.7" if outcomes.get(stage.name) and outcomes[stage.name].status == "passed" else SECONDARY
+            label = f"{html.escape(stage.name)} <span style='{faded}'>({_plural(stage.points)})</span>"
             o = outcomes.get(stage.name)
             if o is not None and o.status == "passed":
                 items.append(f"<li>✓ {label}</li>")
@@ -62,7 +68,7 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
                 items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
                              f"{_text(o.diagnosis, ex.grade_id)}</span>{_fix_toggle(o.fix)}</li>")
             else:
-                items.append(f"<li style='opacity:.6'>· {label}: not checked yet</li>")
+                items.append(f"<li style='{SECONDARY}'>· {label}: not checked yet</li>")
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
             items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"

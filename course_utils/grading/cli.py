@@ -223,7 +223,11 @@ def _main(args) -> int:
                                           args.similarity, args.similarity_threshold, root)
         print(f"similarity: {len(pairs)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
               file=sys.stderr)
+    flags_before = [len(r.flags) for r in rows]
     copies.mark(rows, [f for f, skipped in files if not skipped], assignments, Path(args.course))  # flags only
+    for r, before in zip(rows, flags_before, strict=True):
+        if len(r.flags) != before:  # stored with the result, so a shard's flags reach the merge as one run's do
+            store.save(r)
     rows = book_cli.record_and_apply(args.book, rows)
     book_cli.report_roster(args.roster, rows)
     write_all(Batch(rows, root, pairs, written[0] if written else None,

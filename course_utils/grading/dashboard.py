@@ -90,14 +90,14 @@ def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
            f"<figure role='img' aria-label='Histograms of the points of {html.escape(name)}: the total, then each "
            f"exercise'>{histograms_svg(name, series)}<figcaption>Score distributions: total and per exercise "
            "(number of submissions per score).</figcaption></figure>",
-           "<table class='stats'><tr><th>exercise</th><th>max</th><th>n</th><th>mean</th><th>median</th>"
-           "<th>full</th><th>partial</th><th>zero</th></tr>"]
+           f"<table class='stats'><caption>Points per exercise of {html.escape(name)}</caption>"
+           + _head("exercise", "max", "n", "mean", "median", "full", "partial", "zero") + "<tbody>"]
     for g in gids:
         s = exercise_stats(series[gids.index(g) + 1][1], maxima[g])
         out.append(f"<tr data-exercise='{g}'><td>{g}</td><td>{maxima[g]:g}</td><td>{s['n']}</td>"
                    f"<td>{s['mean']:.2f}</td><td>{s['median']:g}</td><td>{s['full']}</td><td>{s['partial']}</td>"
                    f"<td>{s['zero']}</td></tr>")
-    out.append("</table><h3>Most common diagnoses</h3>")
+    out.append("</tbody></table><h3>Most common diagnoses</h3>")
     for g in gids:
         found = common_diagnoses(rows, g)
         items = "".join(f"<li><b>{n}×</b> {html.escape(text)}</li>" for n, text in found) or "<li>none: all full</li>"
@@ -115,14 +115,15 @@ def similarity_section(pairs: list[Pair], report: str) -> list[str]:
     out = ["<section id='similarity'><h2>Similar answers</h2>",
            f"<p>{len(order)} pair(s) of submissions flagged; a flag is a reason to read both, not a verdict. "
            f"Side by side: <a href='{html.escape(report)}'>{html.escape(report)}</a>.</p>",
-           "<table class='pairs'><tr><th>similarity</th><th>submission</th><th>submission</th><th>exercises</th></tr>"]
+           "<table class='pairs'><caption>Pairs of submissions with similar answers, most similar first</caption>"
+           + _head("similarity", "submission", "submission", "exercises") + "<tbody>"]
     for (a, b), found in order:
         links = ", ".join(
             f"<a href='{html.escape(report)}#pair{n}'>{html.escape(p.exercise)} {p.similarity:.0%}</a>"
             if n <= SHOWN else f"{html.escape(p.exercise)} {p.similarity:.0%} (in the CSV)" for n, p in found)
         out.append(f"<tr><td>{max(p.similarity for _, p in found):.0%}</td><td>{html.escape(a)}</td>"
                    f"<td>{html.escape(b)}</td><td>{links}</td></tr>")
-    return out + ["</table></section>"]
+    return out + ["</tbody></table></section>"]
 
 
 def needs_attention(row: SubmissionResult) -> bool:
@@ -138,23 +139,35 @@ def _why(row: SubmissionResult) -> str:
     return "; ".join(parts)
 
 
+def _head(*columns: str) -> str:
+    """A table's header row: column headers a screen reader announces with each cell."""
+    return "<thead><tr>" + "".join(f"<th scope='col'>{html.escape(c)}</th>" for c in columns) + "</tr></thead>"
+
+
+# Each heading of a sortable table becomes a button (Tab reaches it, Enter or Space sorts); the heading's
+# aria-sort says the order to a screen reader, and the caption's live note says what just happened.
 SORT_SCRIPT = """<script>
-document.querySelectorAll('table.sortable th').forEach(function (th) {
+document.querySelectorAll('table.sortable thead th').forEach(function (th) {
   var col = Array.prototype.indexOf.call(th.parentNode.children, th);
-  th.tabIndex = 0;
-  th.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); th.click(); } });
-  th.addEventListener('click', function () {
-    var table = th.closest('table'), rows = Array.from(table.querySelectorAll('tr')).slice(1);
+  var button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'sort';
+  while (th.firstChild) { button.appendChild(th.firstChild); }
+  th.appendChild(button);
+  th.addEventListener('click', function () {  // the button's click (Enter, Space) bubbles here too
+    var table = th.closest('table'), body = table.tBodies[0], rows = Array.from(body.rows);
     var up = th.getAttribute('aria-sort') !== 'ascending';
-    table.querySelectorAll('th').forEach(function (o) { o.removeAttribute('aria-sort'); });
+    table.querySelectorAll('thead th').forEach(function (o) { o.removeAttribute('aria-sort'); });
     th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+    var note = table.querySelector('caption .sorted');
+    if (note) { note.textContent = ', sorted by ' + button.textContent + (up ? ', ascending' : ', descending'); }
     function key(tr) { var c = tr.children[col]; return c.dataset.sort !== undefined ? c.dataset.sort : c.textContent.trim(); }
     rows.sort(function (a, b) {
       var x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
       var r = (x === '' || y === '') ? (x === '') - (y === '') : (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
       return up ? r : -r;
     });
-    rows.forEach(function (tr) { table.appendChild(tr); });
+    rows.forEach(function (tr) { body.appendChild(tr); });
   });
 });
 </script>"""
@@ -177,12 +190,13 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
     from ..checks import EXERCISES
 
     gids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
-    head = "".join(f"<th>{g}</th>" for g in gids)
-    out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading to sort by it. The total is "
-           "empty while a submission is held or could not be graded: record a decision "
+    out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading (or Tab to it and press Enter) "
+           "to sort by it. The total is empty while a submission is held or could not be graded: record a decision "
            "(<code>./course grade accept</code>) to make it count.</p>",
-           "<table class='students sortable'><tr><th>submission</th><th>assignment</th><th>status</th><th>total</th>"
-           f"<th>provisional</th><th>max</th>{head}<th>flags</th><th>decisions</th></tr>"]
+           "<table class='students sortable'><caption>Every submission with its points per exercise"
+           "<span class='sorted' aria-live='polite'></span></caption>"
+           + _head("submission", "assignment", "status", "total", "provisional", "max", *gids, "flags", "decisions")
+           + "<tbody>"]
     for r in sorted(rows, key=lambda r: r.submission):
         cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
         out.append(f"<tr data-submission='{html.escape(r.submission)}'><td>{_feedback_link(r, batch, here)}</td>"
@@ -190,7 +204,7 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
                    f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td>{r.provisional:g}</td>"
                    f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
                    f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
-    return out + ["</table></section>"]
+    return out + ["</tbody></table></section>"]
 
 
 def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, similarity_report: str = "",
@@ -208,10 +222,12 @@ def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, s
                     "(--no-sandbox): their code was not isolated.</p>")
     body.append("<section id='attention'><h2>Needs your attention</h2>")
     if others:
-        body.append("<table class='attention sortable'><tr><th>submission</th><th>status</th><th>reason</th></tr>")
+        body.append("<table class='attention sortable'><caption>Submissions to read or decide on"
+                    "<span class='sorted' aria-live='polite'></span></caption>"
+                    + _head("submission", "status", "reason") + "<tbody>")
         body += [f"<tr><td>{_feedback_link(r, batch, here)}</td><td>{html.escape(r.status)}</td>"
                  f"<td>{html.escape(_why(r))}</td></tr>" for r in others]
-        body.append("</table>")
+        body.append("</tbody></table>")
     else:
         body.append("<p>Nothing: every submission was graded, with no flag.</p>")
     body.append("</section>")

@@ -22,13 +22,18 @@ table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding
 th{background:#f3f4f6;text-align:left}td{font-variant-numeric:tabular-nums}
 table.pair{width:100%;table-layout:fixed}pre{white-space:pre-wrap;font-size:12px;margin:0}
 mark{background:#ffd54f}figure{margin:1em 0;overflow-x:auto}figure svg{max-width:100%;height:auto}
-figcaption{font-size:.85em;color:#555}ul.diagnoses li{margin:.2em 0}"""
+figcaption{font-size:.85em;color:#555}ul.diagnoses li{margin:.2em 0}
+caption{text-align:left;font-weight:600;padding:.3em 0}
+th button.sort{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer;color:inherit;
+text-align:left;width:100%}
+th button.sort:focus-visible{outline:2px solid #1a56db;outline-offset:2px}
+th[aria-sort=ascending] button.sort::after{content:" \\25B2"}th[aria-sort=descending] button.sort::after{content:" \\25BC"}"""
 
 
 def page(title: str, body: str) -> str:
     """A self-contained HTML page (no script, no network) in the reports' style."""
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
+            f"<style>{STYLE}</style></head><body><main>\n{body}\n</main></body></html>\n")
 
 
 def common_root(paths: list[str]) -> str:

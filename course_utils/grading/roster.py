@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,21 +66,46 @@ def read(path: str | Path) -> list[Student]:
         raise UsageError(f"roster {path} lacks the column(s) {', '.join(lost)}: its first line must name "
                          f"{', '.join(REQUIRED)} (other columns are kept).")
     students: list[Student] = []
+    seen: set[str] = set()  # ids so far: a set, so a roster of 1,000 is read in linear time
     for line, row in rows:
         if not row["id"] or not row["pattern"]:
             raise UsageError(f"roster {path} line {line}: every student needs an id and a file-name pattern.")
-        if any(s.id == row["id"] for s in students):
+        if row["id"] in seen:
             raise UsageError(f"roster {path} line {line}: the id {row['id']!r} appears twice.")
+        seen.add(row["id"])
         extra = tuple((k, v) for k, v in row.items() if k not in REQUIRED)
         students.append(Student(row["id"], row["name"], row["email"], row["pattern"], extra))
     return students
 
 
+def _literal(pattern: str) -> str:
+    """The longest run of plain characters in a file-name pattern: every name it matches contains it.
+
+    A pattern with a bracket expression ([abc], [!x]) gives "": it is tried on every name.
+    """
+    return "" if "[" in pattern else max(re.split(r"[*?]", pattern), key=len)
+
+
 def match(students: list[Student], submissions: list[str]) -> Matched:
-    """Place every submission with the one student whose pattern matches it."""
+    """Place every submission with the one student whose pattern matches it.
+
+    Only the students whose pattern's literal part occurs in a name are tried on it (by substring
+    lookup), so 1,000 students x 11,000 files costs about what 11,000 files alone do; the answer is
+    the same as trying every pattern.
+    """
     out = Matched(files={s.id: [] for s in students})
+    by_literal: dict[str, list[Student]] = {}
+    for s in students:
+        by_literal.setdefault(_literal(s.pattern), []).append(s)
+    always = by_literal.pop("", [])
+    lengths = sorted({len(k) for k in by_literal})
+    order = {s.id: i for i, s in enumerate(students)}
+    paths = any("/" in s.pattern for s in students)  # such a pattern matches the whole path, others the file name
     for sub in sorted(submissions):
-        owners = [s.id for s in students if s.owns(sub)]
+        name = sub if paths else os.path.basename(sub)
+        keys = {name[i:i + k] for k in lengths for i in range(len(name) - k + 1)}
+        tried = always + [s for key in keys & by_literal.keys() for s in by_literal[key]]
+        owners = sorted({s.id for s in tried if s.owns(sub)}, key=order.__getitem__)
         if not owners:
             out.unknown.append(sub)
         elif len(owners) > 1:

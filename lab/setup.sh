@@ -1,0 +1,61 @@
+# Set-up shared by ./course (the instructors' repository) and the student edition's ./course
+# (edition/course): sourced, never run. Needs ROOT, VENV, PY and REQUIREMENTS set by the caller.
+say() { printf '[course] %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo -n "$@"; else return 1; fi
+}
+
+APT_UPDATED=
+apt_install() {  # apt_install PACKAGE... ; returns non-zero when apt is not usable here
+    command -v apt-get >/dev/null 2>&1 || return 1
+    if [ -z "$APT_UPDATED" ]; then as_root apt-get update -qq >/dev/null || return 1; APT_UPDATED=1; fi
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_system_tool() {  # ensure_system_tool COMMAND DEBIAN_PACKAGE HINT
+    local cmd=$1 pkg=$2 hint=$3
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+    say "installing Debian package '$pkg' (for '$cmd')"
+    if apt_install "$pkg" && command -v "$cmd" >/dev/null 2>&1; then return 0; fi
+    say "'$cmd' is missing and could not be installed here. $hint"
+    return 1
+}
+
+setup_python() {
+    if [ ! -x "$PY" ]; then
+        say "creating virtual environment in $(basename "$VENV")"
+        python3 -m venv "$VENV"
+    fi
+    local stamp
+    stamp=$(cat "$REQUIREMENTS" pyproject.toml | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$VENV/.setup-stamp" 2>/dev/null)" != "$stamp" ]; then
+        say "installing pinned Python packages ($(basename "$REQUIREMENTS"))"
+        "$PY" -m pip install -q --upgrade pip
+        "$PY" -m pip install -q -r "$REQUIREMENTS"
+        "$PY" -m pip install -q --no-deps -e .
+        echo "$stamp" > "$VENV/.setup-stamp"
+    fi
+}
+
+setup_common() {
+    ensure_system_tool dot graphviz \
+        "Install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; Windows: winget install graphviz). Graphs fall back to text until then." \
+        || true
+    # lesson 10 builds a C++ extension (torch.utils.cpp_extension): a compiler and ninja
+    ensure_system_tool g++ g++ "Lesson 10's C++ extension needs a C++ compiler (Debian/Ubuntu: sudo apt-get install g++; macOS: xcode-select --install)." \
+        || true
+    ensure_system_tool ninja ninja-build "Lesson 10's C++ extension needs ninja (Debian/Ubuntu: sudo apt-get install ninja-build; macOS: brew install ninja)." \
+        || true
+    setup_python
+}
+
+open_lab() {  # open_lab [JupyterLab arguments]: set up, then JupyterLab on the start page
+    setup_common
+    # lab/jupyter_lab_config.py: opens the start page, no news prompt, students see lessons and exercises
+    local args=(--config="$ROOT/lab/jupyter_lab_config.py" --ServerApp.root_dir="$ROOT")
+    [ "$(id -u)" = 0 ] && args+=(--allow-root)
+    [ -z "${DISPLAY:-}" ] && [ "$(uname)" = Linux ] && args+=(--no-browser)
+    say "starting JupyterLab on the start page (Ctrl-C to stop)"
+    exec "$VENV/bin/jupyter" lab "${args[@]}" "$@"
+}
