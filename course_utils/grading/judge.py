@@ -14,32 +14,19 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import checks
 from ..checks.engine import make_request
-from . import sandbox
 from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
+from .options import Options
 from .results import HELD, ExerciseResult, Part, Status, SubmissionResult
 from .session import STARTUP, RunnerSession
 from .worker import Worker
 
-__all__ = ["Options", "Worker", "grade_submission"]  # Worker: one runner start (grading/worker.py)
+__all__ = ["Options", "Worker", "grade_submission"]  # Options: grading/options.py; Worker: one runner start (worker.py)
 
 MAX_SUBMISSION_BYTES = 512 << 20  # from all runner starts of one submission together
-JUDGE_MEMORY = 3 << 30  # the judge's own growth allowed beyond its size at start, plus JOB_MEMORY per job
-JOB_MEMORY = 1 << 30
-
-
-@dataclass
-class Options:
-    timeout: float = 60.0
-    memory: int = 4 << 30
-    sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")  # noqa: RUF009 - frozen: one shared default is safe
-    slots: int = 1
-    assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
-    feedback_fix: bool = False  # feedback shows each failing part's fix too (level 2 of help; --feedback-fix)
 
 
 def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0,
