@@ -78,6 +78,8 @@ def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment]
         data = read_submission(path)
         row.sha256 = row.sha256 or hashlib.sha256(data).hexdigest()
         cells = plan(row, data, path.suffix, assignments, options.assignment)
+        for gid, e in row.exercises.items():  # what outputs show of each exercise (a refused row's too)
+            e.title, e.order = described(gid)
     except NotebookError as exc:
         row.status = exc.status
         row.flags.append(str(exc))
@@ -133,7 +135,14 @@ def exercise_result(ex: checks.Exercise, r: checks.Result, feedback: str) -> Exe
     outcomes = {o.stage: o for o in r.stages}
     parts = [Part(s.name, outcomes[s.name].points if s.name in outcomes else 0.0, s.points) for s in ex.stages]
     hint = "" if r.status == "passed" else "Not attempted yet" if r.status == "not attempted" else r.feedback
-    return ExerciseResult(r.grade_id, r.points, r.max_points, r.status, feedback, hint, list(r.mistakes), parts)
+    return ExerciseResult(r.grade_id, r.points, r.max_points, r.status, feedback, hint, list(r.mistakes), parts,
+                          *described(ex.grade_id))
+
+
+def described(gid: str) -> tuple[str, int]:
+    """An exercise's title and place in the course, which the results model carries for every output."""
+    ex = checks.EXERCISES.get(gid)
+    return (ex.title, list(checks.EXERCISES).index(gid)) if ex is not None else ("", 0)
 
 
 def _judge(gid: str, request: dict, message: dict) -> checks.Result:
