@@ -14,12 +14,13 @@ from __future__ import annotations
 import html
 import re
 
+from ..status import CheckStatus
 from .engine import Exercise, Result
 
 CODE_SPAN = re.compile(r"`([^`<>]+)`")
 
-COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "not attempted": "#757575"}
-ICONS = {"passed": "✓", "failed": "✗", "not attempted": "·"}
+COLOURS: dict[str, str] = {CheckStatus.PASSED: "#2e7d32", CheckStatus.FAILED: "#c62828", CheckStatus.NOT_ATTEMPTED: "#757575"}
+ICONS: dict[str, str] = {CheckStatus.PASSED: "✓", CheckStatus.FAILED: "✗", CheckStatus.NOT_ATTEMPTED: "·"}
 
 
 def _plural(points: float) -> str:
@@ -43,11 +44,11 @@ def _text(text: str, grade_id: str = "") -> str:
 
 def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
     """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet."""
-    colour = COLOURS.get(result.status, COLOURS["failed"])
+    colour = COLOURS.get(result.status, COLOURS[CheckStatus.FAILED])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
             f"{result.points:g}/{result.max_points:g} points")
-    if result.status == "not attempted":  # a prompt, not a score: what a fresh exercise notebook shows
-        head = f"<b>{ICONS['not attempted']} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
+    if result.status == CheckStatus.NOT_ATTEMPTED:  # a prompt, not a score: what a fresh exercise notebook shows
+        head = f"<b>{ICONS[CheckStatus.NOT_ATTEMPTED]} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
         body = (f"<div>{_text(result.diagnosis, ex.grade_id)} Write your answer in the cell above, run it, then run "
                 "this check again.</div>")
     else:
@@ -56,15 +57,15 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
         for stage in ex.stages:
             label = f"{html.escape(stage.name)} <span style='opacity:.7'>({_plural(stage.points)})</span>"
             o = outcomes.get(stage.name)
-            if o is not None and o.status == "passed":
+            if o is not None and o.status == CheckStatus.PASSED:
                 items.append(f"<li>✓ {label}</li>")
-            elif o is not None and o.status in ("failed", "not attempted"):
-                items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
+            elif o is not None and o.status in (CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED):
+                items.append(f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {label}: <span style='color:inherit'>"
                              f"{_text(o.diagnosis, ex.grade_id)}</span>{_fix_toggle(o.fix)}</li>")
             else:
                 items.append(f"<li style='opacity:.6'>· {label}: not checked yet</li>")
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
-            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {_text(result.problem, ex.grade_id)}</li>")
+            items.insert(0, f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
     note = f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
     # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,

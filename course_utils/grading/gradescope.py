@@ -41,7 +41,8 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {e.title}" if e.title else gid,
               "score": e.points, "max_score": e.max, "output": e.feedback,
-              "status": "passed" if e.outcome == "full" else "failed", "visibility": "visible"}
+              "status": "passed" if e.outcome == "full" else "failed",  # Gradescope's words, not a CheckStatus
+              "visibility": "visible"}
              for gid, e in row.exercises.items()]
     note = f" (graded {Path(row.submission).name}; other notebooks were ignored)" if len(found) > 1 else ""
     return {"score": row.total, "execution_time": round(row.seconds), "output": f"{row.total:g}/{row.max:g} "

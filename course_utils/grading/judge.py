@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .. import checks
 from ..checks.engine import make_request
+from ..status import CheckStatus
 from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
 from .options import Options
 from .results import HELD, ExerciseResult, Part, Status, SubmissionResult
@@ -134,7 +135,8 @@ def exercise_result(ex: checks.Exercise, r: checks.Result, feedback: str) -> Exe
     """The results model's record of one judged exercise: its stages' outcomes as parts, the diagnosis apart."""
     outcomes = {o.stage: o for o in r.stages}
     parts = [Part(s.name, outcomes[s.name].points if s.name in outcomes else 0.0, s.points) for s in ex.stages]
-    hint = "" if r.status == "passed" else "Not attempted yet" if r.status == "not attempted" else r.feedback
+    hint = ("" if r.status == CheckStatus.PASSED else "Not attempted yet" if r.status == CheckStatus.NOT_ATTEMPTED
+            else r.feedback)
     return ExerciseResult(r.grade_id, r.points, r.max_points, r.status, feedback, hint, list(r.mistakes), parts,
                           *described(ex.grade_id))
 

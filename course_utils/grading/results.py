@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
+from ..status import CheckStatus
+
 
 class Status(StrEnum):
     """What became of a submission (a str: rows, JSON and the grade book store the text itself)."""
@@ -47,7 +49,7 @@ class ExerciseResult:
     grade_id: str
     points: float = 0.0
     max: float = 0.0
-    status: str = "not graded"  # passed | failed | not attempted | not graded | a submission status
+    status: str = CheckStatus.NOT_GRADED  # a CheckStatus, or the submission's Status when it was zeroed
     feedback: str = ""  # what the student reads: every stage, the hint, notes
     hint: str = ""  # the diagnosis alone (empty when passed): what the dashboard counts
     mistakes: list[str] = field(default_factory=list)

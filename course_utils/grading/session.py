@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import checks
+from ..status import CheckStatus
 from .protocol import validate
 from .worker import Outcome
 
@@ -199,7 +200,7 @@ class RunnerSession:
         reason = REASONS[outcome]
         if not self.ready and outcome in (Outcome.DIED, Outcome.DONE):
             reason = NOT_STARTED
-        self.results[culprit] = checks.Result(culprit, 0.0, self.points[culprit], "failed", f"Your code {reason}.",
+        self.results[culprit] = checks.Result(culprit, 0.0, self.points[culprit], CheckStatus.FAILED, f"Your code {reason}.",
                                               ["timeout" if outcome == Outcome.TIMEOUT else "raised"])
         self.broken.add(culprit)
 
