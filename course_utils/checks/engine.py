@@ -29,6 +29,7 @@ import torch
 from .. import probes
 from ..probes import guard
 from ..probes.guard import TIME_LIMIT, NotAttempted
+from ..status import CheckStatus
 
 HINT_LIMIT = 600  # characters of a runner-supplied hint shown to the student
 
@@ -81,7 +82,8 @@ class Malformed(Exception):
     """Facts from a probe do not have the shape the judge asked for."""
 
 
-PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = "passed", "failed", "not attempted", "not reached"
+PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED,
+                                              CheckStatus.NOT_REACHED)
 
 
 @dataclass
@@ -91,7 +93,7 @@ class StageOutcome:
     stage: str
     points: float
     possible: float
-    status: str  # passed | failed | not attempted | not reached
+    status: str  # a CheckStatus: PASSED | FAILED | NOT_ATTEMPTED | NOT_REACHED
     diagnosis: str = ""  # level 1: what is wrong and where
     fix: str | None = None  # level 2: how to cure it, only on request
     code: str = ""  # the mistake's catalogue code
@@ -110,7 +112,7 @@ class Result:
     grade_id: str
     points: float
     max_points: float
-    status: str  # "passed" | "failed" | "not attempted"
+    status: str  # a CheckStatus: PASSED | FAILED | NOT_ATTEMPTED
     problem: str = ""
     problem_codes: list[str] = field(default_factory=list)
     stages: list[StageOutcome] = field(default_factory=list)

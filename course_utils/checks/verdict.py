@@ -14,17 +14,18 @@ from __future__ import annotations
 import html
 import re
 
+from ..status import CheckStatus
 from .engine import Exercise, Result
 
 CODE_SPAN = re.compile(r"`([^`<>]+)`")
 
-COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "not attempted": "#757575"}
+COLOURS: dict[str, str] = {CheckStatus.PASSED: "#2e7d32", CheckStatus.FAILED: "#c62828", CheckStatus.NOT_ATTEMPTED: "#757575"}
 # secondary text of a failed part and of the parts not reached: JupyterLab's secondary colour, which follows its
 # theme and keeps a 4.5:1 contrast; elsewhere a grey of 7:1 on white (opacity faded the failed part's red, and the
 # parts after it, below 4.5:1: axe-core's serious color-contrast violation). Text of the page's own colour keeps
 # opacity .7, which stays above 4.5:1.
 SECONDARY = "color:var(--jp-content-font-color2,#595959)"
-ICONS = {"passed": "✓", "failed": "✗", "not attempted": "·"}
+ICONS: dict[str, str] = {CheckStatus.PASSED: "✓", CheckStatus.FAILED: "✗", CheckStatus.NOT_ATTEMPTED: "·"}
 
 
 def _plural(points: float) -> str:
@@ -48,29 +49,29 @@ def _text(text: str, grade_id: str = "") -> str:
 
 def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
     """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet."""
-    colour = COLOURS.get(result.status, COLOURS["failed"])
+    colour = COLOURS.get(result.status, COLOURS[CheckStatus.FAILED])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
             f"{result.points:g}/{result.max_points:g} points")
-    if result.status == "not attempted":  # a prompt, not a score: what a fresh exercise notebook shows
-        head = f"<b>{ICONS['not attempted']} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
+    if result.status == CheckStatus.NOT_ATTEMPTED:  # a prompt, not a score: what a fresh exercise notebook shows
+        head = f"<b>{ICONS[CheckStatus.NOT_ATTEMPTED]} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
         body = (f"<div>{_text(result.diagnosis, ex.grade_id)} Write your answer in the cell above, run it, then run "
                 "this check again.</div>")
     else:
         items = []
         outcomes = {o.stage: o for o in result.stages}
         for stage in ex.stages:
-            faded = "opacity:.7" if outcomes.get(stage.name) and outcomes[stage.name].status == "passed" else SECONDARY
+            faded = "opacity:.7" if outcomes.get(stage.name) and outcomes[stage.name].status == CheckStatus.PASSED else SECONDARY
             label = f"{html.escape(stage.name)} <span style='{faded}'>({_plural(stage.points)})</span>"
             o = outcomes.get(stage.name)
-            if o is not None and o.status == "passed":
+            if o is not None and o.status == CheckStatus.PASSED:
                 items.append(f"<li>✓ {label}</li>")
-            elif o is not None and o.status in ("failed", "not attempted"):
-                items.append(f"<li style='color:{COLOURS['failed']}'>✗ {label}: <span style='color:inherit'>"
+            elif o is not None and o.status in (CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED):
+                items.append(f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {label}: <span style='color:inherit'>"
                              f"{_text(o.diagnosis, ex.grade_id)}</span>{_fix_toggle(o.fix)}</li>")
             else:
                 items.append(f"<li style='{SECONDARY}'>· {label}: not checked yet</li>")
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
-            items.insert(0, f"<li style='color:{COLOURS['failed']}'>✗ {_text(result.problem, ex.grade_id)}</li>")
+            items.insert(0, f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
     note = f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
     # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,

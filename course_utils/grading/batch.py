@@ -12,14 +12,11 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import zygote
 from .collect import Assignment
+from .options import Options
 from .results import SubmissionResult
-
-if TYPE_CHECKING:
-    from .judge import Options
 
 
 def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignment], options: Options,

@@ -19,9 +19,11 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, copies, sandbox, similarity
+from . import book_cli, copies, gradescope_archive, sandbox, similarity
 from .batch import grade_batch
 from .collect import UsageError, collect, course_version, display_name, load_assignments
+from .limits import cap_judge_memory
+from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .outputs import json_line, write_all
 from .reports import common_root
 from .results import Batch, Status, SubmissionResult
@@ -121,9 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["gradescope"]:  # python -m course_utils.grade gradescope ASSIGNMENT --out autograder.zip
-        from .gradescope import main as gradescope_main
-
-        return gradescope_main(argv[1:])
+        return gradescope_archive.main(argv[1:])
     if argv[:1] and argv[0] in book_cli.COMMANDS:  # the grade book: accept | override | regrade | choose | export
         return book_cli.main(argv)
     options = build_parser().parse_args(argv)
@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _main(args) -> int:
+def _main(args: argparse.Namespace) -> int:
+    """Check every option first (nothing is graded or written on a usage error), then grade or merge."""
     check_options(args)
     if args.book and args.no_book:
         raise UsageError("give either --book or --no-book, not both.")
@@ -146,16 +147,26 @@ def _main(args) -> int:
     if args.merge:
         if args.submissions:
             raise UsageError("give either submissions to grade or --merge RESULTS folders, not both.")
-        merged = merge([Path(f) for f in args.merge], *_course_facts(Path(args.course)))
-        merged = book_cli.record_and_apply(args.book, merged)
-        write_all(Batch(merged, common_root([r.submission for r in merged]),
-                        feedback_dir=Path(args.feedback_dir) if args.feedback_dir else None), targets)
-        for r in merged if args.json else []:
-            print(json_line(r))
-        print(f"merged {len(merged)} results", file=sys.stderr)
-        return 0
+        return _merge(args, targets)
     if not args.submissions:
         raise UsageError("no submissions given: pass notebooks or folders (see --help).")
+    return _grade(args, targets)
+
+
+def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
+    """``--merge``: the shards' result folders as one batch, through the grade book, to every output."""
+    merged = merge([Path(f) for f in args.merge], *_course_facts(Path(args.course)))
+    merged = book_cli.record_and_apply(args.book, merged)
+    write_all(Batch(merged, common_root([r.submission for r in merged]),
+                    feedback_dir=Path(args.feedback_dir) if args.feedback_dir else None), targets)
+    for r in merged if args.json else []:
+        print(json_line(r))
+    print(f"merged {len(merged)} results", file=sys.stderr)
+    return 0
+
+
+def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
+    """Grade the submissions (resuming from the result store), then write every output."""
     files = collect(args.submissions)
     one_name_each(files)
     if args.shard:
@@ -166,19 +177,7 @@ def _main(args) -> int:
         raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "
                          f"{', '.join(sorted(assignments))}.")
     version = course_version(assignments, COURSE_UTILS)
-    box = sandbox.NO_SANDBOX if args.no_sandbox else sandbox.detect(allow_uid=args.uid_sandbox)
-    if not box.usable:  # fail closed: grade nothing rather than run student code unisolated
-        raise UsageError(f"the grader's sandbox cannot start: {box.reason}. Nothing was graded; fix that, or "
-                         "pass --no-sandbox to run student code WITHOUT isolation (every row records it).")
-    if box.mode == "none":
-        print("WARNING: --no-sandbox: student code runs WITHOUT a sandbox (it can read and write your files "
-              "and use the network); every row records it.", file=sys.stderr)
-    elif box.mode == "uid":
-        print(f"note: {box.reason}: weaker than bubblewrap (network reachable; see README, What holds where).",
-              file=sys.stderr)
-    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options  # torch and the checks: only now
-    from .limits import cap_judge_memory
-
+    box = _sandbox(args)
     cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
                       assignment=args.assignment, feedback_fix=args.feedback_fix)
@@ -186,22 +185,10 @@ def _main(args) -> int:
     store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
                   version, grading)
     root = common_root([display_name(f) for f, _ in files])
-    rows: list[SubmissionResult] = []
-    todo: list[tuple[Path, str]] = []
-    for f, skipped in files:
-        if skipped:
-            rows.append(SubmissionResult(submission=display_name(f), status=Status.SKIPPED, flags=[f"skipped: {skipped}"]))
-            continue
-        digest = file_digest(f)  # the one hash of this submission: the store's key and the row's sha256
-        row = store.lookup(display_name(f), digest)
-        if row is not None:
-            rows.append(row)
-        else:
-            todo.append((f, digest))
-    if len(rows) > sum(1 for _, s in files if s):
-        print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
+    rows, todo = _stored(files, store)
     for r in rows if args.json else []:
         print(json_line(r), flush=True)
+
     def done(row: SubmissionResult) -> None:  # called under grade_batch's lock
         row.course_version, row.options = version, grading
         store.save(row)
@@ -217,14 +204,55 @@ def _main(args) -> int:
             write_all(Batch(list(rows), root), {"out": args.out, "feedback_dir": args.feedback_dir})
             print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)
             return 130
+    _write(args, targets, rows, [f for f, skipped in files if not skipped], assignments, root, store)
+    return 0
+
+
+def _sandbox(args: argparse.Namespace) -> sandbox.Sandbox:
+    """The sandbox to grade in; UsageError where it cannot start (fail closed), a warning where it is weak."""
+    box = sandbox.NO_SANDBOX if args.no_sandbox else sandbox.detect(allow_uid=args.uid_sandbox)
+    if not box.usable:  # fail closed: grade nothing rather than run student code unisolated
+        raise UsageError(f"the grader's sandbox cannot start: {box.reason}. Nothing was graded; fix that, or "
+                         "pass --no-sandbox to run student code WITHOUT isolation (every row records it).")
+    if box.mode == "none":
+        print("WARNING: --no-sandbox: student code runs WITHOUT a sandbox (it can read and write your files "
+              "and use the network); every row records it.", file=sys.stderr)
+    elif box.mode == "uid":
+        print(f"note: {box.reason}: weaker than bubblewrap (network reachable; see README, What holds where).",
+              file=sys.stderr)
+    return box
+
+
+def _stored(files: list[tuple[Path, str | None]], store: Store) -> tuple[list[SubmissionResult], list[tuple[Path, str]]]:
+    """The rows already known (skipped files, results in the store) and the ``(file, sha256)`` still to grade."""
+    rows: list[SubmissionResult] = []
+    todo: list[tuple[Path, str]] = []
+    for f, skipped in files:
+        if skipped:
+            rows.append(SubmissionResult(submission=display_name(f), status=Status.SKIPPED, flags=[f"skipped: {skipped}"]))
+            continue
+        digest = file_digest(f)  # the one hash of this submission: the store's key and the row's sha256
+        row = store.lookup(display_name(f), digest)
+        if row is not None:
+            rows.append(row)
+        else:
+            todo.append((f, digest))
+    if len(rows) > sum(1 for _, s in files if s):
+        print(f"resuming: {len(rows)} submission(s) already graded, {len(todo)} to go", file=sys.stderr)
+    return rows, todo
+
+
+def _write(args: argparse.Namespace, targets: dict[str, Any], rows: list[SubmissionResult], graded_files: list[Path],
+           assignments: dict, root: str, store: Store) -> None:
+    """After the batch: similarity, the copied-from-solutions flags (stored with their results), the grade book,
+    then every output."""
     pairs, written = None, None
     if args.similarity:
-        pairs, written = similarity.write([f for f, skipped in files if not skipped], assignments,
-                                          args.similarity, args.similarity_threshold, root)
+        pairs, written = similarity.write(graded_files, assignments, args.similarity, args.similarity_threshold, root)
         print(f"similarity: {len(pairs)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
               file=sys.stderr)
     flags_before = [len(r.flags) for r in rows]
-    copies.mark(rows, [f for f, skipped in files if not skipped], assignments, Path(args.course))  # flags only
+    copies.mark(rows, graded_files, assignments, Path(args.course))  # flags only
     for r, before in zip(rows, flags_before, strict=True):
         if len(r.flags) != before:  # stored with the result, so a shard's flags reach the merge as one run's do
             store.save(r)
@@ -237,7 +265,6 @@ def _main(args) -> int:
     graded = [r for r in rows if r.graded]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
-    return 0
 
 
 def one_name_each(files: list[tuple[Path, str | None]]) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .reports import feedback_name, page
-from .results import Batch, Pair, SubmissionResult
+from .results import Batch, Pair, SubmissionResult, exercise_ids
 from .similarity import SHOWN
 from .store import atomic_write
 
@@ -75,9 +75,7 @@ def common_diagnoses(rows: list[SubmissionResult], gid: str, top: int = TOP_DIAG
 
 
 def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
-    from ..checks import EXERCISES
-
-    gids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
+    gids = exercise_ids(rows)
     maxima = {g: max(r.exercises[g].max for r in rows if g in r.exercises) for g in gids}
     totals = [r.total for r in rows]
     full = max(r.max for r in rows)
@@ -187,9 +185,7 @@ def _feedback_link(row: SubmissionResult, batch: Batch | None, here: Path | None
 
 def students_section(rows: list[SubmissionResult], batch: Batch | None = None, here: Path | None = None) -> list[str]:
     """One row per submission: final total (empty until it counts), provisional, exercises, flags, decisions."""
-    from ..checks import EXERCISES
-
-    gids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
+    gids = exercise_ids(rows)
     out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading (or Tab to it and press Enter) "
            "to sort by it. The total is empty while a submission is held or could not be graded: record a decision "
            "(<code>./course grade accept</code>) to make it count.</p>",

@@ -1,12 +1,6 @@
-"""A Gradescope autograder for one assignment, graded by this course's grader.
+"""Grading on Gradescope: ``run_autograder`` runs this for every submission.
 
-    python -m course_utils.grade gradescope ASSIGNMENT --out autograder.zip
-
-The archive holds ``setup.sh`` (run once by Gradescope as root when it builds the image:
-installs Python, bubblewrap where apt has it, and the pinned packages the grader needs),
-``run_autograder`` (run for every submission), ``requirements.txt`` (those pins, taken
-from the course's ``requirements.txt``), and ``course/`` with the ``course_utils`` package
-and the assignment's exercise notebook (never a solution). ``run_autograder`` grades
+The archive that carries it is built by ``gradescope_archive.py``. ``run`` grades
 ``submission/*.ipynb`` under the autograder root (``$AUTOGRADER_ROOT``, default
 ``/autograder``) and writes ``results/results.json`` in Gradescope's format: one test per
 exercise with its points and our diagnosis as ``output``. Instructor-only notes (flags,
@@ -14,94 +8,25 @@ a missing sandbox) go to stdout, which Gradescope shows to instructors only.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
-import stat
 import sys
-import zipfile
 from pathlib import Path
 
-from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import sandbox
 from .batch import grade_batch
-from .collect import UsageError, load_assignments
+from .collect import load_assignments
+from .limits import cap_judge_memory
+from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .results import HELD, Status, SubmissionResult
 
-PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
-SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, while it builds the autograder image (Ubuntu).
-set -euo pipefail
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq python3 python3-venv python3-pip
-# The grader's sandbox; if this Ubuntu has no bubblewrap, or the container cannot make
-# namespaces, nothing is graded (run_autograder says why on stdout) unless AUTOGRADER_NO_SANDBOX=1.
-apt-get install -y -qq bubblewrap || echo "bubblewrap is not available: the grader will refuse to grade"
-python3 -m venv /autograder/venv
-/autograder/venv/bin/python -m pip install -q --upgrade pip
-/autograder/venv/bin/python -m pip install -q --extra-index-url {index} -r /autograder/source/requirements.txt
-"""
-
-RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this for every submission (working directory /autograder).
-# AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist so the archive can be tried outside Gradescope.
-set -euo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-PY="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-export AUTOGRADER_ROOT="$ROOT"
-export PYTHONPATH="$ROOT/source/course"
-cd "$ROOT"
-exec "$PY" -m course_utils.grading.gradescope
-"""
-
-
-def pinned(requirements: str, names: tuple[str, ...] = PACKAGES) -> str:
-    """The ``name==version`` lines of ``names`` from a requirements file's text; UsageError if one is missing."""
-    pins = {m.group(1).lower(): m.group(0) for m in re.finditer(r"(?m)^([A-Za-z0-9_.\-]+)==[^\s#]+", requirements)}
-    missing = [n for n in names if n not in pins]
-    if missing:
-        raise UsageError(f"requirements.txt has no pinned version of {', '.join(missing)}.")
-    return "\n".join(pins[n] for n in names) + "\n"
-
-
-def _add(archive: zipfile.ZipFile, name: str, data: bytes | str, executable: bool = False) -> None:
-    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-    info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
-    archive.writestr(info, data)
-
-
-def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
-    """Write the autograder archive for ``assignment``; returns the names it holds."""
-    assignments = load_assignments(course)
-    if assignment not in assignments:
-        raise UsageError(f"no assignment {assignment!r}; known: {', '.join(sorted(assignments))}.")
-    notebook = assignments[assignment].path
-    with zipfile.ZipFile(out, "w") as archive:
-        _add(archive, "setup.sh", SETUP_SH.format(index=TORCH_CPU_INDEX), executable=True)
-        _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-        # an assignment whose notebook launches Triton kernels needs triton too (run by its interpreter there)
-        names = PACKAGES + (("triton",) if re.search(r"\bimport triton\b", notebook.read_text()) else ())
-        _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text(), names))
-        _add(archive, f"course/exercises/{notebook.name}", notebook.read_bytes())
-        for path in sorted(COURSE_UTILS.rglob("*.py")):
-            _add(archive, f"course/{path.relative_to(COURSE_UTILS.parent).as_posix()}", path.read_bytes())
-        return archive.namelist()
-
-
-# --------------------------------------------------------------------------- on Gradescope
 def results(row: SubmissionResult | None, found: list[str], assignment: str) -> dict:
     """Gradescope's results.json for one graded row (or for no gradable notebook)."""
-    from ..checks import EXERCISES
-
     if row is not None and row.status == HELD and row.assignment == assignment:
         why = "; ".join(row.review)
-        tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid, "score": 0.0,
+        tests = [{"name": f"{gid}: {e.title}" if e.title else gid, "score": 0.0,
                   "max_score": e.max, "output": f"(held for review; computed {e.points:g}/{e.max:g})\n"
                   + e.feedback, "visibility": "visible"} for gid, e in row.exercises.items()]
         return {"score": 0.0, "output": f"Held for review by your instructor: {why}. The points computed "
@@ -114,9 +39,10 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
                else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
-    tests = [{"name": f"{gid}: {EXERCISES[gid].title}" if gid in EXERCISES else gid,
+    tests = [{"name": f"{gid}: {e.title}" if e.title else gid,
               "score": e.points, "max_score": e.max, "output": e.feedback,
-              "status": "passed" if e.outcome == "full" else "failed", "visibility": "visible"}
+              "status": "passed" if e.outcome == "full" else "failed",  # Gradescope's words, not a CheckStatus
+              "visibility": "visible"}
              for gid, e in row.exercises.items()]
     note = f" (graded {Path(row.submission).name}; other notebooks were ignored)" if len(found) > 1 else ""
     return {"score": row.total, "execution_time": round(row.seconds), "output": f"{row.total:g}/{row.max:g} "
@@ -125,9 +51,6 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
 
 def run(root: Path) -> int:
     """Grade ``root/submission`` and write ``root/results/results.json``; always writes a result."""
-    from .judge import JOB_MEMORY, JUDGE_MEMORY, Options
-    from .limits import cap_judge_memory
-
     course = ROOT
     assignments = load_assignments(course)
     assignment = next(iter(assignments))
@@ -166,23 +89,6 @@ def _write(root: Path, data: dict) -> int:
     (root / "results").mkdir(parents=True, exist_ok=True)
     (root / "results" / "results.json").write_text(json.dumps(data, indent=1))
     print(f"score {data['score']:g}; results in {root / 'results' / 'results.json'}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m course_utils.grade gradescope ASSIGNMENT --out autograder.zip``."""
-    p = argparse.ArgumentParser(prog="python -m course_utils.grade gradescope",
-                                description="Build a Gradescope autograder archive for one assignment.")
-    p.add_argument("assignment", help="e.g. 04_exercises")
-    p.add_argument("--out", default="autograder.zip", help="the archive to write (default autograder.zip)")
-    args = p.parse_args(argv)
-    try:
-        names = build(args.assignment, Path(args.out))
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.out} ({len(names)} files): upload it as the assignment's autograder on Gradescope",
-          file=sys.stderr)
     return 0
 
 

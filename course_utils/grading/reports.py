@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from .results import Batch, SubmissionResult
+from .results import Batch, SubmissionResult, exercise_ids
 from .store import atomic_write
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
@@ -77,9 +77,7 @@ def neutral(value: object) -> str:
 
 
 def table_csv(rows: list[SubmissionResult]) -> str:
-    from ..checks import EXERCISES
-
-    ids = [g for g in EXERCISES if any(g in r.exercises for r in rows)]
+    ids = exercise_ids(rows)
     buf = io.StringIO()
     w = csv.writer(buf)
     # total: only what counts (empty while held or ungradable, until a decision in the grade book);

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
+from ..status import CheckStatus
+
 
 class Status(StrEnum):
     """What became of a submission (a str: rows, JSON and the grade book store the text itself)."""
@@ -47,11 +49,13 @@ class ExerciseResult:
     grade_id: str
     points: float = 0.0
     max: float = 0.0
-    status: str = "not graded"  # passed | failed | not attempted | not graded | a submission status
+    status: str = CheckStatus.NOT_GRADED  # a CheckStatus, or the submission's Status when it was zeroed
     feedback: str = ""  # what the student reads: every stage, the hint, notes
     hint: str = ""  # the diagnosis alone (empty when passed): what the dashboard counts
     mistakes: list[str] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)
+    title: str = ""  # the exercise's title, as its check names it: outputs need no checks (and no torch)
+    order: int = 0  # its place in the course (the checks' order): outputs sort their columns by it
 
     @property
     def outcome(self) -> str:
@@ -129,6 +133,15 @@ class SubmissionResult:
             return cls(**values, exercises=parsed)
         except (TypeError, AttributeError) as exc:
             raise ValueError(str(exc)) from None
+
+
+def exercise_ids(rows: list[SubmissionResult]) -> list[str]:
+    """Every exercise of ``rows``, in the course's order (a result stored without one: where it first appears)."""
+    seen: dict[str, int] = {}
+    for r in rows:
+        for gid, e in r.exercises.items():
+            seen[gid] = min(seen.get(gid, e.order), e.order)
+    return sorted(seen, key=seen.__getitem__)
 
 
 MIN_SPAN = 50  # characters of tokenised code in common (a name is one) below which no pair is flagged: ~5 lines

@@ -1,8 +1,8 @@
 """One runner start: the sandboxed process, its limits, its channel, and how it ends.
 
 The judge (``judge._run_all``) starts a ``Worker`` per runner start and feeds ``wait`` its
-deadlines; everything about the process lives here: the command for the sandbox mode, the
-limits, the job written on stdin, the reader thread that counts every byte against
+deadline and the session's ``on_message`` (``session.py``); everything about the process lives
+here: the command for the sandbox mode, the limits, the job written on stdin, the reader thread that counts every byte against
 ``MAX_TOTAL`` and turns any failure into a mark (``flood``, ``garbled``, ``unreadable``), never
 an exception, and the end: the process tree, its cgroup and, in uid mode, every process of its
 uid killed, a setsid daemon included.
@@ -15,11 +15,27 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import IO, Protocol
+from enum import StrEnum
+from typing import IO, TYPE_CHECKING, Protocol
 
 from . import sandbox, uids, zygote
 from .limits import MAX_PROCESSES, Limits, slot_cpu
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
+
+if TYPE_CHECKING:
+    from .session import Deadline
+
+
+class Outcome(StrEnum):
+    """How a runner start ended (``Worker.wait``)."""
+
+    DONE = "done"  # the runner ended by itself with status 0
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    FLOOD = "flood"
+    GARBLED = "garbled"
+    UNREADABLE = "unreadable"
+    DIED = "died"
 
 
 class RunnerOptions(Protocol):
@@ -179,37 +195,37 @@ class Worker:
         except Exception as exc:  # MemoryError, the allocator's RuntimeError...: this row, never the batch
             self.unreadable = f"{type(exc).__name__}"
 
-    def wait(self, deadline: dict, on_message) -> str:
-        """Feed messages to ``on_message`` until the runner ends; return done | timeout | memory | flood | garbled | died.
+    def wait(self, deadline: Deadline, on_message) -> Outcome:
+        """Feed messages to ``on_message`` until the runner ends; return how it ended.
 
-        The runner is stopped at ``min(deadline["hard"], deadline["step"])``: the hard deadline is
+        The runner is stopped at ``deadline.due()``, ``min(hard, step)``: the hard deadline is
         fixed at start (the judge adds a short grace once per exercise, after its first result, so a
         loaded machine can still confirm it); ``step`` (the per-exercise limit after the last sign of progress) can only
         be moved by ``on_message`` to a time that is still before the hard one.
         """
-        outcome = "done"
+        outcome = Outcome.DONE
         while True:
             self._drain(on_message)
             # first: a channel the runner broke decides, even if the runner has ended since (a fast
             # runner can finish the rest of its job after the reader stopped reading it)
             if self.flood or self.garbled or self.unreadable:
-                outcome = "flood" if self.flood else "garbled" if self.garbled else "unreadable"
+                outcome = Outcome.FLOOD if self.flood else Outcome.GARBLED if self.garbled else Outcome.UNREADABLE
                 break
             if self.ended() and self.uid is not None and self.reader.is_alive():
                 uids.kill_uid(self.uid)  # a daemon it left may hold the channel open: end it now
             if self.ended() and not self.reader.is_alive():
                 break
-            if time.monotonic() > min(deadline["hard"], deadline["step"]):
-                outcome = "timeout"
+            if time.monotonic() > deadline.due():
+                outcome = Outcome.TIMEOUT
                 break
             if self.over_memory():
-                outcome = "memory"
+                outcome = Outcome.MEMORY
                 break
             time.sleep(0.02)
-        self.stop(reuse=outcome == "done")
+        self.stop(reuse=outcome == Outcome.DONE)
         self._drain(on_message)
-        if outcome == "done" and self.returncode() != 0:
-            outcome = "memory" if self.oom_killed() else "died"
+        if outcome == Outcome.DONE and self.returncode() != 0:
+            outcome = Outcome.MEMORY if self.oom_killed() else Outcome.DIED
         return outcome
 
     def _drain(self, on_message) -> None:

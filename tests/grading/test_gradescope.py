@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import gradescope
+from course_utils.grading import gradescope_archive
 from grading_corpus import SWAPPED_MUL, submission
 
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
@@ -175,7 +175,7 @@ def test_an_archive_for_the_triton_exercises_installs_the_pinned_triton(tmp_path
     """Lesson 10's notebook launches Triton kernels: its archive pins triton as requirements.txt does; others do not."""
     triton_pin = next(line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("triton=="))
     for assignment, wanted in (("10_exercises", True), ("02_exercises", False)):
-        gradescope.build(assignment, tmp_path / f"{assignment}.zip")
+        gradescope_archive.build(assignment, tmp_path / f"{assignment}.zip")
         with zipfile.ZipFile(tmp_path / f"{assignment}.zip") as z:
             assert (triton_pin in z.read("requirements.txt").decode().splitlines()) == wanted, assignment
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from grading_corpus import answer, submission
 
-from course_utils.grading import judge, protocol, sandbox, worker
+from course_utils.grading import judge, protocol, sandbox, session, worker
 from course_utils.grading.collect import load_assignments
 
 
@@ -55,7 +55,7 @@ def test_the_reader_thread_survives_any_error_and_marks_the_row(error):
             raise error("allocator says no")
 
     w = reader(Broken())
-    assert w.unreadable == error.__name__ and "unreadable" in judge.REASONS
+    assert w.unreadable == error.__name__ and "unreadable" in session.REASONS
 
 
 def test_a_broken_channel_decides_even_if_the_runner_ended_since():
@@ -65,7 +65,7 @@ def test_a_broken_channel_decides_even_if_the_runner_ended_since():
     assert w.garbled
     w.reader, w.uid = SimpleNamespace(is_alive=lambda: False), None
     w.ended, w.returncode, w.stop = (lambda: True), (lambda: 0), (lambda **how: None)
-    assert w.wait({"hard": float("inf"), "step": float("inf")}, lambda message: None) == "garbled"
+    assert w.wait(session.Deadline(float("inf"), float("inf")), lambda message: None) == worker.Outcome.GARBLED
 
 
 def test_honest_messages_are_all_read():

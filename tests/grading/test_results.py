@@ -77,3 +77,44 @@ def test_progress_bar_without_tqdm_is_silent_not_a_crash(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "tqdm", None)  # import tqdm now raises ImportError
     with cli.progress_bar(3) as bar:
         bar.update()
+
+
+def test_the_judge_records_each_exercise_title_and_place_in_the_course():
+    ex = checks.EXERCISES["div"]
+    result = checks.Result("div", ex.points, ex.points, "passed")
+    e = exercise_result(ex, result, "feedback")
+    assert (e.title, e.order) == (ex.title, list(checks.EXERCISES).index("div")) and e.title
+    assert list(checks.EXERCISES).index("mul") < e.order  # the course's order, which the outputs sort by
+
+
+OUTPUTS_WITHOUT_CHECKS = """
+import json, sys
+from pathlib import Path
+from course_utils.grading import gradescope, outputs
+from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
+out = Path(sys.argv[1])
+row = SubmissionResult("s/a.ipynb", "02_exercises", exercises={
+    "second": ExerciseResult("second", 1.0, 2.0, "failed", "x", "hint", title="Second one", order=7),
+    "first": ExerciseResult("first", 3.0, 3.0, "passed", "y", title="First one", order=2)})
+outputs.write_all(Batch([row], "s", feedback_dir=out / "fb"), {"out": str(out / "g.csv"), "feedback_dir": str(out / "fb"),
+                                                       "report": str(out / "r.html")})
+tests = gradescope.results(row, ["s/a.ipynb"], "02_exercises")["tests"]
+heavy = sorted(m for m in sys.modules if m == "torch" or m.startswith("course_utils.checks"))
+print(json.dumps([heavy, (out / "g.csv").read_text().splitlines()[0], [t["name"] for t in tests]]))
+"""
+
+
+def test_outputs_take_titles_and_order_from_the_model_without_importing_the_checks(tmp_path):
+    """The grade table, feedback, dashboard and Gradescope's results read the stored model alone (no torch)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-c", OUTPUTS_WITHOUT_CHECKS, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    heavy, header, names = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert heavy == []
+    assert header.split(",")[6:8] == ["first", "second"]  # the course's order, not the row's
+    assert names == ["second: Second one", "first: First one"]

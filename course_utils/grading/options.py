@@ -1,0 +1,23 @@
+"""How a batch is graded (``Options``) and the judge's memory budget: settings, no torch.
+
+The command line, Gradescope's ``run`` and ``batch`` build and pass these before anything
+imports torch or the checks (``judge`` does, when a file is graded), so they need no lazy import.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import sandbox
+
+JUDGE_MEMORY = 3 << 30  # the judge's own growth allowed beyond its size at start, plus JOB_MEMORY per job
+JOB_MEMORY = 1 << 30
+
+
+@dataclass
+class Options:
+    timeout: float = 60.0  # seconds per exercise (--timeout)
+    memory: int = 4 << 30  # bytes per runner, all its processes (--memory)
+    sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")  # noqa: RUF009 - frozen: one shared default is safe
+    slots: int = 1  # submissions graded at once, each in its own runner slot (--jobs)
+    assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
+    feedback_fix: bool = False  # feedback shows each failing part's fix too (level 2 of help; --feedback-fix)
