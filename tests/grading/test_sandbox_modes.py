@@ -299,3 +299,44 @@ def test_uid_mode_refuses_where_its_uid_cannot_read_python(tmp_path):
     assert proc.returncode == 2, (proc.stdout[-500:], proc.stderr[-2000:])
     assert "cannot read /root" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout == ""  # no row: nothing was graded
+
+
+# ----------------------------------------------------------------------------------------- red team (issue 38)
+IN_MEMFDS = """
+import os, time
+_held = []
+for _i in range(5):  # 960 MiB in memfds never mapped: no resident size and no folder shows them
+    _fd = os.memfd_create(f"ballast{_i}")
+    for _ in range(12):
+        os.write(_fd, b"x" * (16 << 20))
+    _held.append(_fd)
+time.sleep(3)
+HONEST
+"""
+
+IN_SYSV_SHM = """
+import ctypes, time
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+for _i in range(5):  # 960 MiB in System V segments, touched once and detached: in no resident size
+    _id = _libc.shmget(0, 192 << 20, 0o1600)
+    if _id < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    _addr = _libc.shmat(_id, None, 0)
+    ctypes.memset(_addr, 1, 192 << 20)
+    _libc.shmdt(ctypes.c_void_p(_addr))
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # sandboxes as another user (~40 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_memory_no_resident_size_shows_cannot_pass_the_cap():
+    """Red team: 960 MiB in unmapped memfds, or in detached System V segments, under ``--memory 0.5``
+    earned full points (no cgroup for a normal user; the judge sums resident memory and the sandbox's
+    tmpfs folders, which neither is in). Now the sandbox cannot make either."""
+    out = as_normal_user([["memfd", IN_MEMFDS, 0], ["sysv", IN_SYSV_SHM, 0], ["after", "HONEST", 0]], memory=0.5)
+    memfd, sysv, after = out["rows"]
+    assert memfd["mul"][0] == 0, memfd["mul"]
+    assert sysv["mul"][0] == 0, sysv["mul"]
+    assert after["total"] == after["max"], after["mul"]
