@@ -340,3 +340,53 @@ def test_user_mode_memory_no_resident_size_shows_cannot_pass_the_cap():
     assert memfd["mul"][0] == 0, memfd["mul"]
     assert sysv["mul"][0] == 0, sysv["mul"]
     assert after["total"] == after["max"], after["mul"]
+
+
+HOPPER = """
+import os, subprocess
+# a process that starts its successor and exits at once: its pid changes faster than a scan of /proc
+_hop = 'sh -c "$HOP" & exit 0'
+subprocess.Popen(["/bin/sh", "-c", _hop], env={"PATH": "/usr/bin:/bin", "HOP": _hop}, start_new_session=True)
+HONEST
+"""
+
+
+def _uid_mode_processes() -> list[int]:
+    """Processes of the uid sandbox's uids (62000 and up), from /proc."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+        except (OSError, ValueError, StopIteration):
+            continue
+        if 62000 <= uid < 63000:
+            found.append(uid)
+    return found
+
+
+def _end_uid(uid: int) -> None:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresuid(uid, uid, uid)
+            for _ in range(50):
+                os.kill(-1, 9)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.slow  # a uid-mode runner in a private mount namespace (~15 s): CI and COURSE_SLOW=1 run it
+def test_uid_mode_a_process_that_keeps_changing_its_pid_does_not_outlive_the_grader():
+    """Red team: ``kill_uid`` listed /proc, then killed what it had listed; a chain of shells that each
+    start the next and exit was never where the list said, outlived the grader and kept its uid, which
+    the next runner would lease (and could be killed by it)."""
+    out = in_uid_mode([["hopper", HOPPER, 0]], cgroups=False)
+    import time
+    time.sleep(1)
+    left = _uid_mode_processes()
+    for uid in set(left):
+        _end_uid(uid)
+    assert not left, f"{len(left)} process(es) of uids {sorted(set(left))} outlived the grader"
+    assert out["rows"][0]["total"] == out["rows"][0]["max"]
