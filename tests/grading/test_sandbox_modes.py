@@ -390,3 +390,32 @@ def test_uid_mode_a_process_that_keeps_changing_its_pid_does_not_outlive_the_gra
         _end_uid(uid)
     assert not left, f"{len(left)} process(es) of uids {sorted(set(left))} outlived the grader"
     assert out["rows"][0]["total"] == out["rows"][0]["max"]
+
+
+LIMIT_THE_ZYGOTE = """
+import os, resource
+_zygote = os.getppid()  # the runner's parent: the slot's zygote, the same uid in user mode
+with open(f"/proc/{_zygote}/status") as _f:
+    _size = next(int(line.split()[1]) * 1024 for line in _f if line.startswith("VmSize:"))
+resource.prlimit(_zygote, resource.RLIMIT_AS, (_size + (96 << 20),) * 2)  # inherited by every later runner
+os.setpriority(os.PRIO_PROCESS, _zygote, 19)
+HONEST
+"""
+
+NEEDS_MEMORY = """
+import torch
+_ballast = torch.ones(64 << 20)  # 256 MiB of honest work, well under --memory 4
+HONEST
+"""
+
+
+@pytest.mark.slow  # sandboxes as another user (~30 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_a_runner_cannot_lower_the_limits_of_the_next_runners():
+    """Red team: in user mode a runner shares its zygote's uid, so ``prlimit`` (no ptrace needed) lowered the
+    zygote's address-space limit; the zygote was still reported clean and every later runner of the slot
+    inherited the limit: an honest answer that needs 256 MiB got a MemoryError and 0 points."""
+    out = as_normal_user([["attacker", LIMIT_THE_ZYGOTE, 0], ["victim", NEEDS_MEMORY, 0]])
+    attacker, victim = out["rows"]
+    assert attacker["total"] == attacker["max"], attacker["mul"]
+    assert victim["total"] == victim["max"], victim["mul"]
+    assert out["starts"] == 2  # the attacker's sandbox was not reused
