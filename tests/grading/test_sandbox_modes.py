@@ -419,3 +419,29 @@ def test_user_mode_a_runner_cannot_lower_the_limits_of_the_next_runners():
     assert attacker["total"] == attacker["max"], attacker["mul"]
     assert victim["total"] == victim["max"], victim["mul"]
     assert out["starts"] == 2  # the attacker's sandbox was not reused
+
+
+IN_EMPTY_FILES = """
+import os, time
+_made = 0
+for _folder in ("/scratch", "/tmp", "/dev/shm"):
+    for _i in range(400_000):  # empty files: no block used, ~1 KiB of kernel memory each (inode, dentry)
+        try:
+            os.close(os.open(f"{_folder}/{_i}", os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError:
+            break
+        _made += 1
+if _made < 1_000_000:
+    raise RuntimeError(f"only {_made} files")
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # a sandbox as another user (~40 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_empty_files_in_the_sandbox_count_against_the_memory_cap():
+    """Red team: 1.2 million empty files in the sandbox's tmpfs folders (over 1 GiB of kernel memory, no block
+    used) under ``--memory 0.5`` earned full points: the judge counted the folders' blocks, not their inodes."""
+    out = as_normal_user([["inodes", IN_EMPTY_FILES, 0]], memory=0.5)
+    row = out["rows"][0]
+    assert row["mul"][0] == 0 and "more memory" in row["mul"][1], row["mul"]
