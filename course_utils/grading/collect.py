@@ -115,7 +115,7 @@ def display_name(path: Path | str) -> str:
     """A file's path as text, whatever bytes its name has; two different paths never read the same.
 
     Invalid UTF-8 shows as ``\\xNN``, control and invisible characters (DEL, bidi overrides,
-    zero-width and no-break spaces...) as ``\\xNN`` / ``\\uNNNN`` (combining marks too in a name that
+    zero-width and no-break spaces...) as ``\\xNN`` below 0x80, else ``\\uNNNN`` (combining marks too in a name that
     is not NFC),
     and a backslash as two, so ``alice\\x7f.ipynb`` (with a DEL) is never shown as ``alice.ipynb``
     next to Alice's file, nor as a file whose name really is ``alice\\x7f.ipynb``: a name is one row,
@@ -132,7 +132,8 @@ def display_name(path: Path | str) -> str:
             out.append("\\\\")
         elif (unicodedata.category(ch) in INVISIBLE or (marks and unicodedata.combining(ch))
               or (ch.isspace() and ch != " ")):  # a no-break or other odd space reads as a plain one
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            # \xNN only below 0x80: from 0x80 up it is how a byte that is not UTF-8 is shown (U+00A0 is \u00a0)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
         else:
             out.append(ch)
     return "".join(out)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 CGROUP = Path("/sys/fs/cgroup")
 MAX_PROCESSES = 64  # threads included
+INODE_BYTES = 1024  # kernel memory of one file in a tmpfs (inode and dentry): an empty file uses no block
 _counter = itertools.count()
 
 
@@ -210,8 +211,9 @@ def tree_rss(pid: int) -> int:
 def folders_used(pid: int, folders: tuple[str, ...]) -> int:
     """Bytes held in ``folders`` (tmpfs mounts) as the sandbox below ``pid`` sees them; 0 before it has any process.
 
-    Files in a tmpfs are memory that no process's resident size shows; where no cgroup counts
-    them (the rlimit fallback), the judge adds them to the worker's total (``statvfs`` through
+    Files in a tmpfs are memory that no process's resident size shows, their blocks and, for each
+    file, its inode (a million empty files hold a GiB); where no cgroup counts them (the rlimit
+    fallback), the judge adds them to the worker's total (``statvfs`` through
     ``/proc/PID/root`` of the sandbox's first process, bubblewrap's init).
     """
     for p in descendants(pid):
@@ -219,7 +221,7 @@ def folders_used(pid: int, folders: tuple[str, ...]) -> int:
             used = 0
             for folder in folders:
                 st = os.statvfs(f"/proc/{p}/root{folder}")
-                used += (st.f_blocks - st.f_bfree) * st.f_frsize
+                used += (st.f_blocks - st.f_bfree) * st.f_frsize + (st.f_files - st.f_ffree) * INODE_BYTES
             return used
         except OSError:
             continue

@@ -189,6 +189,7 @@ def serve(uid: int | None = None) -> None:
     me = os.getpid()
     keep = sweep.snapshot()  # the writable folders before any runner: bubblewrap's mount points only
     frozen = sweep.snapshot(sweep.FROZEN)  # the read-only rest: must never change
+    state = sweep.own_state()  # its limits and scheduling, which every runner inherits: must never change
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 64, 2)
@@ -219,7 +220,7 @@ def serve(uid: int | None = None) -> None:
         os.close(job_fd)
         os.close(channel_fd)
         _, status = os.waitpid(pid, 0)
-        clean = sweep.sweep(me, keep, frozen)
+        clean = sweep.sweep(me, keep, frozen, state)
         control.sendall(json.dumps({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean}).encode())
 
 

@@ -3,7 +3,9 @@
 bubblewrap loads it (``--seccomp FD``) right before it starts the runner. It refuses the
 system calls student code never needs and that widen what a process can reach: mounting,
 namespaces, kernel modules and keys, tracing other processes, eBPF, io_uring, changing
-CPU affinity (the grader pins each worker), clock and host settings. ``clone`` is allowed
+CPU affinity (the grader pins each worker), clock and host settings, and memory that no
+resident size or folder shows (``memfd_create`` and System V IPC objects: where no cgroup
+counts them, the judge could not see a runner hold gigabytes in an unmapped memfd). ``clone`` is allowed
 only without namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``.
 Other architectures get no filter (``filter_for`` returns None) and the README says so.
 """
@@ -28,6 +30,8 @@ DENIED = {
         "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "pidfd_getfd": 438, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
+        # memory that no resident size and no folder shows: where no cgroup does, nothing would count it
+        "shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319,
     },
     "aarch64": {
         "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
@@ -41,6 +45,7 @@ DENIED = {
         "userfaultfd": 282, "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
         "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+        "msgget": 186, "semget": 190, "shmget": 194, "memfd_create": 279,  # memory out of sight, as on x86_64
     },
 }
 CLONE = {"x86_64": 56, "aarch64": 220}

@@ -10,7 +10,10 @@ replaced makes the sandbox "not clean", so the judge never reuses it. Runs insid
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
+import resource
 import shutil
 import signal
 import stat
@@ -22,6 +25,27 @@ Snapshot = dict[str, tuple[int, int, int, int]]  # path -> (mode, uid, size, mti
 
 
 FROZEN = ("/", "/dev")  # read-only mounts (bubblewrap modes): a runner cannot change them, and the zygote checks it
+
+
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}  # ioprio_get's syscall number (no wrapper in Python)
+
+
+def own_state() -> tuple:
+    """This process's limits and scheduling: what every runner the zygote forks inherits.
+
+    In user mode a runner has its zygote's uid, and ``prlimit``, ``setpriority``,
+    ``sched_setscheduler`` and ``ioprio_set`` on a process of one's own uid need no ptrace:
+    a runner could lower the zygote's address-space limit (the next honest answer then fails
+    to allocate) or its priority. The sandbox is clean only while this is unchanged.
+    """
+    limits = tuple(resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource))
+                   if name.startswith("RLIMIT_"))
+    ioprio = -1
+    number = IOPRIO_GET.get(platform.machine())
+    if number is not None:
+        ioprio = ctypes.CDLL(None, use_errno=True).syscall(number, 1, 0)  # IOPRIO_WHO_PROCESS, this process
+    return (limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0),
+            os.sched_getparam(0).sched_priority, ioprio)
 
 
 def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -53,12 +77,13 @@ def _record(path: str, dev: int, found: Snapshot) -> None:
             _record(entry.path, dev, found)
 
 
-def sweep(me: int, keep: Snapshot, frozen: Snapshot | None = None) -> bool:
+def sweep(me: int, keep: Snapshot, frozen: Snapshot | None = None, state: tuple | None = None) -> bool:
     """End every process but init and the zygote ``me``; restore the folders to ``keep``; True if clean.
 
     ``frozen``: ``snapshot(FROZEN)`` before the first runner; the sandbox is clean only if the
     read-only rest of it (``/``, ``/course``, ``/dev``) is exactly as it was, so a zygote is reused
-    only when nothing outside its writable folders changed.
+    only when nothing outside its writable folders changed. ``state``: ``own_state()`` before the
+    first runner; the zygote's limits and scheduling must be unchanged too.
 
     Clean means ``/proc`` lists nothing but those two: a zombie counts until init has reaped it,
     since a process whose main thread left with a bare ``exit`` reads as a zombie while its other
@@ -81,6 +106,8 @@ def sweep(me: int, keep: Snapshot, frozen: Snapshot | None = None) -> bool:
                     return False
         except OSError:
             pass
+    if state is not None and own_state() != state:
+        return False  # a runner changed what the next ones inherit (its limits, its priority)
     return restore(keep) and (frozen is None or _unchanged(frozen))
 
 

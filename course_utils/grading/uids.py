@@ -23,6 +23,8 @@ import subprocess
 import tempfile
 import time
 
+from .limits import INODE_BYTES  # kernel memory of one file in a tmpfs, blocks aside
+
 LEASES = 1000  # uids per mode: first, first + 1, ... (never real accounts)
 SHARED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")  # world-writable on most systems
 DEPTH = 16  # how deep the walks go into folders the uid could write
@@ -125,8 +127,8 @@ def _owned(uid: int, folders: tuple[str, ...] = SHARED) -> list[tuple[str, os.st
 def _size(path: str, st: os.stat_result) -> int:
     """Bytes under ``path``; a tree deeper than ``DEPTH`` or wider than ``ENTRIES`` counts as unbounded."""
     if not stat.S_ISDIR(st.st_mode):
-        return st.st_blocks * 512
-    total, seen, todo = 0, 0, [(path, 0)]
+        return st.st_blocks * 512 + INODE_BYTES
+    total, seen, todo = INODE_BYTES, 0, [(path, 0)]
     while todo:
         folder, depth = todo.pop()
         try:
@@ -141,7 +143,7 @@ def _size(path: str, st: os.stat_result) -> int:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            total += info.st_blocks * 512
+            total += info.st_blocks * 512 + INODE_BYTES  # an empty file still holds kernel memory
             if stat.S_ISDIR(info.st_mode):
                 todo.append((entry.path, depth + 1))
     return total

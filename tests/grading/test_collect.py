@@ -85,3 +85,13 @@ def test_display_names_of_different_files_never_read_the_same(raw):
 def test_display_names_keep_ordinary_names_as_they_are():
     assert collect.display_name("subs/Émile Zoë/04_exercises.ipynb") == "subs/Émile Zoë/04_exercises.ipynb"
     assert collect.display_name(os.fsdecode(b"a\xff\x7f.ipynb")) == "a\\xff\\x7f.ipynb"
+
+
+@pytest.mark.parametrize("char", ["\u0085", "\u00a0", "\u00ad", "\u009b"])
+def test_a_character_from_0x80_to_0xff_never_reads_like_that_byte_outside_utf8(char):
+    """Red team of issue 38: ``alice<U+00A0>.ipynb`` and ``alice<byte A0>.ipynb`` (not UTF-8) were both shown as
+    ``alice\\xa0.ipynb``: two files, one name (the grader refused the batch, but the names must differ)."""
+    as_text = char.encode()
+    as_byte = bytes([ord(char)])
+    shown = {collect.display_name(os.fsdecode(b"alice" + raw + b".ipynb")) for raw in (as_text, as_byte)}
+    assert len(shown) == 2, shown

@@ -299,3 +299,149 @@ def test_uid_mode_refuses_where_its_uid_cannot_read_python(tmp_path):
     assert proc.returncode == 2, (proc.stdout[-500:], proc.stderr[-2000:])
     assert "cannot read /root" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout == ""  # no row: nothing was graded
+
+
+# ----------------------------------------------------------------------------------------- red team (issue 38)
+IN_MEMFDS = """
+import os, time
+_held = []
+for _i in range(5):  # 960 MiB in memfds never mapped: no resident size and no folder shows them
+    _fd = os.memfd_create(f"ballast{_i}")
+    for _ in range(12):
+        os.write(_fd, b"x" * (16 << 20))
+    _held.append(_fd)
+time.sleep(3)
+HONEST
+"""
+
+IN_SYSV_SHM = """
+import ctypes, time
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+for _i in range(5):  # 960 MiB in System V segments, touched once and detached: in no resident size
+    _id = _libc.shmget(0, 192 << 20, 0o1600)
+    if _id < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    _addr = _libc.shmat(_id, None, 0)
+    ctypes.memset(_addr, 1, 192 << 20)
+    _libc.shmdt(ctypes.c_void_p(_addr))
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # sandboxes as another user (~40 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_memory_no_resident_size_shows_cannot_pass_the_cap():
+    """Red team: 960 MiB in unmapped memfds, or in detached System V segments, under ``--memory 0.5``
+    earned full points (no cgroup for a normal user; the judge sums resident memory and the sandbox's
+    tmpfs folders, which neither is in). Now the sandbox cannot make either."""
+    out = as_normal_user([["memfd", IN_MEMFDS, 0], ["sysv", IN_SYSV_SHM, 0], ["after", "HONEST", 0]], memory=0.5)
+    memfd, sysv, after = out["rows"]
+    assert memfd["mul"][0] == 0, memfd["mul"]
+    assert sysv["mul"][0] == 0, sysv["mul"]
+    assert after["total"] == after["max"], after["mul"]
+
+
+HOPPER = """
+import os, subprocess
+# a process that starts its successor and exits at once: its pid changes faster than a scan of /proc
+_hop = 'sh -c "$HOP" & exit 0'
+subprocess.Popen(["/bin/sh", "-c", _hop], env={"PATH": "/usr/bin:/bin", "HOP": _hop}, start_new_session=True)
+HONEST
+"""
+
+
+def _uid_mode_processes() -> list[int]:
+    """Processes of the uid sandbox's uids (62000 and up), from /proc."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+        except (OSError, ValueError, StopIteration):
+            continue
+        if 62000 <= uid < 63000:
+            found.append(uid)
+    return found
+
+
+def _end_uid(uid: int) -> None:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresuid(uid, uid, uid)
+            for _ in range(50):
+                os.kill(-1, 9)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.slow  # a uid-mode runner in a private mount namespace (~15 s): CI and COURSE_SLOW=1 run it
+def test_uid_mode_a_process_that_keeps_changing_its_pid_does_not_outlive_the_grader():
+    """Red team: ``kill_uid`` listed /proc, then killed what it had listed; a chain of shells that each
+    start the next and exit was never where the list said, outlived the grader and kept its uid, which
+    the next runner would lease (and could be killed by it)."""
+    out = in_uid_mode([["hopper", HOPPER, 0]], cgroups=False)
+    import time
+    time.sleep(1)
+    left = _uid_mode_processes()
+    for uid in set(left):
+        _end_uid(uid)
+    assert not left, f"{len(left)} process(es) of uids {sorted(set(left))} outlived the grader"
+    assert out["rows"][0]["total"] == out["rows"][0]["max"]
+
+
+LIMIT_THE_ZYGOTE = """
+import os, resource
+_zygote = os.getppid()  # the runner's parent: the slot's zygote, the same uid in user mode
+with open(f"/proc/{_zygote}/status") as _f:
+    _size = next(int(line.split()[1]) * 1024 for line in _f if line.startswith("VmSize:"))
+resource.prlimit(_zygote, resource.RLIMIT_AS, (_size + (96 << 20),) * 2)  # inherited by every later runner
+os.setpriority(os.PRIO_PROCESS, _zygote, 19)
+HONEST
+"""
+
+NEEDS_MEMORY = """
+import torch
+_ballast = torch.ones(64 << 20)  # 256 MiB of honest work, well under --memory 4
+HONEST
+"""
+
+
+@pytest.mark.slow  # sandboxes as another user (~30 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_a_runner_cannot_lower_the_limits_of_the_next_runners():
+    """Red team: in user mode a runner shares its zygote's uid, so ``prlimit`` (no ptrace needed) lowered the
+    zygote's address-space limit; the zygote was still reported clean and every later runner of the slot
+    inherited the limit: an honest answer that needs 256 MiB got a MemoryError and 0 points."""
+    out = as_normal_user([["attacker", LIMIT_THE_ZYGOTE, 0], ["victim", NEEDS_MEMORY, 0]])
+    attacker, victim = out["rows"]
+    assert attacker["total"] == attacker["max"], attacker["mul"]
+    assert victim["total"] == victim["max"], victim["mul"]
+    assert out["starts"] == 2  # the attacker's sandbox was not reused
+
+
+IN_EMPTY_FILES = """
+import os, time
+_made = 0
+for _folder in ("/scratch", "/tmp", "/dev/shm"):
+    for _i in range(400_000):  # empty files: no block used, ~1 KiB of kernel memory each (inode, dentry)
+        try:
+            os.close(os.open(f"{_folder}/{_i}", os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError:
+            break
+        _made += 1
+if _made < 1_000_000:
+    raise RuntimeError(f"only {_made} files")
+time.sleep(3)
+HONEST
+"""
+
+
+@pytest.mark.slow  # a sandbox as another user (~40 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_empty_files_in_the_sandbox_count_against_the_memory_cap():
+    """Red team: 1.2 million empty files in the sandbox's tmpfs folders (over 1 GiB of kernel memory, no block
+    used) under ``--memory 0.5`` earned full points: the judge counted the folders' blocks, not their inodes."""
+    out = as_normal_user([["inodes", IN_EMPTY_FILES, 0]], memory=0.5)
+    row = out["rows"][0]
+    assert row["mul"][0] == 0 and "more memory" in row["mul"][1], row["mul"]
