@@ -136,7 +136,7 @@ def _diagnose_forward(req: dict, facts: dict) -> None:
                               "brought to the new maximum each time the maximum grows (the slices' sums are added "
                               "although they were shifted by different maxima).",
                               fix="when the running maximum grows from m to m', multiply the running sum by "
-                              "exp(m - m') before adding the new slice's exp(z - m'); lesson 11, section 2b.")
+                              "exp(m - m') before adding the new slice's exp(z - m'); lesson 11, section 3.")
         if close(out, (losses * kept).sum(), want.dtype):
             raise Mistake("ce_not_mean", f"{GID}: the loss for {case['label']} is the sum over the tokens; "
                           "F.cross_entropy's default reduction is the mean over the tokens whose target counts.")
