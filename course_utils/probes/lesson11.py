@@ -56,7 +56,7 @@ class _Peak(QuietMode):
     pieces of them) counts in ``peak`` only, every other storage also in ``slice_peak``.
     """
 
-    def __init__(self, width: int, deadline: float, what: str) -> None:
+    def __init__(self, width: int = 0, deadline: float = float("inf"), what: str = "student code") -> None:
         super().__init__()
         self.live = self.peak = self.products = 0
         self.slice_live = self.slice_peak = 0
