@@ -418,3 +418,16 @@ def test_the_stub_is_not_attempted():
     stub += "    @staticmethod\n    def backward(ctx, grad_output):\n        raise NotImplementedError\n"
     result = checks.run_check("vocab_chunked_ce", ns_from(stub))
     assert result.status == "not attempted", result.report()
+
+
+def test_the_reference_answer_uses_only_what_the_lessons_show():
+    """issue 41 #7: every torch function and tensor method the answer calls appears in a lesson (01 to 11) first."""
+    import re
+    region = SOLUTION.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+    lessons = "\n".join(p.read_text() for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.py")))
+    used = set(re.findall(r"torch\.\w+", region)) | {m for m in re.findall(r"\.(\w+)\(", region) if m != "apply"}
+    missing = sorted(u for u in used if not re.search(re.escape(u if u.startswith("torch.") else f".{u}(")
+                                                      .replace(r"\(", r"[(\[]?"), lessons))
+    assert not missing, missing
+    for api in ("gather", "new_full", "nonzero"):
+        assert f".{api}(" not in region
