@@ -122,7 +122,9 @@ def _verdict(rows: list[dict]) -> str:
     for r in rows[1:]:
         ok = r["peak_ratio"] <= GOAL_MEMORY and r["time_ratio"] <= GOAL_TIME
         out.append(f"- {r['variant']}: {'met' if ok else 'NOT met'} ({r['peak_ratio']:.2f}x peak, "
-                   f"{r['time_ratio']:.2f}x wall-clock time, {r['cpu_ratio']:.2f}x CPU time)")
+                   f"{r['time_ratio']:.2f}x wall-clock time, {r['cpu_ratio']:.2f}x CPU time)"
+                   + ("; it makes four matrix products to the composite's three, so where they dominate the time "
+                      "(a CPU) it cannot reach 1.0x: it is here for what it holds" if "CCE" in r["variant"] else ""))
     return f"Goal (peak <= {GOAL_MEMORY}x and wall-clock time <= {GOAL_TIME}x the composite's at 32k):\n\n" + "\n".join(out)
 
 

@@ -137,14 +137,14 @@ class FusedLinearCrossEntropy(Function):
         keep = target != ignore_index
         n = keep.sum().to(hidden.dtype)  # tokens that count; stays on the device (no .item())
         grad_h, grad_w = torch.zeros_like(hidden), torch.zeros_like(weight)
-        grad_b = torch.zeros_like(bias)
+        grad_b = None if bias is None else torch.zeros_like(bias)  # bias=None: a head without bias
         loss = hidden.new_zeros(())
         for start in range(0, hidden.shape[0], chunk):
             stop = start + chunk
             h, k = hidden[start:stop], keep[start:stop]
             t = torch.where(k, target[start:stop], 0)  # a valid column for ignored rows; zeroed below
             rows = torch.arange(len(t), device=t.device)
-            z = torch.addmm(bias, h, weight.T)  # this chunk's logits: chunk x V
+            z = h @ weight.T if bias is None else torch.addmm(bias, h, weight.T)  # this chunk's logits: chunk x V
             own = z[rows, t]  # each token's logit of its target, before z is overwritten
             top = z.amax(dim=-1, keepdim=True)  # log-sum-exp in steps, written over the logits:
             e = z.sub_(top).exp_()  # exp(z - max), in z's memory
@@ -155,7 +155,8 @@ class FusedLinearCrossEntropy(Function):
             dz *= (k / n.clamp(min=1))[:, None]  # the chunk's dL/dz (zero when no target counts)
             grad_h[start:stop] = dz @ weight
             grad_w.addmm_(dz.T, h)
-            grad_b += dz.sum(0)
+            if grad_b is not None:
+                grad_b += dz.sum(0)
             del z, e, dz  # or the next chunk's logits are made while these still exist
         ctx.save_for_backward(grad_h, grad_w, grad_b)
         return loss / n
@@ -164,7 +165,8 @@ class FusedLinearCrossEntropy(Function):
     @once_differentiable
     def backward(ctx, grad_output):
         grad_h, grad_w, grad_b = ctx.saved_tensors
-        return grad_h * grad_output, grad_w * grad_output, grad_b * grad_output, None, None, None
+        grad_b = None if grad_b is None else grad_b * grad_output
+        return grad_h * grad_output, grad_w * grad_output, grad_b, None, None, None
 
 
 # %% [markdown]
@@ -180,8 +182,8 @@ class FusedLinearCrossEntropy(Function):
 # exist at the peak.
 #
 # Is it right? Against the composite, on tokens where some targets are ignored, with a
-# chunk size that does not divide the number of tokens, then `gradcheck` in float64, and
-# with every target ignored:
+# chunk size that does not divide the number of tokens, with and without a bias
+# (`bias=None`), then `gradcheck` in float64, and with every target ignored:
 
 # %%
 def inputs(tokens, dim, vocab, dtype=torch.float32, seed=1, ignored=0.25):
@@ -195,7 +197,7 @@ def inputs(tokens, dim, vocab, dtype=torch.float32, seed=1, ignored=0.25):
 
 
 def composite(h, w, b, y, chunk=None):
-    return F.cross_entropy(h @ w.T + b, y)  # ignore_index=-100 is the default
+    return F.cross_entropy(h @ w.T if b is None else h @ w.T + b, y)  # ignore_index=-100 is the default
 
 
 h, w, b, y = inputs(300, 32, 500, dtype=torch.float64)
@@ -206,6 +208,8 @@ g_ref = torch.autograd.grad(ref, (h, w, b))
 print(f"ignored targets: {(y == -100).sum().item()} of {len(y)}")
 print(f"loss {mine.item():.6f} vs {ref.item():.6f}")
 print("gradients equal:", [torch.allclose(a, r, atol=1e-12) for a, r in zip(g_mine, g_ref)])
+no_bias = [torch.autograd.grad(fn(h, w, None, y, 64), (h, w)) for fn in (FusedLinearCrossEntropy.apply, composite)]
+print("without a bias (bias=None), gradients equal:", [torch.allclose(a, r, atol=1e-12) for a, r in zip(*no_bias)])
 small = [t.detach()[:k].clone().requires_grad_() for t, k in ((h, 20), (w, 40), (b, 40))]
 y_small = y[:20].clamp(max=39)  # 40 classes; -100 stays
 print("gradcheck:", gradcheck(lambda h, w, b: FusedLinearCrossEntropy.apply(h, w, b, y_small, 8), small))
