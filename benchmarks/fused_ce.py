@@ -1,26 +1,36 @@
 """The fused linear + cross-entropy of lesson 11 against ``F.cross_entropy(h @ W.T, y)``.
 
-Peak memory over forward + backward (``measure.pass_memory``: the storage of every tensor an op
-returns, counted per storage, including the gradients of ``h`` and ``W``; it does not see scratch
-memory an op allocates and frees inside itself, and the fused loss uses no such op:
-tests/test_capstone.py checks that with PyTorch's profiler) and time per forward +
-backward (median of rounds taken in turn, ``measure.time_interleaved``), each as a ratio to
-the composite measured in the same run. The issue's goal, at a vocabulary of 32k, 4096
-tokens and width 512 in float32: peak at most 0.25x, time at most 1.5x. On a GPU (only
-where ``torch.cuda.is_available()``) the same sizes, with ``torch.cuda.max_memory_allocated``
-beside the exact count and the clock stopped after a synchronize.
+Both designs of ``course_utils.capstone.fused_ce``: Liger-Kernel's (gradients computed in forward,
+held until backward) and Cut Cross-Entropy's (only the log-sum-exp held, the logits made again in
+backward), each with the chunk it picks itself (the reason is printed), and Liger's also at a
+fixed small chunk. Memory: what forward leaves held for backward and the peak over forward +
+backward (``measure.pass_memory``: the storage of every tensor an op returns, counted per
+storage; the fused loss allocates no scratch it cannot see, tests/test_fused_ce.py checks that
+with PyTorch's profiler). Time: per forward + backward, median of rounds taken in turn
+(``measure.time_interleaved``), as wall-clock and as the process's CPU time, each as a ratio to
+the composite measured in the same run. The machine's load average is written beside the figures:
+on a loaded machine the wall-clock ratios are noise and the CPU-time ratios the better guide.
+The issue's goal, at a vocabulary of 32k, 4096 tokens and width 512 in float32: peak at most
+0.25x, time at most 1.0x. On a GPU (only where ``torch.cuda.is_available()``) the same sizes, with
+``torch.cuda.max_memory_allocated`` beside the exact count.
 """
 from __future__ import annotations
 
+import os
+import statistics
+import time
+
 import torch
+import torch.nn.functional as F
 
 from course_utils import measure
-from course_utils.capstone.functions import composite_linear_cross_entropy, linear_cross_entropy
+from course_utils.capstone.fused_ce import linear_cross_entropy, pick_chunk
 
 SIZES = [(4096, 512, 32768), (4096, 512, 8192)]  # tokens, width, vocabulary
-CHUNKS = [1024, 256]
-GOAL_MEMORY, GOAL_TIME = 0.25, 1.5
+SMALL_CHUNK = 256
+GOAL_MEMORY, GOAL_TIME = 0.25, 1.0
 REFERENCE = "F.cross_entropy(h @ W.T, y)"
+REPEAT = 3
 
 
 def _inputs(tokens: int, dim: int, vocab: int, device: str):
@@ -32,14 +42,32 @@ def _inputs(tokens: int, dim: int, vocab: int, device: str):
     return h, w, y.to(device)
 
 
-def variants() -> dict:
-    out = {REFERENCE: lambda h, w, y: composite_linear_cross_entropy(h, w, None, y)}
-    for chunk in CHUNKS:
-        out[f"fused, chunks of {chunk} tokens"] = lambda h, w, y, chunk=chunk: linear_cross_entropy(h, w, None, y, chunk)
-    return out
+def variants(tokens: int, dim: int, vocab: int) -> dict:
+    chunk = pick_chunk(tokens, dim, vocab)[0]
+    return {REFERENCE: lambda h, w, y: F.cross_entropy(h @ w.T, y),
+            f"Liger design (gradients in forward), chunk {chunk} (picked)":
+                lambda h, w, y: linear_cross_entropy(h, w, None, y, design="forward"),
+            f"Liger design, chunk {SMALL_CHUNK}":
+                lambda h, w, y: linear_cross_entropy(h, w, None, y, SMALL_CHUNK, design="forward"),
+            f"CCE design (lse saved, logits remade in backward), chunk {chunk} (picked)":
+                lambda h, w, y: linear_cross_entropy(h, w, None, y, design="recompute")}
 
 
-def measure_size(tokens: int, dim: int, vocab: int, device: str = "cpu", repeat: int = 3) -> list[dict]:
+def _interleaved(steps: dict, repeat: int) -> dict[str, tuple[float, float]]:
+    """Median (wall seconds, CPU seconds) per call of each step, rounds taken in turn after one warm-up each."""
+    for step in steps.values():
+        step()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in steps}
+    for _ in range(repeat):
+        for name, step in steps.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            step()
+            samples[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return {name: (statistics.median(s[0] for s in got), statistics.median(s[1] for s in got))
+            for name, got in samples.items()}
+
+
+def measure_size(tokens: int, dim: int, vocab: int, device: str = "cpu", repeat: int = REPEAT) -> list[dict]:
     h, w, y = _inputs(tokens, dim, vocab, device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -57,56 +85,74 @@ def measure_size(tokens: int, dim: int, vocab: int, device: str = "cpu", repeat:
         return run
 
     rows = []
-    for name, fn in variants().items():
-        row: dict = {"variant": name, "peak": measure.pass_memory(forward(fn)).peak}
+    for name, fn in variants(tokens, dim, vocab).items():
+        mem = measure.pass_memory(forward(fn))
+        row: dict = {"variant": name, "held": mem.held, "peak": mem.peak}
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
             step(fn)()
             row["cuda_peak"] = torch.cuda.max_memory_allocated() - base
         rows.append(row)
-    seconds = measure.time_interleaved({name: step(fn) for name, fn in variants().items()}, repeat=repeat, min_time=0.01)
+    times = _interleaved({name: step(fn) for name, fn in variants(tokens, dim, vocab).items()}, repeat)
     ref = rows[0]
     for row in rows:
-        row["seconds"] = seconds[row["variant"]]
+        row["seconds"], row["cpu"] = times[row["variant"]]
         row["peak_ratio"] = row["peak"] / ref["peak"]
-        row["time_ratio"] = row["seconds"] / seconds[REFERENCE]
+        row["time_ratio"] = row["seconds"] / times[REFERENCE][0]
+        row["cpu_ratio"] = row["cpu"] / times[REFERENCE][1]
     return rows
 
 
 def format_rows(rows: list[dict]) -> str:
     cuda = "cuda_peak" in rows[0]
-    lines = ["| variant | peak fwd+bwd | ratio |" + (" CUDA allocator peak |" if cuda else "") + " time per fwd+bwd | ratio |",
-             "| --- | ---: | ---: |" + (" ---: |" if cuda else "") + " ---: | ---: |"]
+    lines = ["| variant | held fwd->bwd | peak fwd+bwd | ratio |" + (" CUDA allocator peak |" if cuda else "")
+             + " wall per fwd+bwd | ratio | CPU per fwd+bwd | ratio |",
+             "| --- | ---: | ---: | ---: |" + (" ---: |" if cuda else "") + " ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append(f"| {r['variant']} | {measure.megabytes(r['peak'])} | {r['peak_ratio']:.2f}x |"
-                     + (f" {measure.megabytes(r['cuda_peak'])} |" if cuda else "")
-                     + f" {r['seconds'] * 1e3:.1f} ms | {r['time_ratio']:.2f}x |")
+        lines.append(f"| {r['variant']} | {measure.megabytes(r['held'])} | {measure.megabytes(r['peak'])} | "
+                     f"{r['peak_ratio']:.2f}x |" + (f" {measure.megabytes(r['cuda_peak'])} |" if cuda else "")
+                     + f" {r['seconds'] * 1e3:.0f} ms | {r['time_ratio']:.2f}x | {r['cpu'] * 1e3:.0f} ms |"
+                     f" {r['cpu_ratio']:.2f}x |")
     return "\n".join(lines)
 
 
 def _verdict(rows: list[dict]) -> str:
-    best = min(rows[1:], key=lambda r: r["peak_ratio"])
-    ok = best["peak_ratio"] <= GOAL_MEMORY and best["time_ratio"] <= GOAL_TIME
-    return (f"Goal (peak <= {GOAL_MEMORY}x and time <= {GOAL_TIME}x at 32k): {'met' if ok else 'NOT met'} by "
-            f"'{best['variant']}' ({best['peak_ratio']:.2f}x memory, {best['time_ratio']:.2f}x time).")
+    out = []
+    for r in rows[1:]:
+        ok = r["peak_ratio"] <= GOAL_MEMORY and r["time_ratio"] <= GOAL_TIME
+        out.append(f"- {r['variant']}: {'met' if ok else 'NOT met'} ({r['peak_ratio']:.2f}x peak, "
+                   f"{r['time_ratio']:.2f}x wall-clock time, {r['cpu_ratio']:.2f}x CPU time)"
+                   + ("; it makes four matrix products to the composite's three, so where they dominate the time "
+                      "(a CPU) it cannot reach 1.0x: it is here for what it holds" if "CCE" in r["variant"] else ""))
+    return f"Goal (peak <= {GOAL_MEMORY}x and wall-clock time <= {GOAL_TIME}x the composite's at 32k):\n\n" + "\n".join(out)
+
+
+def _load() -> str:
+    if not hasattr(os, "getloadavg"):
+        return "load average unknown"
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
 def run(sizes=SIZES) -> str:
-    parts = ["## Fused linear + cross-entropy (lesson 11): peak memory and time, ratios to "
+    parts = ["## Fused linear + cross-entropy (lesson 11): memory and time, ratios to "
              f"`{REFERENCE}`", "",
              f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), float32, no bias, one token in 16 "
-             "ignored (-100), forward then `loss.backward()` into `h` and `W`. Peak: most bytes alive at once "
-             "over both passes, counted per storage of every tensor an op returns "
-             "(`course_utils.measure.pass_memory`); scratch an op allocates inside itself is not seen, and the "
-             "fused loss uses no op with such scratch (checked with PyTorch's profiler in tests/test_capstone.py). "
-             "Time: median of 3 rounds, variants taken in turn."]
+             "ignored (-100), forward then `loss.backward()` into `h` and `W`. Held: bytes forward leaves for "
+             "backward; peak: most bytes alive at once over both passes, counted per storage of every tensor an op "
+             "returns (`course_utils.measure.pass_memory`; the fused loss allocates no scratch it cannot see, "
+             "checked with PyTorch's profiler in tests/test_fused_ce.py). Time: median of "
+             f"{REPEAT} rounds, variants taken in turn, wall-clock and the process's CPU time."]
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for device in devices:
         label = "CPU" if device == "cpu" else torch.cuda.get_device_name()
         for tokens, dim, vocab in sizes:
+            before = _load()
             rows = measure_size(tokens, dim, vocab, device)
-            section = [f"### {label}: {tokens} tokens, width {dim}, vocabulary {vocab}", "", format_rows(rows)]
+            section = [f"### {label}: {tokens} tokens, width {dim}, vocabulary {vocab}", "",
+                       f"Machine: {before} before, {_load()} after.", "",
+                       f"Chunk picked: {pick_chunk(tokens, dim, vocab)[1]}.", "", format_rows(rows)]
             if vocab == 32768:
                 section += ["", _verdict(rows)]
             print("\n".join(section) + "\n", flush=True)

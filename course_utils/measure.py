@@ -33,35 +33,55 @@ from .errors import CourseError
 
 
 class _StorageTracker(TorchDispatchMode):
-    """Adds up live bytes of storages created under it; remembers the peak."""
+    """Adds up live bytes of storages created under it, and any growth of a storage inside an op; remembers the peak.
+
+    A storage that an op grows in place (an ``out=`` tensor resized, ``resize_``, ``set_`` onto a
+    larger one) is an allocation too: its growth counts, whoever created it, until it is freed.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.live = 0
         self.peak = 0
-        self._tracked: set[int] = set()
+        self._tracked: set[int] = set()  # storages created under the tracker
+        self._counted: dict[int, int] = {}  # storage -> bytes counted for it (created here, or grown here)
 
-    def _free(self, key: int, nbytes: int) -> None:
+    def _free(self, key: int) -> None:
         self._tracked.discard(key)
-        self.live -= nbytes
+        self.live -= self._counted.pop(key, 0)
+
+    def _count(self, storage: torch.UntypedStorage, key: int, nbytes: int) -> None:
+        if key not in self._counted:
+            self._counted[key] = 0
+            weakref.finalize(storage, self._free, key)
+        self._counted[key] += nbytes
+        self.live += nbytes
+        self.peak = max(self.peak, self.live)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        # a view or an in-place result shares an input's storage: no new allocation
+        # a view or an in-place result shares an input's storage: no new allocation, unless the op grew it
         flat = tree_flatten((args, kwargs))[0]
-        inputs = {id(t.untyped_storage()) for t in flat if isinstance(t, torch.Tensor) and not t.is_meta}
-        inputs |= {id(s) for s in flat if isinstance(s, torch.UntypedStorage)}  # set_(storage, ...) reuses it
+        storages = [t.untyped_storage() for t in flat if isinstance(t, torch.Tensor) and not t.is_meta]
+        storages += [s for s in flat if isinstance(s, torch.UntypedStorage)]  # set_(storage, ...) reuses it
+        before = {id(s): s.nbytes() for s in storages}
         out = func(*args, **kwargs)
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and not t.is_meta:
-                storage = t.untyped_storage()
-                key = id(storage)
-                if key in self._tracked or key in inputs or storage.nbytes() == 0:
-                    continue
+        seen = set()
+        for t in tree_flatten(out)[0] + [t for t in flat if isinstance(t, torch.Tensor)]:
+            if not isinstance(t, torch.Tensor) or t.is_meta:
+                continue
+            storage = t.untyped_storage()
+            key = id(storage)
+            if key in seen:
+                continue
+            seen.add(key)
+            if key in before:
+                grown = storage.nbytes() - before[key]
+                if grown > 0:
+                    self._count(storage, key, grown)
+            elif key not in self._tracked:
                 self._tracked.add(key)
-                self.live += storage.nbytes()
-                self.peak = max(self.peak, self.live)
-                weakref.finalize(storage, self._free, key, storage.nbytes())
+                self._count(storage, key, storage.nbytes())
         return out
 
 

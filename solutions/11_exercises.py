@@ -58,13 +58,17 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # `VocabChunkedCrossEntropy.apply(hidden, weight, target, chunk)` returns
 # `F.cross_entropy(hidden @ weight.T, target)`: the mean over the tokens whose target is not
 # `-100`, for `hidden` of shape $(N, d)$, `weight` $(V, d)$, an integer `target` $(N,)$ and an
-# `int` `chunk`, the number of vocabulary rows (classes) per slice. Forward may never hold
-# more than a few $N \times$ `chunk` matrices at once, so
+# `int` `chunk`, the number of vocabulary rows (classes) per slice. Forward and backward may
+# never hold more than a few $N \times$ `chunk` matrices of logits at once (besides the
+# gradients), so
 #
-# * the log-sum-exp of each token's logits must be built up slice by slice (keep a running
-#   maximum and a running sum of exponentials, rescaled when the maximum grows);
-# * the gradients of `hidden` and `weight` are computed in forward, from a second pass over
-#   the slices once the log-sum-exp is known; backward only scales them by `grad_output`.
+# * the log-sum-exp of each token's logits is built up slice by slice: the online log-sum-exp
+#   of lesson 11, section 3 (a running maximum and a running sum of exponentials, the sum
+#   rescaled each time the maximum grows);
+# * the gradients of `hidden` and `weight` come from a second pass over the slices once the
+#   log-sum-exp is known: in forward, with backward only scaling them by `grad_output`
+#   (Liger-Kernel's design), or in backward, from the saved log-sum-exp (Cut Cross-Entropy's
+#   design, lesson 11 section 5). Both pass; backward must not call autograd either way.
 #
 # Compute the logits with PyTorch's matrix product (`@`): the memory is measured on PyTorch's
 # tensors only. When every target is `-100` no token counts: the gradients must be zero
@@ -72,11 +76,11 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 #
 # The check compares the loss and both gradients with PyTorch on several shapes (some
 # targets `-100`, all of them `-100`, slices that do not divide $V$, a slice of one class,
-# float32 and float64, `gradcheck`), then runs forward and backward of $N = 64$ tokens of
-# width 2 over $V = 8192$ classes, in slices of 256 and again of 24, and **measures** the
-# peak number of elements they allocate: at most about the gradients, their scaled copies
-# and a few $N \times$ `chunk` slices, far below one $N \times V$ matrix of logits.
-# Backward must not call autograd.
+# float32 and float64, `gradcheck`), then runs forward and backward of $N = 2$ tokens of
+# width 3 over $V = 1024$ classes, in slices of 16 and again of 64, and **measures** the
+# numbers they allocate: besides the gradients (and copies of the inputs), at most a few
+# $N \times$ `chunk` slices at once. A whole row of $V$ logits per token, as Liger-Kernel's
+# loop over tokens makes, is more than that: the memory must follow `chunk`.
 
 # %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `vocab_chunked_ce`: edit this cell, run it, then run the check below it.
@@ -87,24 +91,24 @@ class VocabChunkedCrossEntropy(Function):
         counted = target != -100
         safe = torch.where(counted, target, 0)
         share = counted.to(hidden.dtype) / counted.sum().clamp(min=1).to(hidden.dtype)  # 0 if none counts
-        best = hidden.new_full(target.shape, float("-inf"))
-        total = hidden.new_zeros(target.shape)
-        right = hidden.new_zeros(target.shape)  # the logit of each token's own class
-        slices = [(lo, weight[lo:lo + chunk]) for lo in range(0, weight.shape[0], chunk)]
-        for lo, w in slices:
-            scores = hidden @ w.T
+        rows = torch.arange(len(target), device=target.device)
+        best = torch.full_like(share, float("-inf"))  # running maximum of each token's logits
+        total = torch.zeros_like(share)  # running sum of exp(logit - best)
+        right = torch.zeros_like(share)  # the logit of each token's own class
+        for lo in range(0, weight.shape[0], chunk):
+            scores = hidden @ weight[lo:lo + chunk].T
             grown = torch.maximum(best, scores.amax(dim=1))
             total = total * torch.exp(best - grown) + torch.exp(scores - grown[:, None]).sum(dim=1)
             best = grown
-            own = (safe >= lo) & (safe < lo + w.shape[0])
-            col = (safe - lo).clamp(0, w.shape[0] - 1)
-            right = right + torch.where(own, scores.gather(1, col[:, None])[:, 0], 0.0)
+            mine = (safe >= lo) & (safe < lo + scores.shape[1])
+            right = torch.where(mine, scores[rows, torch.where(mine, safe - lo, 0)], right)
         norm = best + torch.log(total)
-        dh, dw = torch.zeros_like(hidden), torch.empty_like(weight)
-        for lo, w in slices:
+        dh, dw = torch.zeros_like(hidden), torch.zeros_like(weight)
+        for lo in range(0, weight.shape[0], chunk):
+            w = weight[lo:lo + chunk]
             probs = torch.exp(hidden @ w.T - norm[:, None])
-            hit = ((safe >= lo) & (safe < lo + w.shape[0])).nonzero()[:, 0]
-            probs[hit, safe[hit] - lo] -= 1.0
+            mine = (safe >= lo) & (safe < lo + w.shape[0])
+            probs[rows, torch.where(mine, safe - lo, 0)] -= mine.to(probs.dtype)
             probs = probs * share[:, None]
             dh += probs @ w
             dw[lo:lo + w.shape[0]] = probs.T @ hidden

@@ -205,3 +205,21 @@ def test_views_and_in_place_results_are_not_new_memory():
     xg = torch.randn(1000, requires_grad=True)
     mem = measure.pass_memory(lambda: xg.view(10, 100))
     assert (mem.held, mem.output) == (0, 0) and mem.peak >= 4000  # x.grad is new
+
+
+def test_an_out_resize_and_resize_are_allocations():
+    """issue 40 #6: an op that grows an out= tensor (or resize_) allocates, and measure counts it until it is freed."""
+    a, b = torch.ones(64, 32), torch.ones(32, 128)
+    product = 64 * 128 * 4
+    assert measure.peak_memory(lambda: torch.mm(a, b, out=torch.empty(0))) == product == measure.peak_memory(lambda: a @ b)
+    assert measure.peak_memory(lambda: torch.empty(0).resize_(1000)) == 4000
+    held = torch.empty(0)
+    assert measure.peak_memory(lambda: torch.mm(a, b, out=held)) == product  # the caller's tensor, grown inside
+    assert measure.peak_memory(lambda: torch.mm(a, b, out=held)) == 0  # already large enough: nothing new
+
+    def grow_then_free():
+        x = torch.empty(0)
+        torch.mm(a, b, out=x)
+        del x
+        return torch.ones(10)
+    assert measure.pass_memory(grow_then_free, backward=lambda out: None).held == 40

@@ -2,8 +2,8 @@
 
 Each is the version the lessons and the exercise solutions teach (embedding: a gather with a
 scatter-add backward; RMSNorm and SwiGLU: saved inputs, hand-written VJPs; softmax: saves
-its output; lesson 11's fused linear + cross-entropy: gradients computed in forward, chunk
-by chunk). ``OPS`` maps each name to a pair (Function version, PyTorch composite) with the
+its output; lesson 11's fused linear + cross-entropy, in ``fused_ce``: gradients computed in
+forward, chunk by chunk). ``OPS`` maps each name to a pair (Function version, PyTorch composite) with the
 same signature, so a model can switch between them one flag at a time.
 """
 from __future__ import annotations
@@ -13,9 +13,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch.autograd import Function
-from torch.autograd.function import once_differentiable
 
-IGNORE_INDEX = -100  # what F.cross_entropy ignores by default
+from .fused_ce import IGNORE_INDEX, FusedLinearCrossEntropy, RecomputeLinearCrossEntropy
+
+__all__ = ["IGNORE_INDEX", "OPS", "Embedding", "FusedLinearCrossEntropy", "RMSNorm", "RecomputeLinearCrossEntropy",
+           "Softmax", "SwiGLU"]
 
 
 class Embedding(Function):
@@ -84,61 +86,6 @@ class Softmax(Function):
         return y * (grad_out - (grad_out * y).sum(-1, keepdim=True))
 
 
-class FusedLinearCrossEntropy(Function):
-    """``F.cross_entropy(hidden @ weight.T + bias, target)`` (mean, ignore_index) without the full logits.
-
-    Forward walks over ``chunk`` tokens at a time: their logits, log-sum-exp, loss, and their
-    share of the gradients of ``hidden``, ``weight`` and ``bias``, then forgets the logits.
-    Only the gradients are saved; backward multiplies them by grad_output. When no target
-    counts the loss is NaN (0/0, as F.cross_entropy's) and the gradients are zero (as its). It is differentiable
-    once (``once_differentiable``): the saved gradients carry no graph of their own.
-    """
-
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor,
-                chunk: int = 1024, ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
-        keep = target != ignore_index
-        count = keep.sum().to(hidden.dtype)
-        need_h, need_w, need_b = ctx.needs_input_grad[:3]
-        grad_h = torch.zeros_like(hidden) if need_h else None
-        grad_w = torch.zeros_like(weight) if need_w else None
-        grad_b = torch.zeros_like(bias) if need_b and bias is not None else None
-        loss = hidden.new_zeros(())
-        for start in range(0, hidden.shape[0], chunk):
-            h, t, k = hidden[start:start + chunk], target[start:start + chunk], keep[start:start + chunk]
-            logits = h @ weight.T if bias is None else torch.addmm(bias, h, weight.T)
-            t = torch.where(k, t, 0)  # any valid row for the ignored tokens; their terms are zeroed below
-            rows = torch.arange(t.shape[0], device=t.device)
-            own = logits[rows, t]
-            # log-sum-exp in steps that write into the logits' memory (torch.logsumexp would
-            # allocate a hidden chunk-sized temporary): shift by the row maximum, exponentiate, sum
-            top = logits.amax(dim=-1, keepdim=True)
-            e = logits.sub_(top).exp_()
-            total = e.sum(dim=-1, keepdim=True)
-            loss += ((top + total.log())[:, 0] - own).mul_(k).sum()
-            if grad_h is None and grad_w is None and grad_b is None:
-                del logits, e
-                continue
-            d = e.div_(total)  # softmax, still in the logits' memory
-            d[rows, t] -= 1
-            d *= (k / count.clamp(min=1)).to(d.dtype)[:, None]  # d(mean loss)/d(logits); 0 if no target counts
-            if grad_h is not None:
-                grad_h[start:start + chunk] = d @ weight
-            if grad_w is not None:
-                grad_w.addmm_(d.T, h)
-            if grad_b is not None:
-                grad_b += d.sum(0)
-            del logits, e, d  # before the next chunk's logits exist
-        ctx.save_for_backward(grad_h, grad_w, grad_b)
-        return loss / count
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out: torch.Tensor):
-        grads = [None if g is None else g * grad_out for g in ctx.saved_tensors]
-        return grads[0], grads[1], grads[2], None, None, None
-
-
 # --------------------------------------------------------------------------- the switch
 def embedding(weight: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return Embedding.apply(weight, index)
@@ -157,12 +104,13 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
 
 
 def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor,
-                         chunk: int = 1024) -> torch.Tensor:
+                         chunk: int | None = None) -> torch.Tensor:
+    """Lesson 11's fused loss (mean over the targets that are not IGNORE_INDEX); ``chunk=None`` picks one."""
     return FusedLinearCrossEntropy.apply(hidden, weight, bias, target, chunk)
 
 
 def composite_linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                                   target: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+                                   target: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
     """The same loss as PyTorch composes it: the full logits, then ``F.cross_entropy`` (chunk is unused)."""
     return F.cross_entropy(F.linear(hidden, weight, bias), target, ignore_index=IGNORE_INDEX)
 

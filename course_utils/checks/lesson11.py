@@ -33,6 +33,11 @@ catalogue({
     "ce_ignored_as_class": "tokens whose target is ignore_index (-100) add a loss term, as if their target were a class",
     "ce_not_mean": "the loss is the sum over tokens, not their mean",
     "materializes_logits": "forward or backward holds more than a few slices of the logits at once (up to all of them)",
+    "whole_vocab_rows": "the memory does not follow `chunk`: forward or backward makes rows as long as the whole "
+                        "vocabulary (a token at a time, as Liger-Kernel does, or another fixed slice)",
+    "lse_not_rescaled": "the online log-sum-exp adds each slice's exponentials without rescaling the running sum "
+                        "when the running maximum grows",
+    "machine_busy": "the machine was too busy to give the check its CPU time within the wall-clock limit",
     "logits_outside_torch": "forward computes the logits outside PyTorch's matrix products, where memory is not measured",
 })
 
@@ -69,11 +74,32 @@ def _all_ignored(case: dict) -> bool:
     return bool((materialize(case["args"][2]) == IGNORE).all())
 
 
+MEMORY_TOKENS, MEMORY_WIDTH, MEMORY_VOCAB, MEMORY_CHUNKS = 2, 3, 1024, (16, 64)
+
+
 def _memory_cases(base: int) -> list[dict]:
-    """Few tokens, a large vocabulary, a narrow width: the logits dwarf the gradients. Two slice sizes, so an
-    answer that ignores ``chunk`` is measured against the one it did not choose."""
-    return [{"args": _args(64, 2, 8192, 256, base + 70, (3, 40), torch.float32)},
-            {"args": _args(64, 2, 8192, 24, base + 80, (5,), torch.float32)}]
+    """Few tokens, a large vocabulary, a narrow width (3: no slice a student would choose has it), so one row
+    of logits (1024 numbers) is larger than a few slices of 2 x 16: an answer whose memory does not
+    follow ``chunk`` fails at the small slice size. The small one first: the lazy answers fail fast. Sized
+    for the check's verdict in about a second on a busy 2-core machine (each op runs under a Python
+    dispatch mode: 2 x 64 + 2 x 16 slices)."""
+    n, d, v = MEMORY_TOKENS, MEMORY_WIDTH, MEMORY_VOCAB
+    return [{"args": _args(n, d, v, MEMORY_CHUNKS[0], base + 80, (1,), torch.float32)},
+            {"args": _args(n, d, v, MEMORY_CHUNKS[1], base + 70, (), torch.float32)}]
+
+
+def _online_lse_unrescaled(z: torch.Tensor, chunk: int) -> list[torch.Tensor]:
+    """The log-sum-exp per row as two common slips compute it slice by slice: the running sum never
+    rescaled when the running maximum grows, and each slice shifted by its own maximum."""
+    best = torch.full(z.shape[:1], float("-inf"), dtype=z.dtype)
+    stale, own_shift = torch.zeros_like(best), torch.zeros_like(best)
+    for lo in range(0, z.shape[1], chunk):
+        part = z[:, lo:lo + chunk]
+        top = part.amax(1)
+        best = torch.maximum(best, top)
+        stale = stale + (part - best[:, None]).exp().sum(1)
+        own_shift = own_shift + (part - top[:, None]).exp().sum(1)
+    return [best + stale.log(), best + own_shift.log()]
 
 
 def _diagnose_forward(req: dict, facts: dict) -> None:
@@ -100,6 +126,17 @@ def _diagnose_forward(req: dict, facts: dict) -> None:
                           "against a real class); they must add nothing to the loss, nor to the gradients.",
                           fix="weight each token's term, and its row of the logits' gradient, by whether its target "
                           "counts (0 for -100).")
+        z, chunk = (hidden @ weight.T).detach(), int(materialize(case["args"][3]))
+        own = z[torch.arange(len(target)), torch.where(kept, target, 0)]
+        for lse in _online_lse_unrescaled(z, chunk):
+            slipped = ((lse - own) * kept).sum() / kept.sum()
+            if not close(slipped, want, want.dtype) and close(out, slipped, want.dtype):
+                raise Mistake("lse_not_rescaled", f"{GID}: the loss is wrong for {case['label']}: it is what a "
+                              "log-sum-exp built slice by slice gives when the sum of exponentials kept so far is not "
+                              "brought to the new maximum each time the maximum grows (the slices' sums are added "
+                              "although they were shifted by different maxima).",
+                              fix="when the running maximum grows from m to m', multiply the running sum by "
+                              "exp(m - m') before adding the new slice's exp(z - m'); lesson 11, section 3.")
         if close(out, (losses * kept).sum(), want.dtype):
             raise Mistake("ce_not_mean", f"{GID}: the loss for {case['label']} is the sum over the tokens; "
                           "F.cross_entropy's default reduction is the mean over the tokens whose target counts.")
@@ -127,10 +164,12 @@ def _judge_forward(req: dict, facts: dict) -> None:
 
 def _judge_memory(req: dict, facts: dict) -> None:
     records = unwrap(facts).get("cases")
-    if not isinstance(records, list) or len(records) != len(req["memory"]["cases"]):
+    if not isinstance(records, list) or not 0 < len(records) <= len(req["memory"]["cases"]):
         raise Malformed("memory facts")
-    for spec, got in zip(req["memory"]["cases"], records):
+    for spec, got in zip(req["memory"]["cases"], records):  # the probe stops at the first failure: its record raises
         _judge_memory_case(spec, unwrap(got))
+    if len(records) != len(req["memory"]["cases"]):
+        raise Malformed("memory facts")
 
 
 def _judge_memory_case(spec: dict, got: dict) -> None:
@@ -143,7 +182,8 @@ def _judge_memory_case(spec: dict, got: dict) -> None:
     if with_grad > 0:
         raise Mistake("autograd_in_backward", f"{GID}: backward ran {with_grad} operations with grad mode on: it lets "
                       "autograd differentiate a recomputation (which builds the logits' graph again). Backward "
-                      "should only scale the gradients forward computed.")
+                      "computes the gradients itself: it scales what forward computed, or recomputes the slices "
+                      "from a saved log-sum-exp by hand.")
     hidden, weight, target, chunk = (materialize(a) for a in spec["args"])
     tokens, vocab, dim = hidden.shape[0], weight.shape[0], hidden.shape[1]
     label = f"{tokens} tokens over {vocab} classes in slices of {chunk}"
@@ -158,19 +198,49 @@ def _judge_memory_case(spec: dict, got: dict) -> None:
                       "logits are computed elsewhere (NumPy, Python loops, elementwise products), where this check "
                       "cannot measure their memory.",
                       fix="compute each slice's logits with a PyTorch matrix product (hidden @ slice.T).")
+    logits, slices = tokens * vocab, slice_allowance(tokens, chunk)
+    slice_peak, shapes = got.get("slice_peak"), got.get("slice_shapes")
+    if not isinstance(slice_peak, int) or not isinstance(shapes, list) or \
+            not all(isinstance(s, list) and all(isinstance(n, int) for n in s) for s in shapes):
+        raise Malformed("memory facts")
+    largest = ", ".join(str(tuple(s)) for s in shapes)
+    rows = [s for s in shapes if vocab in s]
+    if slice_peak > slices and rows and all(_numel(s) < logits for s in rows):
+        raise Mistake("whole_vocab_rows", f"{GID}: forward + backward of {label} held {slice_peak} numbers at once "
+                      f"in tensors other than the gradients and copies of the inputs, more than the {slices} that a "
+                      f"few slices of {tokens} x {chunk} take; the largest had the shapes {largest}: as long as the "
+                      f"whole vocabulary ({vocab} classes) whatever `chunk` is. One row of logits per token is what "
+                      "the exercise must avoid: with a 256k vocabulary it is the problem.",
+                      fix="slice the classes, not the tokens: each step makes the logits of all tokens for `chunk` "
+                      "classes (hidden @ weight[lo:lo + chunk].T), in both passes.")
+    gradients = (tokens + vocab) * dim
     # counted in numbers (elements), whatever the dtype: the gradients, their scaled copies and a copy of the
     # inputs (twice: a wider dtype is allowed), a few tokens x chunk slices, a few per-token vectors
-    gradients = (tokens + vocab) * dim
-    allowed = 4 * gradients + 8 * tokens * chunk + 32 * tokens
-    if peak > allowed:
-        logits = tokens * vocab
-        raise Mistake("materializes_logits", f"{GID}: forward + backward of {label} held {peak} numbers at their "
-                      f"peak, more than the {allowed} that the gradients ({gradients} numbers), their copies and a few "
-                      f"slices of logits ({tokens * chunk} each) take; all the {tokens} x {vocab} logits are {logits}. "
-                      "Find the step whose size follows the whole vocabulary (or a fixed size) rather than `chunk`.",
+    allowed = 4 * gradients + slices
+    if peak > allowed or slice_peak > slices:
+        held, limit, what = (slice_peak, slices, "in tensors other than the gradients and copies of the inputs") \
+            if slice_peak > slices else (peak, allowed, "in all")
+        raise Mistake("materializes_logits", f"{GID}: forward + backward of {label} held {held} numbers at their "
+                      f"peak {what}, more than the {limit} that the gradients ({gradients} numbers), their copies and "
+                      f"a few slices of logits ({tokens * chunk} each) take; all the {tokens} x {vocab} logits are "
+                      f"{logits}; the largest tensors alive then had the shapes {largest}. Find the step that keeps "
+                      "more than the current slice alive.",
                       fix="slice the vocabulary in both passes: per token keep a running maximum and sum of "
                       "exponentials across slices, then in a second pass turn each slice's logits into its share "
                       "of the gradients and drop them before making the next slice.")
+
+
+def _numel(shape: list[int]) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
+
+
+def slice_allowance(tokens: int, chunk: int) -> int:
+    """Numbers a correct answer may hold at once beside the gradients: a few tokens x chunk slices (the
+    logits, their exponentials, a one-hot or mask, the gradient slice) and a few per-token vectors."""
+    return 6 * tokens * chunk + 16 * tokens
 
 
 def _diagnose_backward(i: int, got: torch.Tensor, want: torch.Tensor, args: list, g: torch.Tensor) -> Mistake | None:
@@ -191,8 +261,9 @@ def _exercise() -> Exercise:
     base = function_exercise(spec=SPEC, title="A fused loss over the vocabulary", forward_points=1, backward_points=2)
     forward, backward = base.stages
     forward = Stage(name=forward.name, points=forward.points, probe=forward.probe, judge=_judge_forward)
-    memory = Stage(name="holds only a few slices of logits at once (elements allocated over forward + backward, "
-                   "at two slice sizes), logits from torch matrix products, backward without autograd",
+    memory = Stage(name="holds only a few slices of logits at once, following `chunk` (elements allocated over "
+                   "forward + backward, at two slice sizes), logits from torch matrix products, backward without "
+                   "autograd",
                    points=1, probe=probes.memory, judge=_judge_memory)
 
     def req(seed: int) -> dict:

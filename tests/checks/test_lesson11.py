@@ -1,9 +1,9 @@
 """Lesson 11's exercise: the laziest answers fail with their diagnosis, unusual correct answers pass."""
 import jupytext
 import pytest
-
 from check_helpers import assert_diagnosed, ns_from
 from conftest import ROOT
+
 from course_utils import checks
 
 
@@ -136,11 +136,86 @@ class VocabChunkedCrossEntropy(Function):
         return g * dh, g * dw, None, None
 '''
 
+# issue 40 #1: Liger-Kernel's loop over tokens, one whole row of logits each, `chunk` ignored: values right, memory
+# independent of the slice size
+LIGER_PER_TOKEN = '''
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        keep = target != -100
+        n = keep.sum().clamp(min=1).to(hidden.dtype)
+        gh, gw = torch.zeros_like(hidden), torch.zeros_like(weight)
+        loss = hidden.new_zeros(())
+        for i in range(hidden.shape[0]):
+            if not keep[i]:
+                continue
+            z = hidden[i] @ weight.T
+            m = z.max()
+            e = (z - m).exp()
+            s = e.sum()
+            loss += m + s.log() - z[target[i]]
+            p = e / s
+            p[target[i]] -= 1
+            p /= n
+            gh[i] = p @ weight
+            gw += p[:, None] * hidden[i][None, :]
+        ctx.save_for_backward(gh, gw)
+        return loss / keep.sum()
+    @staticmethod
+    def backward(ctx, g):
+        gh, gw = ctx.saved_tensors
+        return gh * g, gw * g, None, None
+'''
+
+# issue 40 #2: a 2-D tiling, 8 tokens by `chunk` classes at a time (correct, and holds less than the solution)
+TILED_2D = '''
+class VocabChunkedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        keep = (target != -100).to(hidden.dtype)
+        n = keep.sum().clamp(min=1)
+        t = torch.where(target != -100, target, 0)
+        lse = torch.zeros_like(keep)
+        dh, dw = torch.zeros_like(hidden), torch.zeros_like(weight)
+        for a in range(0, hidden.shape[0], 8):
+            h = hidden[a:a + 8]
+            m = torch.full_like(lse[a:a + 8], float("-inf"))
+            s = torch.zeros_like(m)
+            for lo in range(0, weight.shape[0], chunk):
+                z = h @ weight[lo:lo + chunk].T
+                m2 = torch.maximum(m, z.amax(1))
+                s = s * torch.exp(m - m2) + torch.exp(z - m2[:, None]).sum(1)
+                m = m2
+            lse[a:a + 8] = m + s.log()
+            for lo in range(0, weight.shape[0], chunk):
+                w = weight[lo:lo + chunk]
+                p = torch.exp(h @ w.T - lse[a:a + 8, None]) * (keep[a:a + 8] / n)[:, None]
+                dh[a:a + 8] += p @ w
+                dw[lo:lo + chunk] += p.T @ h
+        w_t = weight[t]
+        dh -= w_t * (keep / n)[:, None]
+        dw.index_add_(0, t, -hidden * (keep / n)[:, None])
+        ctx.save_for_backward(dh, dw)
+        return ((lse - (hidden * w_t).sum(1)) * keep).sum() / keep.sum()
+    @staticmethod
+    def backward(ctx, g):
+        dh, dw = ctx.saved_tensors
+        return g * dh, g * dw, None, None
+'''
+
+# issue 40 #2: the guard's wall-clock alarm fires while the answer has used almost no CPU time (a busy machine,
+# simulated by re-arming the alarm and sleeping in the memory stage's large vocabulary only)
+BUSY_MACHINE = "import signal, time\n" + SOLUTION.replace(
+    "counted = target != -100", "if weight.shape[0] == 1024:\n            signal.setitimer(signal.ITIMER_REAL, 0.05)\n"
+    "            time.sleep(1)\n        counted = target != -100")
+
 SHARE = "share = counted.to(hidden.dtype) / counted.sum().clamp(min=1).to(hidden.dtype)"
+RESCALE = "total = total * torch.exp(best - grown) + "
+assert RESCALE in SOLUTION
 assert SHARE in SOLUTION
 BUGS = {
-    "materializes_logits": (MATERIALISED, ["x 8192 logits", "numbers at their peak", "a few slices of logits"]),
-    "autograd_in_backward": (AUTOGRAD_BACKWARD, ["grad mode on", "only scale"]),
+    "materializes_logits": (MATERIALISED, ["x 1024 logits", "numbers at their peak", "a few slices of logits"]),
+    "autograd_in_backward": (AUTOGRAD_BACKWARD, ["grad mode on", "by hand"]),
     "ce_ignored_counted": (SOLUTION.replace(SHARE, "share = counted.to(hidden.dtype) / len(target)"),
                            ["-100 must neither add to the loss", "count in the mean"]),
     # review1 #9: ignored tokens scored against class 0, divided by the right count
@@ -151,12 +226,48 @@ BUGS = {
     # review1 #4: every target ignored gives 0/0 in the gradients
     "nan_gradient": (SOLUTION.replace(".clamp(min=1)", ""), ["NaN", "every target -100"]),
     "logits_outside_torch": (NUMPY_LOGITS, ["matrix products returned 0 numbers", "cannot measure"]),
+    "whole_vocab_rows": (LIGER_PER_TOKEN, ["in slices of 16", "(1024,)", "whole vocabulary", "whatever `chunk` is"]),
+    # issue 40 #8: the online log-sum-exp without its rescale
+    "lse_not_rescaled": (SOLUTION.replace(RESCALE, "total = total + "),
+                         ["sum of exponentials kept so far", "maximum grows", "multiply the running sum"]),
+    "machine_busy": (BUSY_MACHINE, ["machine is busy", "run the check again", "Nothing is wrong"]),
 }
 
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
     source, phrases = BUGS[code]
     assert_diagnosed(code, "vocab_chunked_ce", source, phrases)
+
+
+def test_the_liger_per_token_loop_holds_whole_rows_at_both_slice_sizes():
+    """Its memory is rows of 1024 logits whatever the slice size: more than a few slices of 2 x 16 or 2 x 64."""
+    from course_utils.checks import lesson11
+    from course_utils.probes import lesson11 as probes
+    request = checks.EXERCISES["vocab_chunked_ce"].request(0)
+    facts = probes.memory(ns_from(LIGER_PER_TOKEN), dict(request, cls="VocabChunkedCrossEntropy"))["cases"]
+    for case, chunk in zip(facts, lesson11.MEMORY_CHUNKS):
+        assert case["slice_peak"] > lesson11.slice_allowance(2, chunk)
+        assert all(1024 in shape and len(shape) <= 2 and 1 in shape + [1] for shape in case["slice_shapes"])
+
+
+def test_the_memory_stage_is_sized_for_a_fast_verdict():
+    """P9: the memory cases run few slices under the Python dispatch mode (the old ones ran 2 x 342 + 2 x 32)."""
+    from course_utils.checks import lesson11
+    slices = sum(-(-lesson11.MEMORY_VOCAB // c) for c in lesson11.MEMORY_CHUNKS)
+    assert slices <= 96
+    # one row of logits is more than a few slices at the small size, so per-token answers fail there
+    assert 3 * lesson11.slice_allowance(lesson11.MEMORY_TOKENS, lesson11.MEMORY_CHUNKS[0]) < lesson11.MEMORY_VOCAB
+
+
+def test_an_endless_loop_is_stopped_by_cpu_time(monkeypatch):
+    """The limit counts the answer's CPU time, not the wall clock, and the message says so."""
+    from course_utils.probes import lesson11 as probes
+    monkeypatch.setattr(probes, "CPU_LIMIT", 0.3)
+    spin = SOLUTION.replace("counted = target != -100",
+                            "counted = target != -100\n        while weight.shape[0] == 1024:\n            hidden + 1")
+    result = checks.run_check("vocab_chunked_ce", ns_from(spin))
+    assert result.mistakes == ["timeout"] and result.points == 3, result.report()
+    assert "0.3 s of CPU time" in result.report() and "other work does not count" in result.report()
 
 
 @pytest.mark.parametrize("source", [MATERIALISED, TOKEN_CHUNKS, TOKEN_CHUNK_8, OUT_RESIZE],
@@ -175,12 +286,14 @@ def test_hints_diagnose_without_the_fix():
 
 
 def test_the_memory_mistakes_offer_a_fix():
-    for source in (MATERIALISED, NUMPY_LOGITS, BUGS["ce_ignored_as_class"][0], BUGS["ce_ignored_counted"][0]):
+    for source in (MATERIALISED, NUMPY_LOGITS, LIGER_PER_TOKEN, BUGS["lse_not_rescaled"][0],
+                   BUGS["ce_ignored_as_class"][0], BUGS["ce_ignored_counted"][0]):
         result = checks.run_check("vocab_chunked_ce", ns_from(source))
         assert result.fix and result.fix not in result.report(), result.report()
 
 
 # --------------------------------------------------------------------------- unusual but correct
+# issue 40 #3: Cut Cross-Entropy's design (save the log-sum-exp, recompute the slices in backward): accepted
 RECOMPUTE_IN_BACKWARD = '''
 class VocabChunkedCrossEntropy(Function):
     """Forward keeps only the log-sum-exp; backward redoes the slices by hand (no autograd)."""
@@ -288,8 +401,8 @@ class VocabChunkedCrossEntropy(Function):
 '''
 
 
-@pytest.mark.parametrize("source", [RECOMPUTE_IN_BACKWARD, SOLUTION, UPCAST_FLOAT64, FILTER_KEPT_ROWS],
-                         ids=["recompute-in-backward", "solution", "upcast-float64", "filter-kept-rows"])
+@pytest.mark.parametrize("source", [RECOMPUTE_IN_BACKWARD, SOLUTION, UPCAST_FLOAT64, FILTER_KEPT_ROWS, TILED_2D],
+                         ids=["recompute-in-backward", "solution", "upcast-float64", "filter-kept-rows", "tiled-2d"])
 def test_unusual_correct_answers_pass(source):
     result = checks.run_check("vocab_chunked_ce", ns_from(source))
     assert result.status == "passed", result.report()
@@ -305,3 +418,16 @@ def test_the_stub_is_not_attempted():
     stub += "    @staticmethod\n    def backward(ctx, grad_output):\n        raise NotImplementedError\n"
     result = checks.run_check("vocab_chunked_ce", ns_from(stub))
     assert result.status == "not attempted", result.report()
+
+
+def test_the_reference_answer_uses_only_what_the_lessons_show():
+    """issue 41 #7: every torch function and tensor method the answer calls appears in a lesson (01 to 11) first."""
+    import re
+    region = SOLUTION.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+    lessons = "\n".join(p.read_text() for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.py")))
+    used = set(re.findall(r"torch\.\w+", region)) | {m for m in re.findall(r"\.(\w+)\(", region) if m != "apply"}
+    missing = sorted(u for u in used if not re.search(re.escape(u if u.startswith("torch.") else f".{u}(")
+                                                      .replace(r"\(", r"[(\[]?"), lessons))
+    assert not missing, missing
+    for api in ("gather", "new_full", "nonzero"):
+        assert f".{api}(" not in region
