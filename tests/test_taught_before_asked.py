@@ -32,9 +32,7 @@ from course_utils import build, release
 
 # Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an
 # entry when that change is merged; an entry that is no longer a gap fails, so this list never goes stale).
-KNOWN_GAPS: dict[str, set[str]] = {
-    "vocab_chunked_ce": {".gather", ".new_full", ".nonzero"},  # lesson 11: its own issue-41 branch
-}
+KNOWN_GAPS: dict[str, set[str]] = {}
 
 # name -> (exercise, a regex that the code of a lesson before it must match, what it teaches)
 TECHNIQUES: dict[str, tuple[str, str, str]] = {
