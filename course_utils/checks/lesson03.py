@@ -73,7 +73,7 @@ def _sigmoid_diagnose(i, got, want, args, g):
 
 
 SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",), reference=torch.sigmoid, cases=_sigmoid_cases,
-                       describe="sigmoid(x), the values torch.sigmoid(x) gives",
+                       describe="torch.sigmoid(x)",
                        diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 _SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
                       judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
