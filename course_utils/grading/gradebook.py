@@ -19,7 +19,7 @@ import getpass
 import json
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -122,7 +122,7 @@ class GradeBook:
         UsageError (nothing stored) when two rows of the batch have one name: two files would merge into one row.
         """
         unique(rows)
-        same_file_elsewhere(rows, [r.submission for r in self.results()], self.path)
+        same_file_elsewhere(rows, [s for (s,) in self.db.execute("SELECT submission FROM results")], self.path)
         regraded = {(d.submission, d.sha256) for d in self.decisions() if d.kind == "regrade"}
         kept = {}
         for r in rows:
@@ -227,7 +227,7 @@ class GradeBook:
 
     def chosen(self) -> dict[str, int]:
         """Submission -> id of its latest ``choose`` decision, for those made on the bytes stored now."""
-        stored = {r.submission: r.sha256 for r in self.results()}
+        stored = dict(self.db.execute("SELECT submission, sha256 FROM results").fetchall())
         return {d.submission: d.id for d in self.decisions() if d.kind == "choose"
                 and stored.get(d.submission) == d.sha256}
 
@@ -298,6 +298,13 @@ def check_reason(reason: str) -> None:
         raise UsageError("a decision needs a reason: pass --reason 'TEXT' (students and colleagues read it).")
 
 
+def copy_of(row: SubmissionResult) -> SubmissionResult:
+    """A copy of ``row`` that shares nothing mutable with it (a JSON round trip costs 30x more: 2 s at 1,000 students)."""
+    return replace(row, flags=list(row.flags), review=list(row.review), decisions=list(row.decisions),
+                   exercises={gid: replace(e, mistakes=list(e.mistakes), parts=[replace(p) for p in e.parts])
+                              for gid, e in row.exercises.items()})
+
+
 def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
     """``row`` with the decisions made on its bytes applied, in order; the others are listed as stale.
 
@@ -305,7 +312,7 @@ def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
     one exercise's points; regrade: cancels the earlier overrides it covers (the new result stands);
     choose: changes nothing here (the export counts that file among the student's several).
     """
-    out = SubmissionResult.from_json(row.to_json())
+    out = copy_of(row)
     overrides: dict[str, Decision] = {}
     notes = []
     for d in decisions:

@@ -390,3 +390,14 @@ def test_two_students_with_one_file_name_in_their_own_folders_are_two_rows(tmp_p
         gb.record([sub("alice/02_exercises.ipynb")])
         gb.record([sub("bob/02_exercises.ipynb")])  # identical bytes (an untouched stub) and name, other folder
         assert len(gb.final_rows()) == 2
+
+
+def test_final_copies_the_row_and_never_changes_the_stored_one():
+    from course_utils.grading.gradebook import Decision, copy_of
+    row = HELD_ROW
+    before = row.to_json()
+    assert copy_of(row).to_json() == SubmissionResult.from_json(before).to_json()  # the copy is the row
+    override = Decision(1, row.submission, row.sha256, "override", "mul", 0.0, "typo", "prof", "now")
+    out = final(row, [override, Decision(2, row.submission, row.sha256, "accept", "", None, "ok", "prof", "now")])
+    assert out.exercises["mul"].points == 0.0 and out.graded and out.decisions
+    assert row.to_json() == before  # the row it was given is untouched: exercises, status, decisions
