@@ -159,7 +159,7 @@ def _upload(path: Path) -> Path | None:
     A student writes only below it, so the one record believed is ``submission_metadata.json``
     in its parent; a ``submission/`` the student made inside cannot move that.
     """
-    return next((p for p in reversed(path.parents) if p.name == "submission"), None)
+    return next((Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == "submission"), None)
 
 
 def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
@@ -173,8 +173,9 @@ def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
     """
     upload = _upload(path)
     meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
-    stamp = next((p for p in reversed(path.parents) if p.name == assignment and (p / STAMP).is_file()
-                  and not (upload is not None and (p == upload or upload in p.parents))), None)  # not in an upload
+    folders = (Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == assignment)
+    stamp = next((p for p in folders if (p / STAMP).is_file()  # outermost first; not in an upload
+                  and not (upload is not None and (p == upload or upload in p.parents))), None)
     if stamp is not None and (meta is None or stamp == meta or stamp in meta.parents):
         return stamp, STAMP
     return (meta, META) if meta is not None else None
@@ -189,7 +190,7 @@ def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> 
     path = Path(submission)
     record, upload = _record(path, assignment), _upload(path)
     top = record[0] if record else upload
-    ignored = [p / name for p in path.parents if top is not None and (top in p.parents or p == top)
+    ignored = [p / name for p in (path.parents if top is not None else ()) if (top in p.parents or p == top)
                for name in (META, STAMP) if (p / name).is_file()
                and not (record and p == top and (name == record[1] or record[1] == META))]
     notes = [f"ignored {p.name} inside the student's upload ({p}): not a platform record" for p in ignored]
