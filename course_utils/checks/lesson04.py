@@ -55,16 +55,23 @@ def _cases(base: int):
 NO_BIAS = "apply(input, weight) with no bias argument"
 
 
+def _crashed_case(m: Mistake, req: dict, facts: object) -> int | None:
+    """The index of the requested case whose student code raised, when ``m`` is that crash; else None."""
+    cases = facts.get("cases") if isinstance(facts, dict) else None
+    if m.code != "raised" or not isinstance(cases, list):
+        return None
+    k = next((k for k, c in enumerate(cases) if isinstance(c, dict) and "$error" in c), None)
+    return k if k is not None and k < len(req["cases"]) else None
+
+
 def _bias_optional(judge: Judge) -> Judge:
     """Wrap a stage's judge: a crash on the call without a bias is named as a bias that is not optional."""
     def wrapped(req: dict, facts: object):
         try:
             return judge(req, facts)
         except Mistake as m:
-            cases = facts.get("cases") if isinstance(facts, dict) else None
-            k = next((k for k, c in enumerate(cases) if isinstance(c, dict) and "$error" in c), None) \
-                if m.code == "raised" and isinstance(cases, list) else None
-            if k is None or k >= len(req["cases"]) or req["cases"][k]["label"] != NO_BIAS:
+            k = _crashed_case(m, req, facts)
+            if k is None or req["cases"][k]["label"] != NO_BIAS:
                 raise
             error = re.sub(r" \(in \w+, line \d+ of your cell\)", "", m.hint).rstrip(".")  # torch's frame, not theirs
             if ".backward raised" in m.hint:
@@ -306,11 +313,8 @@ def _nd_labelled(judge: Judge) -> Judge:
         try:
             return judge(req, facts)
         except Mistake as m:
-            cases = facts.get("cases") if isinstance(facts, dict) else None
-            if m.code != "raised" or not isinstance(cases, list):
-                raise
-            k = next((k for k, c in enumerate(cases) if isinstance(c, dict) and "$error" in c), None)
-            if k is None or k >= len(req["cases"]):
+            k = _crashed_case(m, req, facts)
+            if k is None:
                 raise
             shape = tuple(req["cases"][k]["args"][0]["t"].shape)
             if len(shape) != 2 and any(c["args"][0]["t"].dim() == 2 for c in req["cases"][:k]):
