@@ -134,7 +134,7 @@ class GradeBook:
         return [kept.get(r.submission, r) for r in rows]
 
     def _record(self, rows: list[SubmissionResult]) -> None:
-        unique(rows)
+        """Write ``rows`` (``record`` checked them for one name each; ``regrade`` writes one)."""
         self.db.executemany(
             "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?)",
             [(r.submission, r.assignment, r.sha256, r.status, json.dumps(r.to_json()), now()) for r in rows])
