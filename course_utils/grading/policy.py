@@ -142,61 +142,79 @@ def review_reasons(source: str) -> list[str]:
     bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | \
         {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
         {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    reasons: list[str] = []
-
-    def add(text: str) -> None:
-        if text not in reasons:
-            reasons.append(text)
-
-    for name in _imports(tree):
-        reason = _import_reason(name)
-        if reason:
-            add(reason)
+    found = [reason for reason in map(_import_reason, _imports(tree)) if reason]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in DYNAMIC and node.id not in bound and node.id not in names.alias:
-            add(f"calls `{node.id}` ({DYNAMIC[node.id]})")
-        elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
-            add(f"uses `{node.id}`")
-        elif isinstance(node, ast.Attribute):
-            if node.attr in DUNDERS:
-                add(f"reads the attribute `{node.attr}` (reaches into objects' internals)")
-            elif node.attr in FRAME_ATTRS:
-                add(f"reads the frame/code attribute `{node.attr}`")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
-            attr = node.args[1]
-            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
-                add(f"calls `{node.func.id}` with a computed attribute name")
-            elif attr.value in DUNDERS or attr.value in FRAME_ATTRS:
-                add(f"reads the attribute `{attr.value}` through {node.func.id}")
-            elif node.func.id in ("setattr", "delattr") and names.resolve(node.args[0]).split(".")[0] in ALLOWED_IMPORTS \
-                    and names.resolve(node.args[0]) in names.alias.values():
-                add(f"changes `{names.resolve(node.args[0])}.{attr.value}` (redefines what the checks use)")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in OVERRIDE_METHODS:
-            add(f"defines `{node.name}` (intercepts torch functions)")
-        elif isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                full = names.resolve(base)
-                if full.endswith(("TorchFunctionMode", "TorchDispatchMode")):
-                    add(f"subclasses `{full}` (intercepts torch functions)")
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                for leaf in ast.walk(t):
-                    if isinstance(leaf, (ast.Attribute, ast.Subscript)):
-                        owner = names.resolve(leaf.value)
-                        if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
-                                and _is_module_path(owner, names):
-                            add(f"assigns to `{owner}.{getattr(leaf, 'attr', '[...]')}` (redefines what the checks use)")
+        found += _node_reasons(node, names, bound)
+        found += _assignment_reasons(node, names)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            full = names.resolve(node)
-            if full.split(".")[0] in ("sys", "gc", "inspect", "ctypes", "builtins", "importlib") and "." in full and \
-                    isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
-                add(f"uses `{'.'.join(full.split('.')[:2])}`")
-            if full.startswith(("torch.library.Library", "torch.library.impl", "torch.library.fallthrough_kernel")):
-                add(f"uses `{full}` (replaces the implementation of existing operators)")
+        found += _module_use_reasons(node, names)
+    reasons = list(dict.fromkeys(found))  # first occurrence order, each reason once
     return reasons[:MAX_REASONS] + ([f"and {len(reasons) - MAX_REASONS} more"] if len(reasons) > MAX_REASONS else [])
+
+
+def _node_reasons(node: ast.AST, names: Names, bound: set[str]) -> list[str]:
+    """What one node does that a person must look at: dynamic calls, internals, torch overrides."""
+    if isinstance(node, ast.Name) and node.id in DYNAMIC and node.id not in bound and node.id not in names.alias:
+        return [f"calls `{node.id}` ({DYNAMIC[node.id]})"]
+    if isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
+        return [f"uses `{node.id}`"]
+    if isinstance(node, ast.Attribute):
+        if node.attr in DUNDERS:
+            return [f"reads the attribute `{node.attr}` (reaches into objects' internals)"]
+        if node.attr in FRAME_ATTRS:
+            return [f"reads the frame/code attribute `{node.attr}`"]
+        return []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+        return _attribute_call_reasons(node, node.func.id, names)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in OVERRIDE_METHODS:
+        return [f"defines `{node.name}` (intercepts torch functions)"]
+    if isinstance(node, ast.ClassDef):
+        return [f"subclasses `{full}` (intercepts torch functions)" for full in map(names.resolve, node.bases)
+                if full.endswith(("TorchFunctionMode", "TorchDispatchMode"))]
+    return []
+
+
+def _attribute_call_reasons(node: ast.Call, func: str, names: Names) -> list[str]:
+    """``getattr``/``setattr``/``delattr``/``hasattr`` with a computed name, an internal one, or on torch."""
+    attr = node.args[1]
+    if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return [f"calls `{func}` with a computed attribute name"]
+    if attr.value in DUNDERS or attr.value in FRAME_ATTRS:
+        return [f"reads the attribute `{attr.value}` through {func}"]
+    owner = names.resolve(node.args[0])
+    if func in ("setattr", "delattr") and owner.split(".")[0] in ALLOWED_IMPORTS and owner in names.alias.values():
+        return [f"changes `{owner}.{attr.value}` (redefines what the checks use)"]
+    return []
+
+
+def _assignment_reasons(node: ast.AST, names: Names) -> list[str]:
+    """An assignment or deletion that rewrites an attribute of torch, sys, os, builtins or gc."""
+    if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        return []
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    reasons = []
+    for leaf in (leaf for t in targets for leaf in ast.walk(t)):
+        if isinstance(leaf, (ast.Attribute, ast.Subscript)):
+            owner = names.resolve(leaf.value)
+            if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
+                    and _is_module_path(owner, names):
+                reasons.append(f"assigns to `{owner}.{getattr(leaf, 'attr', '[...]')}` (redefines what the checks use)")
+    return reasons
+
+
+def _module_use_reasons(node: ast.AST, names: Names) -> list[str]:
+    """Reads of interpreter internals (sys, gc, inspect, ...) and uses of torch.library's overrides."""
+    if not isinstance(node, (ast.Name, ast.Attribute)):
+        return []
+    full = names.resolve(node)
+    reasons = []
+    if full.split(".")[0] in ("sys", "gc", "inspect", "ctypes", "builtins", "importlib") and "." in full and \
+            isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+        reasons.append(f"uses `{'.'.join(full.split('.')[:2])}`")
+    if full.startswith(("torch.library.Library", "torch.library.impl", "torch.library.fallthrough_kernel")):
+        reasons.append(f"uses `{full}` (replaces the implementation of existing operators)")
+    return reasons
 
 
 def _is_module_path(dotted: str, names: Names) -> bool:
