@@ -162,16 +162,15 @@ def _upload(path: Path) -> Path | None:
     return next((Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == "submission"), None)
 
 
-def _record(path: Path, assignment: str) -> tuple[Path, str] | None:
+def _record(path: Path, assignment: str, upload: Path | None) -> tuple[Path, str] | None:
     """The one platform record believed for ``path``: (its folder, its file name), or None.
 
     nbgrader's is ``timestamp.txt`` in the outermost folder named after the assignment that holds
     one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
     one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json``
     beside the upload. Of the two, the outer counts: a record inside the other platform's folder was
-    uploaded by the student.
+    uploaded by the student. ``upload`` is ``_upload(path)``, found once by the caller.
     """
-    upload = _upload(path)
     meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
     folders = (Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == assignment)
     stamp = next((p for p in folders if (p / STAMP).is_file()  # outermost first; not in an upload
@@ -188,7 +187,8 @@ def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> 
     Gradescope upload, when there is no record) is the student's: reported, never read.
     """
     path = Path(submission)
-    record, upload = _record(path, assignment), _upload(path)
+    upload = _upload(path)
+    record = _record(path, assignment, upload)
     top = record[0] if record else upload
     ignored = [p / name for p in (path.parents if top is not None else ()) if (top in p.parents or p == top)
                for name in (META, STAMP) if (p / name).is_file()
