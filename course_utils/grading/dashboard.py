@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..status import Share
 from .reports import feedback_name, page
 from .results import Batch, Pair, SubmissionResult, exercise_ids
 from .similarity import SHOWN
@@ -63,14 +64,14 @@ def exercise_stats(scores: list[float], maximum: float) -> dict[str, float]:
     """Mean, median and how many earned full, partial and zero points."""
     return {"n": len(scores), "mean": statistics.fmean(scores) if scores else 0.0,
             "median": statistics.median(scores) if scores else 0.0,
-            "full": sum(s >= maximum for s in scores), "partial": sum(0 < s < maximum for s in scores),
-            "zero": sum(s <= 0 for s in scores)}
+            Share.FULL: sum(s >= maximum for s in scores), Share.PARTIAL: sum(0 < s < maximum for s in scores),
+            Share.ZERO: sum(s <= 0 for s in scores)}
 
 
 def common_diagnoses(rows: list[SubmissionResult], gid: str, top: int = TOP_DIAGNOSES) -> list[tuple[int, str]]:
     """The most common hints given for ``gid`` to submissions that did not get full points, counted."""
     counted = Counter(r.exercises[gid].hint for r in rows
-                      if gid in r.exercises and r.exercises[gid].outcome != "full")
+                      if gid in r.exercises and r.exercises[gid].share != Share.FULL)
     return [(n, text) for text, n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if text]
 
 
@@ -89,12 +90,12 @@ def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
            f"exercise'>{histograms_svg(name, series)}<figcaption>Score distributions: total and per exercise "
            "(number of submissions per score).</figcaption></figure>",
            f"<table class='stats'><caption>Points per exercise of {html.escape(name)}</caption>"
-           + _head("exercise", "max", "n", "mean", "median", "full", "partial", "zero") + "<tbody>"]
+           + _head("exercise", "max", "n", "mean", "median", *Share) + "<tbody>"]
     for g in gids:
         s = exercise_stats(series[gids.index(g) + 1][1], maxima[g])
         out.append(f"<tr data-exercise='{g}'><td>{g}</td><td>{maxima[g]:g}</td><td>{s['n']}</td>"
-                   f"<td>{s['mean']:.2f}</td><td>{s['median']:g}</td><td>{s['full']}</td><td>{s['partial']}</td>"
-                   f"<td>{s['zero']}</td></tr>")
+                   f"<td>{s['mean']:.2f}</td><td>{s['median']:g}</td>"
+                   + "".join(f"<td>{s[share]}</td>" for share in Share) + "</tr>")
     out.append("</tbody></table><h3>Most common diagnoses</h3>")
     for g in gids:
         found = common_diagnoses(rows, g)
