@@ -41,11 +41,29 @@ def test_statistics_per_exercise():
     assert dashboard.exercise_stats([], 3)["n"] == 0
 
 
+def counted(rows: list[SubmissionResult], gid: str) -> list[tuple[int, str]]:
+    return [(d.count, d.text) for d in dashboard.common_diagnoses(rows, gid)]
+
+
 def test_diagnoses_are_the_hints_counted_most_common_first():
-    assert dashboard.common_diagnoses(ROWS, "mul") == [
-        (2, "backward: the gradients of `a` and `b` are swapped."), (1, "forward: <b>wrong</b>")]
-    assert dashboard.common_diagnoses(ROWS, "div") == [(2, "Not attempted yet")]
-    assert dashboard.common_diagnoses(ROWS[:1], "mul") == []
+    assert counted(ROWS, "mul") == [(2, "backward: the gradients of `a` and `b` are swapped."), (1, "forward: <b>wrong</b>")]
+    assert counted(ROWS, "div") == [(2, "Not attempted yet")]
+    assert counted(ROWS[:1], "mul") == []
+
+
+def test_diagnoses_are_grouped_by_mistake_code_not_by_the_hints_wording():
+    """One mistake whose hint names another input is one line; one wording under two codes is two (issue 42)."""
+    other = "backward: the gradients of `b` and `a` are swapped."
+    rows = [row("s1.ipynb", 0, 3, SWAP), row("s2.ipynb", 0, 3, other), row("s3.ipynb", 0, 3, SWAP),
+            row("s4.ipynb", 1, 3, "forward: wrong", mul_code="forward_wrong"),
+            row("s5.ipynb", 1, 3, "forward: wrong", mul_code="forward_shape")]
+    found = dashboard.common_diagnoses(rows, "mul")
+    assert [(d.count, d.text, d.code, d.wordings) for d in found] == [
+        (3, SWAP, "swapped_gradients", 1), (1, "forward: wrong", "forward_shape", 0),
+        (1, "forward: wrong", "forward_wrong", 0)]
+    shown = dashboard.report_html(rows)
+    assert "<li data-mistake='swapped_gradients'><b>3×</b>" in shown and "(and 1 other wording)" in shown
+    assert shown.count("data-mistake='forward_") == 2
 
 
 def test_page_is_self_contained_and_escapes_what_students_control():
