@@ -188,15 +188,23 @@ def review_reasons(source: str) -> list[str]:
                         if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
                                 and _is_module_path(owner, names):
                             add(f"assigns to `{owner}.{getattr(leaf, 'attr', '[...]')}` (redefines what the checks use)")
+    for text in _module_uses(tree, names):
+        add(text)
+    return reasons[:MAX_REASONS] + ([f"and {len(reasons) - MAX_REASONS} more"] if len(reasons) > MAX_REASONS else [])
+
+
+def _module_uses(tree: ast.AST, names: Names) -> list[str]:
+    """The interpreter's internals and the operator-replacing torch APIs the code names, in the code's order."""
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             full = names.resolve(node)
             if full.split(".")[0] in ("sys", "gc", "inspect", "ctypes", "builtins", "importlib") and "." in full and \
                     isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
-                add(f"uses `{'.'.join(full.split('.')[:2])}`")
+                found.append(f"uses `{'.'.join(full.split('.')[:2])}`")
             if full.startswith(("torch.library.Library", "torch.library.impl", "torch.library.fallthrough_kernel")):
-                add(f"uses `{full}` (replaces the implementation of existing operators)")
-    return reasons[:MAX_REASONS] + ([f"and {len(reasons) - MAX_REASONS} more"] if len(reasons) > MAX_REASONS else [])
+                found.append(f"uses `{full}` (replaces the implementation of existing operators)")
+    return found
 
 
 def _is_module_path(dotted: str, names: Names) -> bool:
