@@ -233,7 +233,7 @@ def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str]):
     result = checks.run_check(grade_id, ns_from(source))
     report = result.report(fix=True)
     assert result.mistakes == [code], report
-    assert result.status == "failed" and result.points < result.max_points
+    assert result.status == "failed" and result.points < result.max
     assert grade_id in report and len(report) < 1200 and "Traceback" not in report
     assert not result.fix or result.fix not in result.report(), "the fix shows only on request"
     leaked = leaks(result)

@@ -10,6 +10,7 @@ from course_utils.checks import EXERCISES, run_check
 from course_utils.checks.verdict import verdict_html
 from course_utils.grading import dashboard
 from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
+from course_utils.status import CheckStatus
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu"]
@@ -40,9 +41,10 @@ def violations(page, impacts=SERIOUS) -> list[str]:
 
 
 def row(name: str, mul: float, status: str = "graded", flags=(), review=()) -> SubmissionResult:
-    ex = {"mul": ExerciseResult("mul", mul, 2.0, "passed" if mul == 2 else "failed", f"mul: {mul:g}/2",
-                                "" if mul == 2 else "backward: the gradients are swapped"),
-          "div": ExerciseResult("div", 3.0, 3.0, "passed", "div: 3/3")}
+    ex = {"mul": ExerciseResult("mul", mul, 2.0, CheckStatus.PASSED if mul == 2 else CheckStatus.FAILED,
+                                feedback=f"mul: {mul:g}/2",
+                                problem="" if mul == 2 else "backward: the gradients are swapped"),
+          "div": ExerciseResult("div", 3.0, 3.0, CheckStatus.PASSED, feedback="div: 3/3")}
     return SubmissionResult(submission=name, assignment="02_exercises", status=status, exercises=ex,
                             flags=list(flags), review=list(review))
 

@@ -109,7 +109,7 @@ for gid in wanted:
         except Exception:
             continue
         if result.points > 0:
-            hits.append(f"{gid} <- {where} ({result.points:g}/{result.max_points:g})")
+            hits.append(f"{gid} <- {where} ({result.points:g}/{result.max:g})")
 print(json.dumps({"candidates": sorted(found), "hits": hits}))
 """
 

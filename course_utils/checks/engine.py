@@ -11,22 +11,24 @@ An exercise is a list of stages worth points. Each stage has two halves:
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
 
-Points come only from judging. The first failing stage stops the exercise. The result keeps
-every stage's outcome (points, diagnosis, fix, mistake code: ``StageOutcome``); the verdict, the
-plain report and the grader read those fields, never text parsed back. Student code
-that raises, loops or prints is handled by ``probes.guard.call``: an exception becomes a one-line
-message naming the function and line, a loop past the time limit is interrupted (POSIX
-main thread), printed output is captured and summarised.
+Points come only from judging. The first failing stage stops the exercise. The result (the one
+results model, ``course_utils.exercise_result``) keeps every stage's outcome (points, diagnosis,
+fix, mistake code: ``StageOutcome``); the verdict, the plain report and the grader read and store
+those fields, never text parsed back. Student code that raises, loops or prints is handled by
+``probes.guard.call``: an exception becomes a one-line message naming the function and line, a
+loop past the time limit is interrupted (POSIX main thread), printed output is captured and
+summarised.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from .. import probes
+from ..exercise_result import ExerciseResult, StageOutcome
 from ..probes import guard
 from ..probes.guard import TIME_LIMIT, NotAttempted
 from ..status import CheckStatus
@@ -84,89 +86,7 @@ class Malformed(Exception):
 
 PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED,
                                               CheckStatus.NOT_REACHED)
-
-
-@dataclass
-class StageOutcome:
-    """What one stage of a check found: its points, and for a failure the diagnosis and the fix."""
-
-    stage: str
-    points: float
-    possible: float
-    status: str  # a CheckStatus: PASSED | FAILED | NOT_ATTEMPTED | NOT_REACHED
-    diagnosis: str = ""  # level 1: what is wrong and where
-    fix: str | None = None  # level 2: how to cure it, only on request
-    code: str = ""  # the mistake's catalogue code
-
-
-@dataclass
-class Result:
-    """The outcome of one exercise: its stages' outcomes, or a problem before any stage.
-
-    ``problem`` is a failure that belongs to no stage (an answer cell that did not run, a time
-    limit of the grader, unreadable facts), with its mistake codes in ``problem_codes``. Every
-    reader (the verdict, the plain report, the grader's results) reads these fields; nothing
-    parses text back.
-    """
-
-    grade_id: str
-    points: float
-    max_points: float
-    status: str  # a CheckStatus: PASSED | FAILED | NOT_ATTEMPTED
-    problem: str = ""
-    problem_codes: list[str] = field(default_factory=list)
-    stages: list[StageOutcome] = field(default_factory=list)
-    output_note: str = ""
-    flags: list[str] = field(default_factory=list)
-
-    @property
-    def failing(self) -> StageOutcome | None:
-        """The stage that stopped the check, if one did."""
-        return next((o for o in self.stages if o.status in (FAILED, NOT_ATTEMPTED)), None)
-
-    @property
-    def mistakes(self) -> list[str]:
-        return list(self.problem_codes) + [o.code for o in self.stages if o.code]
-
-    @property
-    def passed_stages(self) -> list[str]:
-        return [o.stage for o in self.stages if o.status == PASSED]
-
-    @property
-    def diagnosis(self) -> str:
-        """Level 1 alone: the problem, or the failing stage's diagnosis ("" when passed)."""
-        failing = self.failing
-        return self.problem or (failing.diagnosis if failing else "")
-
-    @property
-    def fix(self) -> str | None:
-        failing = self.failing
-        return None if self.problem or failing is None else failing.fix
-
-    @property
-    def feedback(self) -> str:
-        """One line: the problem, or "<stage>: <diagnosis>" (the stage's name omitted when not attempted)."""
-        failing = self.failing
-        if self.problem or failing is None:
-            return self.problem
-        return failing.diagnosis if self.status == NOT_ATTEMPTED else f"{failing.stage}: {failing.diagnosis}"
-
-    def report(self, fix: bool = False) -> str:
-        """The plain verdict; ``fix=True`` adds the failing stage's fix (level 2) where one exists."""
-        head = f"{self.grade_id}: {self.points:g}/{self.max_points:g} points"
-        if self.status == PASSED:
-            text = f"✓ {head}. All checks passed."
-        elif self.status == NOT_ATTEMPTED:
-            text = f"· {head}. Not attempted yet: {self.feedback}"
-        else:
-            done = "".join(f"\n  ✓ {s}" for s in self.passed_stages)
-            text = f"✗ {head}.{done}\n  ✗ {self.feedback}"
-            if fix:
-                text += f"\n  fix: {self.fix}" if self.fix else "\n  (no fix to show for this one: the hint is all)"
-        text += f"\n  note: {self.output_note}" if self.output_note else ""
-        return text + "".join(f"\n  note: {flag}" for flag in self.flags)  # a judge's remarks, as the grader flags them
-
-    __str__ = report
+Result = ExerciseResult  # the checks' name for the one results model (``course_utils.exercise_result``)
 
 
 Probe = Callable[[Mapping[str, object], dict], object]
@@ -266,8 +186,8 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
         result = Result(ex.grade_id, sum(o.points for o in outcomes), ex.points, status, stages=outcomes)
     except Exception as exc:  # whatever the facts are, garbage earns nothing and crashes nothing
         result = Result(ex.grade_id, 0.0, ex.points, FAILED,
-                        "the grader could not read what the check computed beside your code "
-                        f"({type(exc).__name__}); 0 points for this exercise.", ["malformed_result"])
+                        problem="the grader could not read what the check computed beside your code "
+                        f"({type(exc).__name__}); 0 points for this exercise.", problem_codes=["malformed_result"])
         flags.append(f"{ex.grade_id}: malformed data from beside the student's code ({type(exc).__name__}: "
                      f"{str(exc)[:80]})")
     record = facts if isinstance(facts, dict) else {}

@@ -47,15 +47,15 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
     ex = EXERCISES.get(grade_id)
     problem = stale(grade_id, ex.names, namespace, OWNERS) if ex is not None and isinstance(namespace, Mapping) else None
     if ex is not None and problem:
-        result = Result(grade_id, 0.0, ex.points, FAILED, problem, ["stale_answer"])
+        result = Result(grade_id, 0.0, ex.points, FAILED, problem=problem, problem_codes=["stale_answer"])
     else:
         try:
             result = run_check(grade_id, namespace)
         except KeyboardInterrupt:  # the stop button during an endless loop: a sentence, not a traceback
             if ex is None:
                 raise
-            result = Result(grade_id, 0.0, ex.points, FAILED, "interrupted: nothing was graded (run the check "
-                            "again once your code finishes).", ["interrupted"])
+            result = Result(grade_id, 0.0, ex.points, FAILED, problem="interrupted: nothing was graded (run the "
+                            "check again once your code finishes).", problem_codes=["interrupted"])
     # which code was graded (another cell's redefinition, the run it graded): the student's view only, no grade
     footer = provenance(grade_id, ex.names, OWNERS) if ex is not None and not problem else ""
     if notebook_shell() is None:

@@ -51,14 +51,14 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
     """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet."""
     colour = COLOURS.get(result.status, COLOURS[CheckStatus.FAILED])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
-            f"{result.points:g}/{result.max_points:g} points")
+            f"{result.points:g}/{result.max:g} points")
     if result.status == CheckStatus.NOT_ATTEMPTED:  # a prompt, not a score: what a fresh exercise notebook shows
         head = f"<b>{ICONS[CheckStatus.NOT_ATTEMPTED]} {html.escape(ex.grade_id)}</b> ({_plural(ex.points)}): not attempted yet"
         body = (f"<div>{_text(result.diagnosis, ex.grade_id)} Write your answer in the cell above, run it, then run "
                 "this check again.</div>")
     else:
         items = []
-        outcomes = {o.stage: o for o in result.stages}
+        outcomes = {o.name: o for o in result.stages}
         for stage in ex.stages:
             faded = "opacity:.7" if outcomes.get(stage.name) and outcomes[stage.name].status == CheckStatus.PASSED else SECONDARY
             label = f"{html.escape(stage.name)} <span style='{faded}'>({_plural(stage.points)})</span>"

@@ -31,7 +31,7 @@ MAX_SOURCE = 1 << 20
 class NotebookError(ValueError):
     """A submission that cannot be graded; the message is the one sentence for the row."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
         self.status = status
 

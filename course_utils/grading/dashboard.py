@@ -15,8 +15,10 @@ import io
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..status import Share
 from .reports import feedback_name, page
 from .results import Batch, Pair, SubmissionResult, exercise_ids
 from .similarity import SHOWN
@@ -63,15 +65,38 @@ def exercise_stats(scores: list[float], maximum: float) -> dict[str, float]:
     """Mean, median and how many earned full, partial and zero points."""
     return {"n": len(scores), "mean": statistics.fmean(scores) if scores else 0.0,
             "median": statistics.median(scores) if scores else 0.0,
-            "full": sum(s >= maximum for s in scores), "partial": sum(0 < s < maximum for s in scores),
-            "zero": sum(s <= 0 for s in scores)}
+            Share.FULL: sum(s >= maximum for s in scores), Share.PARTIAL: sum(0 < s < maximum for s in scores),
+            Share.ZERO: sum(s <= 0 for s in scores)}
 
 
-def common_diagnoses(rows: list[SubmissionResult], gid: str, top: int = TOP_DIAGNOSES) -> list[tuple[int, str]]:
-    """The most common hints given for ``gid`` to submissions that did not get full points, counted."""
-    counted = Counter(r.exercises[gid].hint for r in rows
-                      if gid in r.exercises and r.exercises[gid].outcome != "full")
-    return [(n, text) for text, n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if text]
+@dataclass(frozen=True)
+class Diagnosis:
+    """One mistake as the dashboard lists it: how many made it, its most common hint, how many other wordings."""
+
+    count: int
+    text: str
+    wordings: int = 0  # other hints under the same code
+    code: str = ""
+
+    def html(self) -> str:
+        more = f" <i>(and {self.wordings} other wording{'s' if self.wordings > 1 else ''})</i>" if self.wordings else ""
+        return f"<li data-mistake='{html.escape(self.code)}'><b>{self.count}×</b> {html.escape(self.text)}{more}</li>"
+
+
+def common_diagnoses(rows: list[SubmissionResult], gid: str, top: int = TOP_DIAGNOSES) -> list[Diagnosis]:
+    """The most common mistakes made in ``gid`` by submissions that did not get full points, counted.
+
+    Grouped by mistake code (one mistake, whatever each hint says of its place or values); a hint
+    without a code is a group of its own. Each group is shown by its most common hint.
+    """
+    groups: dict[str, Counter[str]] = {}
+    for r in rows:
+        e = r.exercises.get(gid)
+        if e is not None and e.share != Share.FULL and e.hint:
+            groups.setdefault(e.code or f"\0{e.hint}", Counter())[e.hint] += 1
+    found = [Diagnosis(sum(c.values()), min(c, key=lambda h: (-c[h], h)), len(c) - 1, "" if k[0] == "\0" else k)
+             for k, c in groups.items()]
+    return sorted(found, key=lambda d: (-d.count, d.text, d.code))[:top]
 
 
 def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
@@ -89,16 +114,16 @@ def _assignment_section(name: str, rows: list[SubmissionResult]) -> list[str]:
            f"exercise'>{histograms_svg(name, series)}<figcaption>Score distributions: total and per exercise "
            "(number of submissions per score).</figcaption></figure>",
            f"<table class='stats'><caption>Points per exercise of {html.escape(name)}</caption>"
-           + _head("exercise", "max", "n", "mean", "median", "full", "partial", "zero") + "<tbody>"]
+           + _head("exercise", "max", "n", "mean", "median", *Share) + "<tbody>"]
     for g in gids:
         s = exercise_stats(series[gids.index(g) + 1][1], maxima[g])
         out.append(f"<tr data-exercise='{g}'><td>{g}</td><td>{maxima[g]:g}</td><td>{s['n']}</td>"
-                   f"<td>{s['mean']:.2f}</td><td>{s['median']:g}</td><td>{s['full']}</td><td>{s['partial']}</td>"
-                   f"<td>{s['zero']}</td></tr>")
+                   f"<td>{s['mean']:.2f}</td><td>{s['median']:g}</td>"
+                   + "".join(f"<td>{s[share]}</td>" for share in Share) + "</tr>")
     out.append("</tbody></table><h3>Most common diagnoses</h3>")
     for g in gids:
         found = common_diagnoses(rows, g)
-        items = "".join(f"<li><b>{n}×</b> {html.escape(text)}</li>" for n, text in found) or "<li>none: all full</li>"
+        items = "".join(d.html() for d in found) or "<li>none: all full</li>"
         out.append(f"<h4>{g}</h4><ul class='diagnoses' data-exercise='{g}'>{items}</ul>")
     return out + ["</section>"]
 

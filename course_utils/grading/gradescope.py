@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..paths import ROOT
+from ..status import Share
 from . import sandbox
 from .batch import grade_batch
 from .collect import load_assignments
@@ -41,7 +42,7 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}
     tests = [{"name": f"{gid}: {e.title}" if e.title else gid,
               "score": e.points, "max_score": e.max, "output": e.feedback,
-              "status": "passed" if e.outcome == "full" else "failed",  # Gradescope's words, not a CheckStatus
+              "status": "passed" if e.share == Share.FULL else "failed",  # Gradescope's words, not a CheckStatus
               "visibility": "visible"}
              for gid, e in row.exercises.items()]
     note = f" (graded {Path(row.submission).name}; other notebooks were ignored)" if len(found) > 1 else ""

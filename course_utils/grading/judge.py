@@ -21,7 +21,7 @@ from ..checks.engine import make_request
 from ..status import CheckStatus
 from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
 from .options import Options
-from .results import HELD, ExerciseResult, Part, Status, SubmissionResult
+from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
 from .session import STARTUP, RunnerSession
 from .worker import Worker
 
@@ -58,7 +58,7 @@ class Refused(Exception):
     """A submission that would cost the judge more than it allows; the message is the row's reason."""
 
 
-def _zero(row: SubmissionResult, status: str, reason: str) -> None:
+def _zero(row: SubmissionResult, status: Status, reason: str) -> None:
     row.status = status
     row.flags.append(reason)
     for e in row.exercises.values():
@@ -70,7 +70,10 @@ def sanitized(row: SubmissionResult) -> SubmissionResult:
     row.flags = [clean(str(f)) for f in row.flags]
     row.review = [clean(str(f)) for f in row.review]
     for e in row.exercises.values():
-        e.feedback, e.hint = clean(str(e.feedback)), clean(str(e.hint))
+        e.feedback, e.problem, e.output_note = clean(str(e.feedback)), clean(str(e.problem)), clean(str(e.output_note))
+        e.flags = [clean(str(f)) for f in e.flags]
+        for s in e.stages:
+            s.diagnosis, s.fix = clean(str(s.diagnosis)), None if s.fix is None else clean(str(s.fix))
     return row
 
 
@@ -120,7 +123,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     for gid in row.exercises:
         r = session.results[gid]
         feedback = (r.report(fix=options.feedback_fix) if gid not in session.broken
-                    else f"✗ {gid}: 0/{r.max_points:g} points. {r.feedback}")
+                    else f"✗ {gid}: 0/{r.max:g} points. {r.summary}")
         feedback += "".join(f"\n  note: {e}" for e in session.notes.get(gid, []))
         row.exercises[gid] = exercise_result(checks.EXERCISES[gid], r, feedback)
         row.flags += r.flags
@@ -131,14 +134,16 @@ def public(request: dict) -> dict:
     return {k: v for k, v in request.items() if not k.startswith("_")}
 
 
-def exercise_result(ex: checks.Exercise, r: checks.Result, feedback: str) -> ExerciseResult:
-    """The results model's record of one judged exercise: its stages' outcomes as parts, the diagnosis apart."""
-    outcomes = {o.stage: o for o in r.stages}
-    parts = [Part(s.name, outcomes[s.name].points if s.name in outcomes else 0.0, s.points) for s in ex.stages]
-    hint = ("" if r.status == CheckStatus.PASSED else "Not attempted yet" if r.status == CheckStatus.NOT_ATTEMPTED
-            else r.feedback)
-    return ExerciseResult(r.grade_id, r.points, r.max_points, r.status, feedback, hint, list(r.mistakes), parts,
-                          *described(ex.grade_id))
+def exercise_result(ex: checks.Exercise, r: ExerciseResult, feedback: str) -> ExerciseResult:
+    """The check's own result as stored: with the feedback the student reads, its title and place, every stage.
+
+    A stage the check never judged (its facts were unreadable, the runner broke) is listed, not reached, at 0.
+    """
+    outcomes = {o.name: o for o in r.stages}
+    r.stages = [outcomes.get(s.name) or StageOutcome(s.name, 0.0, s.points, CheckStatus.NOT_REACHED) for s in ex.stages]
+    r.feedback = feedback
+    r.title, r.order = described(ex.grade_id)
+    return r
 
 
 def described(gid: str) -> tuple[str, int]:

@@ -21,6 +21,7 @@ import io
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..status import EntryStatus, SubmissionStatus
 from .late import MTIME, Late, Policy, lateness, recorded_time
 from .records import Placement
 from .reports import neutral
@@ -38,7 +39,7 @@ class Entry:
     student: Student
     assignment: str
     submission: str  # '' when none
-    status: str
+    status: SubmissionStatus | EntryStatus
     raw: float | None  # the points that count (None: not final)
     provisional: float
     maximum: float
@@ -109,7 +110,7 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
                 else (None, "no submission")
             if r is None:
                 note = "; ".join(x for x in (how, loose) if x)
-                out.append(Entry(s, a, "", "missing" if not found else "several", None, 0.0, maximum,
+                out.append(Entry(s, a, "", EntryStatus.MISSING if not found else EntryStatus.SEVERAL, None, 0.0, maximum,
                                  Late(None, ""), note, due))
                 continue
             when, source, notes = times[r.submission]

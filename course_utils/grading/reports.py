@@ -61,7 +61,7 @@ def feedback_text(row: SubmissionResult) -> str:
         lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
                         "its answer code " + "; ".join(row.review) + "."]
     for gid, e in row.exercises.items():
-        lines += [e.feedback or f"{gid}: {e.status}", ""]
+        lines += [e.feedback or f"{gid}: {e.label}", ""]
     if row.flags:
         lines += ["Flags:"] + [f"  - {f}" for f in row.flags]
     return "\n".join(lines).rstrip() + "\n"

@@ -1,71 +1,26 @@
 """One results model: what grading produced, built once per submission, read by every output.
 
-A ``SubmissionResult`` holds its ``ExerciseResult``s, each of which holds its ``Part``s (the
-stages of the check, with the points each earned). Totals, outcomes and the reason a
-submission needs a person are properties computed here, so the grade table, the feedback
-files, the JSON lines, the Gradescope results and the dashboard cannot disagree about them.
+A ``SubmissionResult`` holds its ``ExerciseResult``s: the very objects the checks produced
+(``course_utils.exercise_result``: every stage's points, status, diagnosis, fix and mistake code).
+Totals, outcomes and the reason a submission needs a person are properties computed there and
+here, so the grade table, the feedback files, the JSON lines, the Gradescope results and the dashboard cannot disagree about them.
 Results are stored as JSON (``to_json``/``from_json``) by ``store``.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from enum import StrEnum
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..status import CheckStatus
+from ..exercise_result import ExerciseResult, StageOutcome
+from ..status import SubmissionStatus
+
+__all__ = ["Answer", "Batch", "ExerciseResult", "Pair", "StageOutcome", "Status", "SubmissionResult", "Writer",
+           "exercise_ids"]
 
 
-class Status(StrEnum):
-    """What became of a submission (a str: rows, JSON and the grade book store the text itself)."""
-
-    GRADED = "graded"
-    HELD = "held for review"  # graded, but its points wait for a person (policy, audit, protocol)
-    NOT_A_NOTEBOOK = "not a notebook"
-    UNKNOWN_ASSIGNMENT = "unknown assignment"
-    WRONG_ASSIGNMENT = "wrong assignment"
-    NO_ANSWER_CELLS = "no answer cells"
-    SKIPPED = "skipped"
-    REFUSED = "refused"
-    ERROR = "error"
-
-
+Status = SubmissionStatus  # what became of a submission (``course_utils.status``)
 GRADED, HELD = Status.GRADED, Status.HELD
-
-
-@dataclass
-class Part:
-    """One stage of an exercise's check and the points it earned."""
-
-    name: str
-    points: float
-    max: float
-
-
-@dataclass
-class ExerciseResult:
-    """The outcome of one exercise of one submission."""
-
-    grade_id: str
-    points: float = 0.0
-    max: float = 0.0
-    status: str = CheckStatus.NOT_GRADED  # a CheckStatus, or the submission's Status when it was zeroed
-    feedback: str = ""  # what the student reads: every stage, the hint, notes
-    hint: str = ""  # the diagnosis alone (empty when passed): what the dashboard counts
-    mistakes: list[str] = field(default_factory=list)
-    parts: list[Part] = field(default_factory=list)
-    title: str = ""  # the exercise's title, as its check names it: outputs need no checks (and no torch)
-    order: int = 0  # its place in the course (the checks' order): outputs sort their columns by it
-
-    @property
-    def outcome(self) -> str:
-        """full | partial | zero."""
-        return "full" if self.points >= self.max else "partial" if self.points > 0 else "zero"
-
-    def zeroed(self, status: str) -> None:
-        self.points, self.status = 0.0, status
-        for p in self.parts:
-            p.points = 0.0
 
 
 @dataclass
@@ -74,7 +29,7 @@ class SubmissionResult:
 
     submission: str
     assignment: str = ""
-    status: str = GRADED
+    status: SubmissionStatus = GRADED
     exercises: dict[str, ExerciseResult] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     review: list[str] = field(default_factory=list)  # why a person must look before the points count
@@ -111,8 +66,9 @@ class SubmissionResult:
         return "; ".join(self.flags) or self.status
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        data.update(total=self.total, max=self.max)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(flags=list(self.flags), review=list(self.review), decisions=list(self.decisions),
+                    exercises={gid: e.to_json() for gid, e in self.exercises.items()}, total=self.total, max=self.max)
         return data
 
     @classmethod
@@ -127,10 +83,9 @@ class SubmissionResult:
         if not isinstance(exercises, dict):
             raise ValueError("exercises is not a mapping")
         try:
-            parsed = {gid: ExerciseResult(**dict(e, grade_id=gid, parts=[Part(**p) for p in e.get("parts", [])]))
-                      for gid, e in exercises.items()}
-            values = {k: v for k, v in data.items() if k not in ("total", "max", "exercises")}
-            return cls(**values, exercises=parsed)
+            parsed = {gid: ExerciseResult.from_json(gid, e) for gid, e in exercises.items()}
+            values = {k: v for k, v in data.items() if k not in ("total", "max", "exercises", "status")}
+            return cls(**values, status=SubmissionStatus(data.get("status", GRADED)), exercises=parsed)
         except (TypeError, AttributeError) as exc:
             raise ValueError(str(exc)) from None
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import checks
+from ..exercise_result import ExerciseResult
 from ..status import CheckStatus
 from .protocol import validate
 from .worker import Outcome
@@ -71,7 +71,7 @@ class Pending:
     """A result the runner sent and has not yet moved on from: it does not count yet."""
 
     exercise: str
-    verdict: checks.Result
+    verdict: ExerciseResult
     notes: list[str]
 
 
@@ -85,7 +85,7 @@ class Counts:
     bytes: int = 0
 
 
-Verdict = Callable[[dict], checks.Result]  # a valid facts message -> the judge's result for its exercise
+Verdict = Callable[[dict], ExerciseResult]  # a valid facts message -> the judge's result for its exercise
 
 
 @dataclass
@@ -100,7 +100,7 @@ class RunnerSession:
     timeout: float
     verdict: Verdict
     clock: Callable[[], float] = time.monotonic
-    results: dict[str, checks.Result] = field(default_factory=dict)
+    results: dict[str, ExerciseResult] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)  # answer cells the next start skips; their exercises score 0
     counts: Counts = field(default_factory=Counts)
@@ -200,8 +200,9 @@ class RunnerSession:
         reason = REASONS[outcome]
         if not self.ready and outcome in (Outcome.DIED, Outcome.DONE):
             reason = NOT_STARTED
-        self.results[culprit] = checks.Result(culprit, 0.0, self.points[culprit], CheckStatus.FAILED, f"Your code {reason}.",
-                                              ["timeout" if outcome == Outcome.TIMEOUT else "raised"])
+        self.results[culprit] = ExerciseResult(culprit, 0.0, self.points[culprit], CheckStatus.FAILED,
+                                               problem=f"Your code {reason}.",
+                                               problem_codes=["timeout" if outcome == Outcome.TIMEOUT else "raised"])
         self.broken.add(culprit)
 
     def flags(self) -> list[str]:

@@ -80,17 +80,18 @@ def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> st
             and (row.checked is None or _number(row.checked))):
         return "flags, review, seconds or checked have the wrong type"
     for gid, e in row.exercises.items():
-        if not (isinstance(e.status, str) and isinstance(e.feedback, str) and isinstance(e.hint, str)
-                and _texts(e.mistakes) and isinstance(e.parts, list)):
+        if not (all(isinstance(v, str) for v in (e.status, e.feedback, e.problem, e.output_note, e.title))
+                and _texts(e.problem_codes) and _texts(e.flags) and isinstance(e.stages, list)):
             return f"exercise {gid!r} has fields of the wrong type"
         if not (_number(e.points) and _number(e.max) and 0 <= e.points <= e.max):
             return f"exercise {gid!r} has points outside [0, its maximum]"
         if maxima is not None and (gid not in maxima or e.max not in (0.0, maxima[gid])):  # 0: never judged
             return f"exercise {gid!r} is not one of this course's exercises with its maximum"
-        for part in e.parts:
-            if not (isinstance(part.name, str) and _number(part.points) and _number(part.max)
-                    and 0 <= part.points <= part.max <= e.max):
-                return f"exercise {gid!r} has a part with points outside [0, its maximum]"
+        for part in e.stages:
+            if not all(isinstance(v, str) for v in (part.name, part.diagnosis, part.code, part.fix or "")):
+                return f"exercise {gid!r} has a stage with fields of the wrong type"
+            if not (_number(part.points) and _number(part.max) and 0 <= part.points <= part.max <= e.max):
+                return f"exercise {gid!r} has a stage with points outside [0, its maximum]"
     return None
 
 

@@ -1,5 +1,7 @@
 """The check engine, registry and notebook entry points, over every exercise: solutions pass under any
 default device, released stubs are not attempted, malformed facts earn nothing, fresh seeds keep the verdict."""
+import copy
+import json
 import re
 
 import jupytext
@@ -8,6 +10,9 @@ import pytest
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
 from course_utils import checks, release, wire
+from course_utils.grading.results import SubmissionResult
+from course_utils.status import CheckStatus
+
 
 # --------------------------------------------------------------------------- reference solutions
 def other_default_device(grade_id: str) -> str | None:
@@ -34,7 +39,7 @@ def test_solutions_get_full_points_whatever_the_default_device(grade_id):
     finally:
         torch.set_default_device(None)
     assert result.status == "passed", result.report()
-    assert result.points == result.max_points == checks.EXERCISES[grade_id].points
+    assert result.points == result.max == checks.EXERCISES[grade_id].points
 
 
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
@@ -228,7 +233,7 @@ def test_every_lesson_module_of_checks_has_its_test_module():
 
 # --------------------------------------------------------------------------- one structured result
 def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_parsing():
-    """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader's parts come from them."""
+    """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader stores that very result."""
     from course_utils.grading.judge import exercise_result
 
     ns = ns_from(re.sub(r"return g \* b, g \* a", "return g * a, g * b", """
@@ -244,22 +249,30 @@ class Mul(Function):
 """))
     ex = checks.EXERCISES["mul"]
     result = checks.run_check("mul", ns)
-    assert [(o.stage, o.points, o.possible, o.status, o.code) for o in result.stages] == [
+    assert [(o.name, o.points, o.max, o.status, o.code) for o in result.stages] == [
         (ex.stages[0].name, 1, 1, "passed", ""), (ex.stages[1].name, 0.0, 1, "failed", "swapped_gradients")]
     assert result.stages[1].fix and result.stages[1].fix not in result.report()
     assert result.report(fix=True).endswith(f"fix: {result.stages[1].fix}")
+    checked = copy.deepcopy(result)
     record = exercise_result(ex, result, result.report())
-    assert [(p.name, p.points, p.max) for p in record.parts] == [(s.stage, s.points, s.possible) for s in result.stages]
-    assert record.hint == result.feedback and "fix:" not in record.feedback
+    assert record.hint == result.summary and "fix:" not in record.feedback
+    # one model: what the grader stores, and reads back, is what the check found, and more (feedback, title, place)
+    stored = SubmissionResult.from_json(json.loads(json.dumps(SubmissionResult("a.ipynb", exercises={
+        "mul": record}).to_json()))).exercises["mul"]
+    assert stored == record and stored.stages == checked.stages and stored.title == ex.title
+    assert (stored.fix, stored.code, stored.status) == (checked.fix, "swapped_gradients", CheckStatus.FAILED)
 
 
 def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
     from course_utils.grading.judge import exercise_result
 
     ex = checks.EXERCISES["div"]
-    result = checks.Result("div", 0.0, ex.points, "failed", "Your code did not finish.", ["timeout"])
+    result = checks.Result("div", 0.0, ex.points, CheckStatus.FAILED, problem="Your code did not finish.",
+                           problem_codes=["timeout"])
     assert result.mistakes == ["timeout"] and result.fix is None and result.diagnosis == "Your code did not finish."
-    assert [p.points for p in exercise_result(ex, result, result.report()).parts] == [0.0, 0.0]
+    record = exercise_result(ex, result, result.report())
+    assert [(s.points, s.status) for s in record.stages] == [(0.0, CheckStatus.NOT_REACHED)] * 2
+    assert record.hint == "Your code did not finish." and record.code == "timeout"
 
 
 def test_the_graders_feedback_shows_the_fix_only_when_asked():

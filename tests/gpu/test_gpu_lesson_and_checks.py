@@ -50,5 +50,5 @@ def test_every_solution_gets_full_marks(path, default_device):
         results = {gid: checks.run_check(gid, ns) for gid in ids}
     finally:
         torch.set_default_device(before)
-    failed = {gid: r.report() for gid, r in results.items() if r.points != r.max_points}
+    failed = {gid: r.report() for gid, r in results.items() if r.points != r.max}
     assert not failed, failed

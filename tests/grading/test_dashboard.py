@@ -6,21 +6,33 @@ import sys
 
 from conftest import ROOT
 from course_utils.grading import dashboard
-from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
+from course_utils.grading.results import Batch, ExerciseResult, StageOutcome, Status, SubmissionResult
 from course_utils.grading.similarity import Answer, Pair
+from course_utils.status import CheckStatus
 
 
-def row(name: str, mul: float, div: float, mul_hint: str = "", div_hint: str = "",
-        status: str = "graded") -> SubmissionResult:
-    ex = {"mul": ExerciseResult("mul", mul, 2.0, "failed" if mul_hint else "passed", f"mul: {mul:g}/2", mul_hint),
-          "div": ExerciseResult("div", div, 3.0, "failed" if div_hint else "passed", f"div: {div:g}/3", div_hint)}
+def exercise(gid: str, points: float, maximum: float, hint: str, code: str) -> ExerciseResult:
+    """A judged exercise; a hint "<stage>: <diagnosis>" fails that stage with ``code``, NOT_YET is untouched."""
+    if not hint:
+        return ExerciseResult(gid, points, maximum, CheckStatus.PASSED, feedback=f"{gid}: {points:g}/{maximum:g}")
+    if hint == NOT_YET:
+        stage = StageOutcome("forward", 0.0, 1.0, CheckStatus.NOT_ATTEMPTED, "Div.forward still raises", code=code)
+        return ExerciseResult(gid, points, maximum, CheckStatus.NOT_ATTEMPTED, stages=[stage])
+    name, _, diagnosis = hint.partition(": ")
+    return ExerciseResult(gid, points, maximum, CheckStatus.FAILED, feedback=f"{gid}: {points:g}/{maximum:g}",
+                          stages=[StageOutcome(name, 0.0, 1.0, CheckStatus.FAILED, diagnosis, code=code)])
+
+
+def row(name: str, mul: float, div: float, mul_hint: str = "", div_hint: str = "", status: Status = Status.GRADED,
+        mul_code: str = "swapped_gradients") -> SubmissionResult:
+    ex = {"mul": exercise("mul", mul, 2.0, mul_hint, mul_code), "div": exercise("div", div, 3.0, div_hint, "not_attempted")}
     return SubmissionResult(submission=name, assignment="02_exercises", status=status, exercises=ex)
 
 
 SWAP = "backward: the gradients of `a` and `b` are swapped."
 NOT_YET = "Not attempted yet"
 ROWS = [row("s1.ipynb", 2, 3), row("s2.ipynb", 1, 0, SWAP, NOT_YET), row("s3.ipynb", 1, 3, SWAP),
-        row("s4.ipynb", 0, 0, "forward: <b>wrong</b>", NOT_YET)]
+        row("s4.ipynb", 0, 0, "forward: <b>wrong</b>", NOT_YET, mul_code="forward_wrong")]
 
 
 def test_statistics_per_exercise():
@@ -29,11 +41,29 @@ def test_statistics_per_exercise():
     assert dashboard.exercise_stats([], 3)["n"] == 0
 
 
+def counted(rows: list[SubmissionResult], gid: str) -> list[tuple[int, str]]:
+    return [(d.count, d.text) for d in dashboard.common_diagnoses(rows, gid)]
+
+
 def test_diagnoses_are_the_hints_counted_most_common_first():
-    assert dashboard.common_diagnoses(ROWS, "mul") == [
-        (2, "backward: the gradients of `a` and `b` are swapped."), (1, "forward: <b>wrong</b>")]
-    assert dashboard.common_diagnoses(ROWS, "div") == [(2, "Not attempted yet")]
-    assert dashboard.common_diagnoses(ROWS[:1], "mul") == []
+    assert counted(ROWS, "mul") == [(2, "backward: the gradients of `a` and `b` are swapped."), (1, "forward: <b>wrong</b>")]
+    assert counted(ROWS, "div") == [(2, "Not attempted yet")]
+    assert counted(ROWS[:1], "mul") == []
+
+
+def test_diagnoses_are_grouped_by_mistake_code_not_by_the_hints_wording():
+    """One mistake whose hint names another input is one line; one wording under two codes is two (issue 42)."""
+    other = "backward: the gradients of `b` and `a` are swapped."
+    rows = [row("s1.ipynb", 0, 3, SWAP), row("s2.ipynb", 0, 3, other), row("s3.ipynb", 0, 3, SWAP),
+            row("s4.ipynb", 1, 3, "forward: wrong", mul_code="forward_wrong"),
+            row("s5.ipynb", 1, 3, "forward: wrong", mul_code="forward_shape")]
+    found = dashboard.common_diagnoses(rows, "mul")
+    assert [(d.count, d.text, d.code, d.wordings) for d in found] == [
+        (3, SWAP, "swapped_gradients", 1), (1, "forward: wrong", "forward_shape", 0),
+        (1, "forward: wrong", "forward_wrong", 0)]
+    shown = dashboard.report_html(rows)
+    assert "<li data-mistake='swapped_gradients'><b>3×</b>" in shown and "(and 1 other wording)" in shown
+    assert shown.count("data-mistake='forward_") == 2
 
 
 def test_page_is_self_contained_and_escapes_what_students_control():

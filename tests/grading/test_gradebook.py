@@ -4,6 +4,7 @@ import io
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from course_utils.grading import book_cli, reports
 from course_utils.grading.collect import UsageError
 from course_utils.grading.gradebook import GradeBook, final
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
+from course_utils.status import CheckStatus
 
 
 def sub(name: str, mul: float = 2.0, div: float = 3.0, status: str = "graded", sha: str = "a" * 64,
@@ -62,7 +64,11 @@ def test_override_sets_one_exercise_and_regrade_of_it_cancels_the_override(tmp_p
     with GradeBook(tmp_path / "b.sqlite") as gb:
         gb.record([row])
         gb.decide(row, "override", "the swap is a typo in the task", "mul", 2.0, who="ta")
-        assert gb.final_rows()[0].total == 5 and gb.final_rows()[0].exercises["mul"].status == "passed, overridden"
+        mul = gb.final_rows()[0].exercises["mul"]
+        assert gb.final_rows()[0].total == 5 and (mul.status, mul.overridden, mul.label) == (
+            CheckStatus.PASSED, True, "passed, overridden")
+        assert "mul: passed, overridden" in reports.feedback_text(replace(gb.final_rows()[0], exercises={
+            "mul": replace(mul, feedback="")}))  # the text a feedback file shows of an exercise without feedback
         gb.decide(row, "regrade", "checked again", "mul", who="ta")
         assert gb.final_rows()[0].total == 3
         d = gb.decisions()

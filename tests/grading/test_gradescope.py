@@ -153,7 +153,7 @@ def test_held_for_review_is_a_zero_that_says_why_and_shows_the_computed_points()
     from course_utils.grading.results import ExerciseResult, SubmissionResult
 
     row = SubmissionResult(submission="s/02_exercises.ipynb", assignment="02_exercises", status="held for review",
-                           exercises={"mul": ExerciseResult("mul", 2.0, 2.0, "passed", "✓ mul: 2/2 points.")},
+                           exercises={"mul": ExerciseResult("mul", 2.0, 2.0, "passed", feedback="✓ mul: 2/2 points.")},
                            review=["answer cell mul_answer imports `gc`"])
     data = results(row, [row.submission], "02_exercises")
     assert data["score"] == 0 and all(t["score"] == 0 for t in data["tests"])

@@ -10,8 +10,9 @@ import json
 import pytest
 
 from course_utils.grading.collect import UsageError
-from course_utils.grading.results import ExerciseResult, Part, SubmissionResult
+from course_utils.grading.results import ExerciseResult, StageOutcome, Status, SubmissionResult
 from course_utils.grading.store import Store, merge, options_key, problem, result_key
+from course_utils.status import CheckStatus
 
 MAXIMA = {"mul": 2.0, "div": 3.0}
 OPTS = options_key(20, 4 << 30, "root", None)
@@ -19,9 +20,11 @@ OPTS = options_key(20, 4 << 30, "root", None)
 
 def row(name: str = "s/a.ipynb", **fields) -> SubmissionResult:
     r = SubmissionResult(name, "02_exercises", sha256="ab" * 32, course_version="v1", options=OPTS, sandbox="root",
-                         exercises={"mul": ExerciseResult("mul", 1.0, 2.0, "failed", "✗ mul", "swapped", ["swapped"],
-                                                          [Part("forward", 1.0, 1.0), Part("backward", 0.0, 1.0)]),
-                                    "div": ExerciseResult("div", 3.0, 3.0, "passed", "✓ div")})
+                         exercises={"mul": ExerciseResult("mul", 1.0, 2.0, CheckStatus.FAILED, feedback="✗ mul", stages=[
+                                        StageOutcome("forward", 1.0, 1.0, CheckStatus.PASSED),
+                                        StageOutcome("backward", 0.0, 1.0, CheckStatus.FAILED, "swapped",
+                                                     code="swapped_gradients")]),
+                                    "div": ExerciseResult("div", 3.0, 3.0, CheckStatus.PASSED, feedback="✓ div")})
     for k, v in fields.items():
         setattr(r, k, v)
     return r
@@ -74,7 +77,7 @@ def markup(data):
 
 
 def negative_part(data):
-    data["exercises"]["mul"]["parts"][1]["points"] = -5
+    data["exercises"]["mul"]["stages"][1]["points"] = -5
 
 
 def flags_not_text(data):
@@ -87,7 +90,7 @@ def nan_points(data):
 
 @pytest.mark.parametrize("forge, words", [
     (forged_points, "points outside"), (forged_max, "its maximum"), (markup, "points outside"),
-    (negative_part, "part with points outside"), (flags_not_text, "wrong type"), (nan_points, "points outside"),
+    (negative_part, "stage with points outside"), (flags_not_text, "wrong type"), (nan_points, "points outside"),
 ])
 def test_forged_rows_refuse_the_merge_with_one_sentence(tmp_path, forge, words):
     data = row("s/b.ipynb").to_json()
@@ -113,8 +116,8 @@ def test_duplicates_stale_versions_and_other_options_are_refused(tmp_path, secon
 
 def test_problem_accepts_an_unusual_but_valid_row():
     """Integer points, a refused row whose exercises were never judged (max 0), no parts."""
-    r = row(status="refused", exercises={"mul": ExerciseResult("mul", 0, 0.0, "refused"),
-                                         "div": ExerciseResult("div", 3, 3, "passed")})
+    r = row(status=Status.REFUSED, exercises={"mul": ExerciseResult("mul", 0, 0.0, Status.REFUSED),
+                                              "div": ExerciseResult("div", 3, 3, CheckStatus.PASSED)})
     assert problem(r, MAXIMA) is None
 
 

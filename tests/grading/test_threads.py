@@ -31,7 +31,7 @@ def _skewed(obj: object) -> object:
 
 
 def _verdict(result: checks.Result) -> tuple:
-    return result.points, result.status, result.feedback, tuple(result.mistakes), tuple(result.flags)
+    return result.points, result.status, result.summary, tuple(result.mistakes), tuple(result.flags)
 
 
 @pytest.fixture(scope="module")

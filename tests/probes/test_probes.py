@@ -79,7 +79,7 @@ def test_tensors_kept_on_ctx_in_any_container_are_found():
                 return g * b, g * a
         """)
         result = checks.run_check("mul", ns_from(src))
-        assert result.mistakes == ["tensor_on_ctx"] and "ctx.kept" in result.feedback, (what, result.report())
+        assert result.mistakes == ["tensor_on_ctx"] and "ctx.kept" in result.summary, (what, result.report())
     ok = "ctx.shapes = [a.shape, b.shape]; ctx.save_for_backward(a, b)"
     src = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        " + ok + "\n        return a * b\n"
            "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
