@@ -71,12 +71,13 @@ def batch(tmp_path_factory):
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     abstract = socket.socket(socket.AF_UNIX)
-    abstract.bind(b"\0course-grader-test")
+    abstract_name = f"course-grader-test-{os.getpid()}-{base.name}"  # two suites on one machine do not collide
+    abstract.bind(b"\0" + abstract_name.encode())
     abstract.listen()
     victim = base / "grades.csv"
     victim.write_text("the instructor's previous table\n")
     subs = base / "subs"
-    ctx = {"VICTIM": str(victim), "PORT": listener.getsockname()[1], "ABSTRACT": "course-grader-test",
+    ctx = {"VICTIM": str(victim), "PORT": listener.getsockname()[1], "ABSTRACT": abstract_name,
            "SOLUTIONS": str(ROOT / "solutions" / "02_exercises.py"), "BATCH": str(subs),
            "HOME_FILE": str(home / "secret.txt"), "SECRET": SECRET, "MARKER": MARKER,
            "USR_TARGET": f"/usr/course-grader-test-{os.getpid()}-{base.name}"}
