@@ -306,8 +306,7 @@ def _course_facts(course: Path) -> tuple[str, dict[str, float]]:
     """This course's version and each exercise's maximum: what merged shards must agree with."""
     from ..checks import EXERCISES
 
-    version = course_version(load_assignments(course, solutions=True), COURSE_UTILS)  # as _grade computes it
-    return version, {g: float(e.points) for g, e in EXERCISES.items()}
+    return course_version(load_assignments(course), COURSE_UTILS), {g: float(e.points) for g, e in EXERCISES.items()}
 
 
 def check_options(args: argparse.Namespace) -> None:

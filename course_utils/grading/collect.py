@@ -195,8 +195,9 @@ def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
 
 
 def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
-    """What a stored result depends on: the exercise notebooks (with their solutions, where loaded: the copies
-    flags rest on them), all of course_utils' code and the torch version.
+    """What a stored result depends on: the exercise notebooks and their solutions (the copies flags rest on
+    them; read from the course's ``solutions/`` whether loaded or not), all of course_utils' code and the torch
+    version.
 
     An upgrade of the grader, of a check, of a solution or of torch makes every stored result stale.
     """
@@ -205,8 +206,9 @@ def course_version(assignments: dict[str, Assignment], course_utils: Path) -> st
     h = hashlib.sha256()
     for a in assignments.values():
         h.update(a.path.read_bytes())
-        for c in a.solution or ():  # the copies flags stored with a result rest on the solutions
-            h.update(b"\0" + c.source.encode())
+    for folder in sorted({a.path.parent.parent / "solutions" for a in assignments.values()}):
+        for path in sorted(folder.glob("*.ipynb")):  # the copies flags stored with a result rest on them
+            h.update(path.read_bytes())
     for path in sorted(course_utils.rglob("*.py")):
         h.update(str(path.relative_to(course_utils)).encode() + b"\0" + path.read_bytes())
     try:
