@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from .collect import Assignment, Cell, display_name, parse_notebook, read_submission
 
@@ -22,10 +23,10 @@ class ParsedSubmission:
     """A submission's parsed notebook and its answers; ``answers`` is empty for an unknown assignment."""
 
     name: str  # the file as rows show it (``display_name``)
-    sha256: str  # of the bytes that were parsed (and graded)
+    sha256: str  # of the file's bytes (the result store's digest, when the caller had it)
     assignment: str | None  # as its metadata says (None: no course metadata)
     cells: tuple[Cell, ...]
-    answers: Mapping[str, str] = field(default_factory=dict)  # answer cell id -> source, by the one rule
+    answers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # answer id -> source (one rule)
 
 
 def read(path: Path, assignments: dict[str, Assignment], sha256: str = "") -> ParsedSubmission:
@@ -36,5 +37,5 @@ def read(path: Path, assignments: dict[str, Assignment], sha256: str = "") -> Pa
     data = read_submission(path)
     name, cells = parse_notebook(data, path.suffix)
     course = assignments.get(name) if name is not None else None
-    return ParsedSubmission(display_name(path), sha256 or hashlib.sha256(data).hexdigest(), name, tuple(cells),
-                            course.answers_in(cells) if course is not None else {})
+    answers = MappingProxyType(course.answers_in(cells) if course is not None else {})  # read-only, as the rest
+    return ParsedSubmission(display_name(path), sha256 or hashlib.sha256(data).hexdigest(), name, tuple(cells), answers)
