@@ -142,7 +142,7 @@ def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch):
     for name, module in list(sys.modules.items()):  # wherever a grading module holds the parser under its own name
         if name.startswith("course_utils.grading") and getattr(module, "parse_notebook", None) is real_parse:
             monkeypatch.setattr(module, "parse_notebook", counting_parse)
-    assert grade(str(subs), "--out", "grades.csv", "--similarity", "similar") == 0
+    assert grade(str(subs), "--out", "grades.csv", "--similarity", "similar", "--jobs", "2") == 0
     assert sorted(parsed) == sorted(files), "each submission is parsed once"
     assert sorted(opened) == sorted(2 * list(files)), "each submission is opened to hash it, then read once"
     assert "own.ipynb" in (tmp_path / "similar.csv").read_text()  # the report read the one parse
