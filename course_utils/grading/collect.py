@@ -302,8 +302,8 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
                             f"{', '.join(sorted(assignments))})")
     course = assignments[name]
     row.assignment = name
-    if not any(c.nbgrader["solution"] and c.nbgrader["grade_id"] for c in cells):  # not which are answers: whether
-        # any is left (cells of unknown ids are answers to nothing: graded as not attempted, flagged added)
+    # whether every solution cell was deleted (a status), not which cells are answers (that is answers_in)
+    if not any(c.nbgrader["solution"] and c.nbgrader["grade_id"] for c in cells):
         raise NotebookError(Status.NO_ANSWER_CELLS, "has no answer cells (all cells with nbgrader solution metadata "
                             "were deleted)")
     theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
