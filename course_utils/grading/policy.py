@@ -179,24 +179,37 @@ def review_reasons(source: str) -> list[str]:
                 full = names.resolve(base)
                 if full.endswith(("TorchFunctionMode", "TorchDispatchMode")):
                     add(f"subclasses `{full}` (intercepts torch functions)")
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                for leaf in ast.walk(t):
-                    if isinstance(leaf, (ast.Attribute, ast.Subscript)):
-                        owner = names.resolve(leaf.value)
-                        if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
-                                and _is_module_path(owner, names):
-                            add(f"assigns to `{owner}.{getattr(leaf, 'attr', '[...]')}` (redefines what the checks use)")
+        for reason in _assignments(node, names):
+            add(reason)
+    for reason in _module_uses(tree, names):
+        add(reason)
+    return reasons[:MAX_REASONS] + ([f"and {len(reasons) - MAX_REASONS} more"] if len(reasons) > MAX_REASONS else [])
+
+
+def _assignments(node: ast.AST, names: Names) -> Iterator[str]:
+    """An assignment (or ``del``) to an attribute or item of a module: redefining what the checks use."""
+    if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        return
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    for t in targets:
+        for leaf in ast.walk(t):
+            if isinstance(leaf, (ast.Attribute, ast.Subscript)):
+                owner = names.resolve(leaf.value)
+                if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
+                        and _is_module_path(owner, names):
+                    yield f"assigns to `{owner}.{getattr(leaf, 'attr', '[...]')}` (redefines what the checks use)"
+
+
+def _module_uses(tree: ast.AST, names: Names) -> Iterator[str]:
+    """Reads of the interpreter's machinery (sys, gc, inspect, ctypes...) and of torch.library's operator overrides."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             full = names.resolve(node)
             if full.split(".")[0] in ("sys", "gc", "inspect", "ctypes", "builtins", "importlib") and "." in full and \
                     isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
-                add(f"uses `{'.'.join(full.split('.')[:2])}`")
+                yield f"uses `{'.'.join(full.split('.')[:2])}`"
             if full.startswith(("torch.library.Library", "torch.library.impl", "torch.library.fallthrough_kernel")):
-                add(f"uses `{full}` (replaces the implementation of existing operators)")
-    return reasons[:MAX_REASONS] + ([f"and {len(reasons) - MAX_REASONS} more"] if len(reasons) > MAX_REASONS else [])
+                yield f"uses `{full}` (replaces the implementation of existing operators)"
 
 
 def _is_module_path(dotted: str, names: Names) -> bool:
