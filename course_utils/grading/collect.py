@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -286,6 +287,18 @@ def _kinds(cells) -> list[tuple[str, str | None]]:
     return out
 
 
+def ignored(cells: tuple[Cell, ...], course: Assignment, answers: Mapping[str, str]) -> list[str]:
+    """Flags for a submission's cells that are not graded: added ones, and copies of an answer cell."""
+    known = {c.nbgrader["grade_id"] for c in course.cells if c.nbgrader["grade_id"]}
+    extra = sum(1 for c in cells if c.nbgrader["grade_id"] not in known)  # no id, or one the course has not
+    flags = [f"{extra} cell(s) added by the student were ignored (only answer cells are graded)"] if extra else []
+    for gid in answers:  # a copied answer cell keeps its metadata: only the first is the answer (answers_in)
+        copies = sum(1 for c in cells if c.nbgrader["solution"] and c.nbgrader["grade_id"] == gid)
+        if copies > 1:
+            flags.append(f"answer cell {gid} appears {copies} times: the first was graded, the others ignored")
+    return flags
+
+
 def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[str, Assignment],
          expected: str | None = None) -> list[dict]:
     """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
@@ -307,14 +320,7 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
         raise NotebookError(Status.NO_ANSWER_CELLS, "has no answer cells (all cells with nbgrader solution metadata "
                             "were deleted)")
     theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
-    known = {c.nbgrader["grade_id"] for c in course.cells if c.nbgrader["grade_id"]}
-    extra = sum(1 for c in cells if c.nbgrader["grade_id"] not in known)  # no id, or one the course has not
-    if extra:
-        row.flags.append(f"{extra} cell(s) added by the student were ignored (only answer cells are graded)")
-    for gid in answers:  # a copied answer cell keeps its metadata: only the first is the answer (answers_in)
-        copies = sum(1 for c in cells if c.nbgrader["solution"] and c.nbgrader["grade_id"] == gid)
-        if copies > 1:
-            row.flags.append(f"answer cell {gid} appears {copies} times: the first was graded, the others ignored")
+    row.flags += ignored(cells, course, answers)
     out = []
     for (kind, exercise), cell in zip(_kinds(course.cells), course.cells):
         gid = cell.nbgrader["grade_id"]
