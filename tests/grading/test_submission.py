@@ -106,9 +106,11 @@ def grade(monkeypatch, tmp_path):
     return run
 
 
-def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch):
-    """The one parse is the judge's; similarity and the copy check read it. The file is opened twice: once to hash it
-    (the result store's key, before deciding whether to grade it) and once to read it."""
+@pytest.mark.parametrize("store", [True, False])
+def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch, store):
+    """The one parse is the judge's; similarity and the copy check read it. With a result store the file is opened
+    twice: once to hash it (the store's key, before deciding whether to grade it) and once to read it; without
+    one, once."""
     subs = tmp_path / "subs"
     subs.mkdir()
     idle = unattempted("02")
@@ -142,9 +144,9 @@ def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch):
     for name, module in list(sys.modules.items()):  # wherever a grading module holds the parser under its own name
         if name.startswith("course_utils.grading") and getattr(module, "parse_notebook", None) is real_parse:
             monkeypatch.setattr(module, "parse_notebook", counting_parse)
-    assert grade(str(subs), "--out", "grades.csv", "--similarity", "similar", "--jobs", "2") == 0
+    assert grade(str(subs), *(["--out", "grades.csv"] if store else []), "--similarity", "similar", "--jobs", "2") == 0
     assert sorted(parsed) == sorted(files), "each submission is parsed once"
-    assert sorted(opened) == sorted(2 * list(files)), "each submission is opened to hash it, then read once"
+    assert sorted(opened) == sorted((2 if store else 1) * list(files)), "opened to hash it (a store's key), read once"
     assert "own.ipynb" in (tmp_path / "similar.csv").read_text()  # the report read the one parse
 
 
