@@ -2,7 +2,9 @@
 nor escape the grader.
 
 * ``cli``: the command line (``python -m course_utils.grade``): parses arguments, wires the steps.
-* ``collect``: finding submissions, strict notebook reading, the cells a runner executes.
+* ``collect``: finding submissions, strict notebook reading, which cells are answers, the cells a runner executes.
+* ``submission``: a submission read and parsed once (``ParsedSubmission``): what the judge, ``similarity``
+  and ``copies`` all read.
 * ``policy``: the judge's reading of answer cells (names resolved): held for review, learning flags.
 * ``options``: how a batch is graded (``Options``; no torch). ``judge``: one submission: starts runners
   (``worker``), decides points from their facts with a ``session`` (the trust rules for runner

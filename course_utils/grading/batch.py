@@ -17,14 +17,17 @@ from . import zygote
 from .collect import Assignment
 from .options import Options
 from .results import SubmissionResult
+from .submission import ParsedSubmission
 
 
 def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignment], options: Options,
-                done: Callable[[SubmissionResult], None]) -> None:
+                done: Callable[[SubmissionResult], None],
+                seen: Callable[[ParsedSubmission], None] | None = None) -> None:
     """Grade every ``(file, sha256)`` of ``todo`` with ``options.slots`` runners at once; ``done(row)`` per file.
 
     ``sha256`` may be "" (the judge then hashes the file itself). Rows arrive in the order they
     finish. A KeyboardInterrupt propagates after the rows already done were handed over.
+    ``seen``: handed each file's one parse (``judge.grade_submission``), from the grading threads.
     """
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
@@ -40,7 +43,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
             with lock:
                 slot = free_slots.pop()
             try:
-                row = grade_submission(path, assignments, options, slot, digest)
+                row = grade_submission(path, assignments, options, slot, digest, seen)
             finally:
                 with lock:
                     free_slots.append(slot)

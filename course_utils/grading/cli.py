@@ -12,16 +12,18 @@ a batch across machines and ``--merge`` combines their result folders.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, copies, gradescope_archive, sandbox, similarity
+from . import book_cli, gradescope_archive, sandbox, similarity, submission
 from .batch import grade_batch
-from .collect import UsageError, collect, course_version, display_name, load_assignments
+from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
 from .limits import cap_judge_memory
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .outputs import json_line, write_all
@@ -172,7 +174,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     if args.shard:
         k, n = parse_shard(args.shard)
         files = [f for i, f in enumerate(files) if i % n == k - 1]
-    assignments = load_assignments(Path(args.course))
+    assignments = load_assignments(Path(args.course), solutions=True)  # the copies flags read the solutions
     if args.assignment is not None and args.assignment not in assignments:
         raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "
                          f"{', '.join(sorted(assignments))}.")
@@ -186,6 +188,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
                   version, grading)
     root = common_root([display_name(f) for f, _ in files])
     rows, todo = _stored(files, store)
+    parsed: dict[str, submission.ParsedSubmission] = {}  # each graded file's one parse, for the similarity report
     for r in rows if args.json else []:
         print(json_line(r), flush=True)
 
@@ -199,13 +202,36 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
 
     with progress_bar(len(todo)) as bar:
         try:
-            grade_batch(todo, assignments, options, done)
+            grade_batch(todo, assignments, options, done, _keep(parsed) if args.similarity else None)
         except KeyboardInterrupt:
             write_all(Batch(list(rows), root), {"out": args.out, "feedback_dir": args.feedback_dir})
             print(f"interrupted: {len(rows)} result(s) kept; run the same command again to resume", file=sys.stderr)
             return 130
-    _write(args, targets, rows, [f for f, skipped in files if not skipped], assignments, root, store)
+    _write(args, targets, rows, [f for f, skipped in files if not skipped], assignments, root, parsed)
     return 0
+
+
+def _keep(parsed: dict[str, submission.ParsedSubmission]) -> Callable[[submission.ParsedSubmission], None]:
+    """What the grading threads call with each file's parse: kept by name (one dict store: no lock needed),
+    without the cells the similarity report does not read (its answers are what it compares)."""
+    def keep(sub: submission.ParsedSubmission) -> None:
+        parsed[sub.name] = dataclasses.replace(sub, cells=())
+    return keep
+
+
+def _parses(files: list[Path], assignments: dict, parsed: dict[str, submission.ParsedSubmission]
+            ) -> list[submission.ParsedSubmission]:
+    """Every file's parse, in the files' order: the grading run's, else (a resumed row) read now, once."""
+    out = []
+    for f in files:
+        sub = parsed.get(display_name(f))
+        if sub is None:
+            try:
+                sub = submission.read(f, assignments)
+            except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
+                continue  # the grade table already says why
+        out.append(sub)
+    return out
 
 
 def _sandbox(args: argparse.Namespace) -> sandbox.Sandbox:
@@ -231,7 +257,9 @@ def _stored(files: list[tuple[Path, str | None]], store: Store) -> tuple[list[Su
         if skipped:
             rows.append(SubmissionResult(submission=display_name(f), status=Status.SKIPPED, flags=[f"skipped: {skipped}"]))
             continue
-        digest = file_digest(f)  # the one hash of this submission: the store's key and the row's sha256
+        # the one hash of this submission: the store's key and the row's sha256; without a store, the judge
+        # hashes the bytes it reads (the file is then opened once)
+        digest = file_digest(f) if store.folder is not None else ""
         row = store.lookup(display_name(f), digest)
         if row is not None:
             rows.append(row)
@@ -243,19 +271,17 @@ def _stored(files: list[tuple[Path, str | None]], store: Store) -> tuple[list[Su
 
 
 def _write(args: argparse.Namespace, targets: dict[str, Any], rows: list[SubmissionResult], graded_files: list[Path],
-           assignments: dict, root: str, store: Store) -> None:
-    """After the batch: similarity, the copied-from-solutions flags (stored with their results), the grade book,
-    then every output."""
+           assignments: dict, root: str, parsed: dict[str, submission.ParsedSubmission]) -> None:
+    """After the batch: similarity (from the files' one parse), the grade book, then every output.
+
+    The copied-from-solutions flags are already on the rows: the judge adds them, so they were stored with them.
+    """
     pairs, written = None, None
     if args.similarity:
-        pairs, written = similarity.write(graded_files, assignments, args.similarity, args.similarity_threshold, root)
+        pairs, written = similarity.write(_parses(graded_files, assignments, parsed), assignments, args.similarity,
+                                          args.similarity_threshold, root)
         print(f"similarity: {len(pairs)} pair(s) of answers flagged; report: {written[0]} and {written[1]}",
               file=sys.stderr)
-    flags_before = [len(r.flags) for r in rows]
-    copies.mark(rows, graded_files, assignments, Path(args.course))  # flags only
-    for r, before in zip(rows, flags_before, strict=True):
-        if len(r.flags) != before:  # stored with the result, so a shard's flags reach the merge as one run's do
-            store.save(r)
     rows = book_cli.record_and_apply(args.book, rows)
     book_cli.report_roster(args.roster, rows)
     write_all(Batch(rows, root, pairs, written[0] if written else None,

@@ -13,13 +13,18 @@ import json
 import os
 import stat
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..paths import ASSIGNMENT_KEY
 from .errors import UsageError
 from .policy import learning_flags, review_reasons
 from .results import ExerciseResult, Status, SubmissionResult
+
+if TYPE_CHECKING:  # submission reads notebooks with this module; the plan only reads its fields
+    from .submission import ParsedSubmission
 
 __all__ = ["UsageError", "learning_flags", "review_reasons"]  # UsageError: its home is errors; the judge reads policy
 
@@ -48,9 +53,29 @@ class Assignment:
     name: str
     path: Path
     cells: tuple[Cell, ...]
+    solution: tuple[Cell, ...] | None = None  # its notebook's cells in solutions/ (() if none); None: not loaded
 
     def exercises(self) -> list[str]:
         return [c.nbgrader["grade_id"] for c in self.cells if c.cell_type == "code" and c.nbgrader.get("grade")]
+
+    def stubs(self) -> dict[str, str]:
+        """Answer cell id -> its source as shipped: the code cells with nbgrader's solution flag, no check's."""
+        return {c.nbgrader["grade_id"]: c.source for c in self.cells if _kind(c) == "answer"}
+
+    def answers_in(self, cells: list[Cell]) -> dict[str, str]:
+        """The one rule for which of a submission's cells are its answers (the judge, similarity and copies read it).
+
+        For each of this assignment's answer cells, in the course's order: the first of the
+        submission's cells carrying its grade_id and nbgrader's solution flag, whatever its type
+        (a cell turned into Markdown is still graded as code). A second copy of one is not an answer;
+        an answer cell missing from the submission has no entry.
+        """
+        found: dict[str, str] = {}
+        for c in cells:
+            gid = c.nbgrader["grade_id"]
+            if c.nbgrader["solution"] and gid:
+                found.setdefault(gid, c.source)
+        return {gid: found[gid] for gid in self.stubs() if gid in found}
 
 
 def checksum(source: str) -> str:
@@ -139,28 +164,52 @@ def display_name(path: Path | str) -> str:
     return "".join(out)
 
 
-def load_assignments(course: Path) -> dict[str, Assignment]:
+def load_assignments(course: Path, solutions: bool = False) -> dict[str, Assignment]:
+    """Every exercise notebook of the course by assignment name; ``solutions``: with its solution's cells too.
+
+    Only the instructors' grading run asks for the solutions (to flag copies of them: ``copies``);
+    elsewhere (Gradescope) no copy check runs.
+    """
+    solved = _solutions(course) if solutions else None
     found = {}
     for path in sorted((course / "exercises").glob("*.ipynb")):
         name, cells = parse_notebook(path.read_bytes())
         if name:
-            found[name] = Assignment(name, path, tuple(cells))
+            found[name] = Assignment(name, path, tuple(cells), None if solved is None else solved.get(name, ()))
     if not found:
         raise UsageError(f"no exercise notebooks with assignment metadata in {course / 'exercises'}; "
                          "run ./course build first.")
     return found
 
 
-def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
-    """What a stored result depends on: the exercise notebooks, all of course_utils' code and the torch version.
+def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
+    """Assignment name -> the cells of its notebook in ``solutions/`` (a notebook that does not read is left out)."""
+    found: dict[str, tuple[Cell, ...]] = {}
+    for path in sorted((course / "solutions").glob("*.ipynb")):
+        try:
+            name, cells = parse_notebook(path.read_bytes())
+        except (NotebookError, OSError):
+            continue
+        if name:
+            found[name] = tuple(cells)
+    return found
 
-    An upgrade of the grader, of a check or of torch makes every stored result stale.
+
+def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
+    """What a stored result depends on: the exercise notebooks and their solutions (the copies flags rest on
+    them; read from the course's ``solutions/`` whether loaded or not), all of course_utils' code and the torch
+    version.
+
+    An upgrade of the grader, of a check, of a solution or of torch makes every stored result stale.
     """
     from importlib import metadata
 
     h = hashlib.sha256()
     for a in assignments.values():
         h.update(a.path.read_bytes())
+    for folder in sorted({a.path.parent.parent / "solutions" for a in assignments.values()}):
+        for path in sorted(folder.glob("*.ipynb")):  # the copies flags stored with a result rest on them
+            h.update(path.read_bytes())
     for path in sorted(course_utils.rglob("*.py")):
         h.update(str(path.relative_to(course_utils)).encode() + b"\0" + path.read_bytes())
     try:
@@ -216,30 +265,47 @@ def read_submission(path: Path) -> bytes:
 
 
 # --------------------------------------------------------------------------- the cell plan
+def _kind(cell: Cell) -> str:
+    """'answer' / 'check' / 'code' / 'text': what a cell of the course's exercise notebook is."""
+    if cell.cell_type != "code":
+        return "text"
+    return "check" if cell.nbgrader.get("grade") else "answer" if cell.nbgrader.get("solution") else "code"
+
+
 def _kinds(cells) -> list[tuple[str, str | None]]:
-    """For each cell: 'answer' / 'check' / 'code' / 'text', and the exercise whose span it is in."""
+    """For each cell: its kind (``_kind``), and the exercise whose span it is in."""
     out: list[tuple[str, str | None]] = []
     pending: list[int] = []
     for cell in cells:
-        meta = cell.nbgrader if cell.cell_type == "code" else {}
-        kind = "text" if cell.cell_type != "code" else "check" if meta.get("grade") else \
-            "answer" if meta.get("solution") else "code"
+        kind = _kind(cell)
         out.append((kind, None))
         pending.append(len(out) - 1)
         if kind == "check":
             for i in pending:
-                out[i] = (out[i][0], meta["grade_id"])
+                out[i] = (out[i][0], cell.nbgrader["grade_id"])
             pending = []
     return out
 
 
-def plan(row: SubmissionResult, data: bytes, suffix: str, assignments: dict[str, Assignment],
+def ignored(cells: tuple[Cell, ...], course: Assignment, answers: Mapping[str, str]) -> list[str]:
+    """Flags for a submission's cells that are not graded: added ones, and copies of an answer cell."""
+    known = {c.nbgrader["grade_id"] for c in course.cells if c.nbgrader["grade_id"]}
+    extra = sum(1 for c in cells if c.nbgrader["grade_id"] not in known)  # no id, or one the course has not
+    flags = [f"{extra} cell(s) added by the student were ignored (only answer cells are graded)"] if extra else []
+    for gid in answers:  # a copied answer cell keeps its metadata: only the first is the answer (answers_in)
+        copies = sum(1 for c in cells if c.nbgrader["solution"] and c.nbgrader["grade_id"] == gid)
+        if copies > 1:
+            flags.append(f"answer cell {gid} appears {copies} times: the first was graded, the others ignored")
+    return flags
+
+
+def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[str, Assignment],
          expected: str | None = None) -> list[dict]:
     """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
 
     ``expected``: the assignment this batch holds (``--assignment``); a notebook of another is not graded.
     """
-    name, cells = parse_notebook(data, suffix)
+    name, cells, answers = submission.assignment, submission.cells, submission.answers
     if expected is not None and name != expected:
         row.assignment = name or ""
         raise NotebookError(Status.WRONG_ASSIGNMENT, f"wrong assignment: this notebook is {name!r}, the batch is "
@@ -249,17 +315,12 @@ def plan(row: SubmissionResult, data: bytes, suffix: str, assignments: dict[str,
                             f"{', '.join(sorted(assignments))})")
     course = assignments[name]
     row.assignment = name
-    answers: dict[str, str] = {}
-    for c in cells:
-        if c.nbgrader["solution"] and c.nbgrader["grade_id"]:
-            answers.setdefault(c.nbgrader["grade_id"], c.source)
-    if not answers:
+    # whether every solution cell was deleted (a status), not which cells are answers (that is answers_in)
+    if not any(c.nbgrader["solution"] and c.nbgrader["grade_id"] for c in cells):
         raise NotebookError(Status.NO_ANSWER_CELLS, "has no answer cells (all cells with nbgrader solution metadata "
                             "were deleted)")
     theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
-    extra = sum(1 for c in cells if not c.nbgrader["grade_id"])
-    if extra:
-        row.flags.append(f"{extra} cell(s) added by the student were ignored (only answer cells are graded)")
+    row.flags += ignored(cells, course, answers)
     out = []
     for (kind, exercise), cell in zip(_kinds(course.cells), course.cells):
         gid = cell.nbgrader["grade_id"]

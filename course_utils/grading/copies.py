@@ -8,14 +8,19 @@ Two signs, both about the answer cells only, neither changing a grade:
   when one of them is a comment of the solution: comments are never required) equal, after
   stripping indentation, to lines of the solution's answer that the exercise does not ship.
   A short standard answer (a four-line forward) never reaches it.
+
+The judge adds them to the row it returns (``judge.grade_submission``), so they are stored with
+the result in the one write of it and reach every output, a resume and ``--merge`` with it. The
+answers are the ones the judge grades (``ParsedSubmission.answers``); the solutions come with
+the assignment (``load_assignments(course, solutions=True)``).
 """
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 
 from ..release import BEGIN, END, SHIPPED
-from .collect import Assignment, NotebookError, display_name, parse_notebook, read_submission
+from .collect import Assignment
+from .submission import ParsedSubmission
 
 RUN = 8
 RUN_WITH_COMMENT = 4
@@ -40,21 +45,11 @@ def _solution_lines(source: str) -> list[str]:
     return out
 
 
-def solution_answers(course: Path, assignments: dict[str, Assignment]) -> dict[tuple[str, str], list[str]]:
-    """(assignment, answer cell id) -> the solution's answer lines that the exercise does not ship."""
-    out: dict[tuple[str, str], list[str]] = {}
-    for path in sorted((course / "solutions").glob("*.ipynb")):
-        try:
-            name, cells = parse_notebook(path.read_bytes())
-        except (NotebookError, OSError):
-            continue
-        if name not in assignments:
-            continue
-        shipped = {line for c in assignments[name].cells for line in _lines(c.source)}
-        for c in cells:
-            if c.nbgrader.get("solution"):
-                out[(name, c.nbgrader["grade_id"])] = [x for x in _solution_lines(c.source) if x not in shipped]
-    return out
+def solution_answers(assignment: Assignment) -> dict[str, list[str]]:
+    """Answer cell id -> the solution's answer lines that the exercise does not ship (``assignment.solution``)."""
+    shipped = {line for c in assignment.cells for line in _lines(c.source)}
+    return {c.nbgrader["grade_id"]: [x for x in _solution_lines(c.source) if x not in shipped]
+            for c in assignment.solution or () if c.nbgrader["solution"] and c.nbgrader["grade_id"]}
 
 
 def longest_run(answer: list[str], solution: list[str]) -> tuple[int, bool]:
@@ -64,48 +59,33 @@ def longest_run(answer: list[str], solution: list[str]) -> tuple[int, bool]:
     return match.size, any(x.startswith("#") for x in answer[match.a:match.a + match.size])
 
 
-def flags_for(cells, assignment: Assignment, solutions: dict[tuple[str, str], list[str]]) -> list[str]:
-    """The flags of one submission's cells (``assignment``: the exercise notebook it answers)."""
+def flags_for(submission: ParsedSubmission, assignment: Assignment) -> list[str]:
+    """The flags of one submission's answers (``assignment``: the exercise notebook it answers, with its solution)."""
     shipped = {line for c in assignment.cells for line in _lines(c.source)}
+    solutions = solution_answers(assignment)
     found = []
-    for c in cells:  # a submission's metadata is the student's: every field is type-checked
-        gid = c.nbgrader.get("grade_id") if isinstance(c.nbgrader, dict) else None
-        if c.nbgrader.get("solution") is not True or not isinstance(gid, str) or not isinstance(c.source, str):
-            continue
+    for gid, source in submission.answers.items():  # the answers the judge grades, by Assignment.answers_in
         exercise = gid.removesuffix("_answer")
-        marker = next((m for m in MARKERS if m in c.source), None)
+        marker = next((m for m in MARKERS if m in source), None)
         if marker:
             found.append(f"{FLAG}: the answer to {exercise} still holds the solution marker '{marker}'")
             continue
-        mine = [x for x in _lines(c.source) if x not in shipped]
-        run, comment = longest_run(mine, solutions.get((assignment.name, gid), []))
+        mine = [x for x in _lines(source) if x not in shipped]
+        run, comment = longest_run(mine, solutions.get(gid, []))
         if run >= RUN or (comment and run >= RUN_WITH_COMMENT):
             found.append(f"{FLAG}: {run} consecutive lines of the answer to {exercise} are the solution's own, "
                          "verbatim")
     return found
 
 
-def copied_from_solutions(files: list[Path], assignments: dict[str, Assignment], course: Path) -> dict[str, list[str]]:
-    """submission -> its "copied from the solutions" flags (only submissions that have one)."""
-    solutions = solution_answers(course, assignments)
-    out = {}
-    for path in files:
-        try:
-            name, cells = parse_notebook(read_submission(path), path.suffix)
-        except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
-            continue  # the grade table already says why
-        if isinstance(name, str) and name in assignments:
-            try:
-                found = flags_for(cells, assignments[name], solutions)
-            except (AttributeError, TypeError, ValueError, RecursionError, MemoryError) as exc:  # never lose the batch
-                found = [f"could not look for copies of the solutions ({type(exc).__name__}): read it yourself"]
-            if found:
-                out[display_name(path)] = found
-    return out
+def flags(submission: ParsedSubmission, assignments: dict[str, Assignment]) -> list[str]:
+    """Its "copied from the solutions" flags; never an exception.
 
-
-def mark(rows, files: list[Path], assignments: dict[str, Assignment], course: Path) -> None:
-    """Add the flags to the rows in place (never twice; points and status untouched)."""
-    found = copied_from_solutions(files, assignments, course)
-    for r in rows:
-        r.flags += [f for f in found.get(r.submission, []) if f not in r.flags]
+    [] for an unknown assignment, and where the solutions were not loaded (not the instructors' run).
+    """
+    if submission.assignment not in assignments or assignments[submission.assignment].solution is None:
+        return []
+    try:
+        return flags_for(submission, assignments[submission.assignment])
+    except (AttributeError, TypeError, ValueError, RecursionError, MemoryError) as exc:  # never lose the row
+        return [f"could not look for copies of the solutions ({type(exc).__name__}): read it yourself"]

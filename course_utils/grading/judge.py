@@ -11,18 +11,20 @@ worth (forged, duplicate, unconfirmed, late) is decided by ``session.RunnerSessi
 """
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import checks
 from ..checks.engine import make_request
 from ..status import CheckStatus
-from .collect import Assignment, NotebookError, clean, display_name, plan, read_submission
+from . import copies
+from .collect import Assignment, NotebookError, clean, display_name, plan
 from .options import Options
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
 from .session import STARTUP, RunnerSession
+from .submission import ParsedSubmission, read
 from .worker import Worker
 
 __all__ = ["Options", "Worker", "grade_submission"]  # Options: grading/options.py; Worker: one runner start (worker.py)
@@ -31,15 +33,18 @@ MAX_SUBMISSION_BYTES = 512 << 20  # from all runner starts of one submission tog
 
 
 def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0,
-                     sha256: str = "") -> SubmissionResult:
+                     sha256: str = "", seen: Callable[[ParsedSubmission], None] | None = None) -> SubmissionResult:
     """Grade one file; every failure becomes a row with a status and a reason, never an exception.
 
     ``sha256``: the digest of the file's bytes when the caller already computed it (the result store).
+    ``seen``: handed the file's one parse, when it could be read (the similarity report reads it too).
+    The "copied from the solutions" flags are the row's own, so they are stored with it in one write.
     """
     started = time.monotonic()
     row = SubmissionResult(submission=display_name(path), sha256=sha256)
+    parsed: list[ParsedSubmission] = []
     try:
-        _grade(row, path, assignments, options, slot)
+        _grade(row, path, assignments, options, slot, parsed)
     except Refused as exc:
         _zero(row, Status.REFUSED, str(exc))
     except MemoryError:
@@ -50,6 +55,10 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
               "its exercises got 0 points")
     if row.review and row.graded:
         row.status = HELD
+    for submission in parsed:
+        row.flags += copies.flags(submission, assignments)
+        if seen is not None:
+            seen(submission)
     row.seconds = round(time.monotonic() - started, 2)
     return sanitized(row)
 
@@ -77,11 +86,13 @@ def sanitized(row: SubmissionResult) -> SubmissionResult:
     return row
 
 
-def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int) -> None:
+def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int,
+           parsed: list[ParsedSubmission]) -> None:
     try:
-        data = read_submission(path)
-        row.sha256 = row.sha256 or hashlib.sha256(data).hexdigest()
-        cells = plan(row, data, path.suffix, assignments, options.assignment)
+        submission = read(path, assignments, row.sha256)  # the file's one read and one parse
+        parsed.append(submission)
+        row.sha256 = submission.sha256
+        cells = plan(row, submission, assignments, options.assignment)
         for gid, e in row.exercises.items():  # what outputs show of each exercise (a refused row's too)
             e.title, e.order = described(gid)
     except NotebookError as exc:

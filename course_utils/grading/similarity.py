@@ -6,9 +6,10 @@ Uses copydetect (winnowed fingerprints of tokenised code, Schleimer et al. 2003)
 and whitespace are dropped and every identifier becomes one placeholder, so renamed
 variables and reordered methods still match. Only answer cells are compared, and what
 the course gave everyone (the answer cell's stub and every code cell of the exercise
-notebook: copydetect's boilerplate) is removed before comparing; an answer left as the stub
-is not compared at all, and a pair sharing less than ``MIN_SPAN`` of tokenised code is never
-flagged (short standard answers look alike). Highlighting ends where the shared code ends
+notebook: copydetect's boilerplate) is removed before comparing; the answers are the ones the
+judge grades (``ParsedSubmission.answers``). An answer left as the stub is not compared at all,
+and a pair sharing less than ``MIN_SPAN`` of tokenised code is never flagged (short standard
+answers look alike). Highlighting ends where the shared code ends
 (``_raw_slices``). The report flags pairs to read; it never changes a grade. Answers copied
 from ``solutions/`` are flagged on their own row by ``copies``.
 """
@@ -18,37 +19,31 @@ import csv
 import html
 import io
 import itertools
+from collections.abc import Iterable
 from pathlib import Path
 
-from .collect import Assignment, NotebookError, UsageError, checksum, display_name, parse_notebook, read_submission
+from .collect import Assignment, UsageError, checksum
 from .reports import neutral, page
 from .results import MIN_SPAN as MIN_SPAN  # re-exported: the pairs live in the results model every output reads
 from .results import Answer, Pair
 from .store import atomic_write
+from .submission import ParsedSubmission
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
 SHOWN = 200  # flagged pairs shown side by side in the HTML report (all of them are in the CSV)
 
 
-def answers(files: list[Path], assignments: dict[str, Assignment]) -> dict[tuple[str, str], list[Answer]]:
-    """(assignment, exercise) -> the submissions' answers that differ from the course's stub."""
+def answers(submissions: Iterable[ParsedSubmission], assignments: dict[str, Assignment]
+            ) -> dict[tuple[str, str], list[Answer]]:
+    """(assignment, exercise) -> the submissions' answers (the ones the judge grades) that differ from the stub."""
     groups: dict[tuple[str, str], list[Answer]] = {}
-    for path in files:
-        try:
-            name, cells = parse_notebook(read_submission(path), path.suffix)
-        except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
-            continue  # the grade table already says why
-        if name not in assignments:
+    for sub in submissions:
+        if sub.assignment not in assignments:
             continue
-        stubs = {c.nbgrader["grade_id"]: c.source for c in assignments[name].cells if c.nbgrader["solution"]}
-        seen = set()
-        for c in cells:
-            gid = c.nbgrader["grade_id"]
-            if not c.nbgrader["solution"] or gid not in stubs or gid in seen:
-                continue
-            seen.add(gid)
-            if checksum(c.source) != checksum(stubs[gid]):
-                groups.setdefault((name, gid.removesuffix("_answer")), []).append(Answer(display_name(path), c.source))
+        stubs = assignments[sub.assignment].stubs()
+        for gid, source in sub.answers.items():
+            if checksum(source) != checksum(stubs[gid]):
+                groups.setdefault((sub.assignment, gid.removesuffix("_answer")), []).append(Answer(sub.name, source))
     return groups
 
 
@@ -142,8 +137,9 @@ def shipped_code(assignments: dict[str, Assignment]) -> dict[str, str]:
 
 
 def stubs_of(assignments: dict[str, Assignment]) -> dict[tuple[str, str], str]:
-    return {(name, c.nbgrader["grade_id"].removesuffix("_answer")): c.source for name, a in assignments.items()
-            for c in a.cells if c.nbgrader["solution"] and c.nbgrader["grade_id"]}
+    """(assignment, exercise) -> its answer cell's stub (``Assignment.stubs``)."""
+    return {(name, gid.removesuffix("_answer")): stub for name, a in assignments.items()
+            for gid, stub in a.stubs().items()}
 
 
 # --------------------------------------------------------------------------- reports
@@ -201,11 +197,11 @@ def require() -> None:
                          "pip install -r requirements-instructor.txt.") from None
 
 
-def write(files: list[Path], assignments: dict[str, Assignment], out: str, threshold: float = THRESHOLD,
-          root: str = "") -> tuple[list[Pair], list[Path]]:
+def write(submissions: Iterable[ParsedSubmission], assignments: dict[str, Assignment], out: str,
+          threshold: float = THRESHOLD, root: str = "") -> tuple[list[Pair], list[Path]]:
     """Write OUT.html and OUT.csv (OUT without its suffix); returns the flagged pairs and the files written."""
     require()
-    pairs = compare(answers(files, assignments), stubs_of(assignments), shipped_code(assignments))
+    pairs = compare(answers(submissions, assignments), stubs_of(assignments), shipped_code(assignments))
     base = Path(out).with_suffix("") if Path(out).suffix in (".html", ".csv") else Path(out)
     written = [base.with_name(base.name + ".html"), base.with_name(base.name + ".csv")]
     atomic_write(written[0], html_report(pairs, threshold, root))

@@ -95,3 +95,18 @@ def test_a_character_from_0x80_to_0xff_never_reads_like_that_byte_outside_utf8(c
     as_byte = bytes([ord(char)])
     shown = {collect.display_name(os.fsdecode(b"alice" + raw + b".ipynb")) for raw in (as_text, as_byte)}
     assert len(shown) == 2, shown
+
+
+def test_the_version_of_stored_results_covers_the_solutions(tmp_path):
+    """A stored result holds its "copied from the solutions" flags: a changed solution makes it stale (graded again,
+    refused by --merge), whether or not the solutions were loaded."""
+    for folder in ("exercises", "solutions"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "02_exercises.ipynb").write_bytes((ROOT / folder / "02_exercises.ipynb").read_bytes())
+    code = tmp_path / "course_utils"
+    code.mkdir()
+    first = collect.course_version(collect.load_assignments(tmp_path), code)
+    assert collect.course_version(collect.load_assignments(tmp_path, solutions=True), code) == first
+    solution = tmp_path / "solutions" / "02_exercises.ipynb"
+    solution.write_bytes(solution.read_bytes().replace(b"return a * b", b"return b * a"))
+    assert collect.course_version(collect.load_assignments(tmp_path), code) != first
