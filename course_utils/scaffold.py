@@ -95,6 +95,8 @@ def validate(ex: NewExercise, root: Path) -> None:
     for what, name in [("--defines", ex.cls), *[("--args", a) for a in ex.args]]:
         if not name.isidentifier() or keyword.iskeyword(name):
             raise Refused(f"{what} must be Python names (e.g. Sin, or x,y), not {name!r}.")
+    if len(set(ex.args)) != len(ex.args) or ex.cls in ex.args:
+        raise Refused(f"--args must name each argument once, and not as the class: {','.join(ex.args)} does not.")
     try:
         tree = ast.parse(ex.reference, mode="eval")
     except SyntaxError as exc:

@@ -68,6 +68,7 @@ def test_a_duplicate_id_is_refused_and_nothing_is_written(copy):
                             "letter (it names the check, its modules and the grade column), not 'Cos'."),
         (["cos", *NEW[1:5], "--reference", "torch.cos(y)"], "--reference uses y, which is neither an argument "
                                                              "(--args x) nor torch or math."),
+        (["cos", *NEW[1:], "--args", "x,x"], "--args must name each argument once, and not as the class: x,x does not."),
     ]:
         done = scaffold(copy, *argv)
         assert (done.returncode, done.stderr.strip()) == (2, f"./course new-exercise: {message}"), done.stderr
