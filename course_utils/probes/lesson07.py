@@ -3,13 +3,11 @@ exercises on differentiating twice are ``lesson07_twice``'s."""
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import BackwardCFunction, once_differentiable
+from torch.autograd.function import BackwardCFunction
 
 from .autograd_function import fn_class, materialize, tensors_on
 from .guard import Mistake, attempt, call
 from .op_recorder import recorded
-
-_ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
 
 
 def node_kind(t: object) -> str:
