@@ -74,6 +74,7 @@ def test_up_to_leaves_out_every_later_lesson_and_the_grader(graded):
     later = [f for f in files if (edition.lesson_of(f) or 0) > 9]
     assert later == [] and not (graded / "course_utils" / "capstone").exists()
     assert not (graded / "course_utils" / "kernels").exists() and not (graded / "course_utils" / "grading").exists()
+    assert not (graded / "course_utils" / "scaffold.py").exists()  # ./course new-exercise writes solutions and tests
     assert (graded / "exercises" / "09_exercises.ipynb").exists()
     assert (graded / "notebooks" / "09_numerics_memory_surgery.ipynb").exists()
     assert "class RMSNorm" not in "".join(p.read_text(errors="replace") for p in (graded / "course_utils").rglob("*.py")

@@ -7,7 +7,8 @@ points in a process that never runs student code (``engine``).
 
 ``cells`` reads which cells ran in a Jupyter kernel (``probes.cells`` records them), so a check never
 grades stale code.
-One module per lesson's exercises (``lessonNN``), collected by ``registry``; custom-Function
+One module per lesson's exercises (``lessonNN``, split by topic as ``lessonNN_topic``), collected by ``registry``, which
+pairs each stage with its probe by name (``probes/<the same module>.py``); custom-Function
 exercises are built with ``autograd_function``; ``MISTAKES`` is the catalogue of recognised
 mistakes.
 """

@@ -393,13 +393,13 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
                       needs_input_grad_points: float = 0) -> Exercise:
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
-              judge=lambda req, f: judge_forward(spec, req, f)),
+              probe="forward", judge=lambda req, f: judge_forward(spec, req, f)),
         Stage(name=spec.backward_name or "backward matches PyTorch's gradients (several shapes, float32/float64"
               + (", gradcheck)" if spec.gradcheck_args else ")"), points=backward_points,
-              judge=lambda req, f: judge_backward(spec, req, f)),
+              probe="backward", judge=lambda req, f: judge_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
-                            judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+                            probe="needs_input_grad", judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
     return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages),
                     request=lambda seed: request(spec, seed))

@@ -5,8 +5,10 @@ An exercise is a list of stages worth points. Each stage has two halves:
 * ``probe(namespace, request)`` runs *beside the student's code* (in the notebook, or in the
   grader's sandboxed runner). It calls the student's code on inputs from ``request`` and
   returns plain data: tensors, numbers, strings, lists, dicts. It decides nothing. Probes
-  live in ``course_utils.probes`` (``PROBES[grade_id]``), the only part of the course the
-  grader's sandbox holds: nothing there computes a reference or knows an expected value.
+  live in ``course_utils.probes`` (``PROBES[grade_id][name]``), the only part of the course the
+  grader's sandbox holds: nothing there computes a reference or knows an expected value. A
+  stage names its probe (``Stage(probe="forward")``); the registry refuses a name that pairs
+  with no probe, and a probe no stage names.
 * ``judge(request, facts)`` runs *apart from the student's code* (in the notebook after the
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
@@ -89,22 +91,20 @@ PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FA
 Result = ExerciseResult  # the checks' name for the one results model (``course_utils.exercise_result``)
 
 
-Probe = Callable[[Mapping[str, object], dict], object]
 Judge = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
 
 
 @dataclass(frozen=True, kw_only=True)
 class Stage:
-    """One part of an exercise worth ``points``: its judge; its probe is declared once, in ``probes.PROBES``.
+    """One part of an exercise worth ``points``: its judge, and the name of its probe in ``probes.PROBES[grade_id]``.
 
-    ``probe`` is kept for modules written before that rule and unused by the engine: when given,
-    it must be the probe ``probes.PROBES[grade_id]`` lists at this stage's place (tests/probes).
+    Pairing is by that name, never by position: either side may be reordered (``registry.pair``).
     """
 
     name: str
     points: float
+    probe: str
     judge: Judge
-    probe: Probe | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,9 +120,9 @@ class Exercise:
         return sum(s.points for s in self.stages)
 
     @property
-    def probes(self) -> tuple[Probe, ...]:
-        """The stages' probes, in order: what runs beside the student's code (``probes.PROBES``)."""
-        return probes.PROBES[self.grade_id]
+    def probe_names(self) -> tuple[str, ...]:
+        """The stages' probe names, in the stages' order: what the judge asks to run beside the student's code."""
+        return tuple(s.probe for s in self.stages)
 
 
 def unwrap(facts: object) -> dict:
@@ -137,7 +137,7 @@ def unwrap(facts: object) -> dict:
 # --------------------------------------------------------------------------- the two halves
 def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_limit: float = TIME_LIMIT) -> dict:
     """Run every stage's probe beside the student's code (``course_utils.probes.run``); never raises for student errors."""
-    return probes.run(ex.grade_id, namespace, request, time_limit)
+    return probes.run(ex.grade_id, ex.probe_names, namespace, request, time_limit)
 
 
 def make_request(ex: Exercise, seed: int) -> dict:

@@ -161,8 +161,9 @@ def _judge_efficiency(req, facts):
 
 
 SCALAR_ENGINE = Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
-    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, judge=_judge_api),
-    Stage(name="backward matches torch.autograd, shared nodes included", points=2, judge=_judge_backward),
-    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, judge=_judge_efficiency),
+    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe="api", judge=_judge_api),
+    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe="backward", judge=_judge_backward),
+    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, probe="efficiency",
+          judge=_judge_efficiency),
 ), request=_request)
 EXERCISES = [SCALAR_ENGINE]

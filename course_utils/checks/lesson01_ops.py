@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..probes.lesson01 import OPS_API, OPS_EXPRESSIONS
+from ..probes.lesson01_ops import OPS_API, OPS_EXPRESSIONS
 from .engine import Exercise, Mistake, Stage, catalogue, unwrap
 from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
 
@@ -117,7 +117,8 @@ def _judge_backward(req, facts):
 
 
 SCALAR_OPS = Exercise(grade_id=GID, title="More Scalar operations", names=("Scalar",), stages=(
-    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, judge=_judge_api),
-    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, judge=_judge_backward),
+    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe="api", judge=_judge_api),
+    Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe="backward",
+          judge=_judge_backward),
 ), request=_request)
 EXERCISES = [SCALAR_OPS]

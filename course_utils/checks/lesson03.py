@@ -76,6 +76,6 @@ SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",),
                        describe="torch.sigmoid(x)",
                        diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
 _SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
-                      judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
+                      probe="saved", judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
 _sigmoid = function_exercise(spec=SIGMOID, title="Sigmoid", forward_points=1, backward_points=1)
 EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))

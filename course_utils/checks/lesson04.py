@@ -224,9 +224,9 @@ def _module_request(seed: int) -> dict:
 
 
 LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
-    Stage(name="parameters, shapes and extra_repr", points=1, judge=_judge_structure),
-    Stage(name="initialised like nn.Linear", points=1, judge=_judge_init),
-    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, judge=_judge_forward),
+    Stage(name="parameters, shapes and extra_repr", points=1, probe="structure", judge=_judge_structure),
+    Stage(name="initialised like nn.Linear", points=1, probe="init", judge=_judge_init),
+    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe="forward", judge=_judge_forward),
 ), request=_module_request)
 
 def _linear_exercise() -> Exercise:
@@ -369,7 +369,7 @@ def _linear_nd_exercise() -> Exercise:
                                                  needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
-                    judge=_judge_permuted), needs)
+                    probe="permuted", judge=_judge_permuted), needs)
     return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages, request=_nd_request)
 
 

@@ -195,7 +195,7 @@ def _judge_no_one_hot(req: dict, facts: dict) -> None:
 def _embedding_exercise() -> Exercise:
     base = function_exercise(spec=EMBEDDING, title="EmbeddingFunction", forward_points=1, backward_points=1)
     no_one_hot = Stage(name="backward sums rows with index_add_/scatter_add_: no one-hot matrix", points=1,
-                       judge=_judge_no_one_hot)
+                       probe="backward_ops", judge=_judge_no_one_hot)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

@@ -177,5 +177,5 @@ def _judge_gradient_test(req: dict, facts: dict) -> None:
 
 EXERCISES.append(Exercise(grade_id="gradient_test", title="backward_is_correct", names=("backward_is_correct",), stages=(
     Stage(name="returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
-          points=4, judge=_judge_gradient_test),
+          points=4, probe="verdicts", judge=_judge_gradient_test),
 ), request=_gradient_test_request))

@@ -146,11 +146,11 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
 
 
 RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
-    Stage(name="modifies x in place, marks it dirty and returns it", points=1, judge=_judge_relu_forward),
+    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe="forward", judge=_judge_relu_forward),
     Stage(name="gradients match torch.relu (zeros included, float32/float64, non-contiguous)", points=1,
-          judge=_judge_relu_backward),
+          probe="backward", judge=_judge_relu_backward),
     Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
-          judge=_judge_relu_guards),
+          probe="guards", judge=_judge_relu_guards),
 ), request=_relu_request)
 
 
@@ -257,11 +257,11 @@ def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
 
 
 CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
-    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, judge=_judge_clamp_forward),
+    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe="forward", judge=_judge_clamp_forward),
     Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
-          judge=_judge_clamp_backward),
+          probe="backward", judge=_judge_clamp_backward),
     Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
-          judge=_judge_clamp_mask_flag),
+          probe="forward", judge=_judge_clamp_mask_flag),
 ), request=_clamp_request)
 
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]

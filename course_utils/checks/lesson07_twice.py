@@ -95,7 +95,7 @@ def _judge_tanh_twice(req: dict, facts: dict) -> None:
 _TANH_STAGES = function_exercise(spec=TANH, title="Tanh", forward_points=1, backward_points=1).stages
 TANH_TWICE = Exercise(grade_id="tanh_twice", title="Tanh, twice differentiable", names=("Tanh",), stages=_TANH_STAGES + (
     Stage(name="differentiable twice: second derivative, gradgradcheck and hessian match torch.tanh", points=2,
-          judge=_judge_tanh_twice),
+          probe="twice", judge=_judge_tanh_twice),
 ), request=_tanh_request)
 
 EXERCISES = [TANH_TWICE]
@@ -160,7 +160,7 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
 
 def _normalize_exercise() -> Exercise:
     forward, backward = function_exercise(spec=NORMALIZE, title="Normalize", forward_points=1, backward_points=1).stages
-    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, judge=_judge_gradgrad)
+    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe="gradgrad", judge=_judge_gradgrad)
 
     def req(seed: int) -> dict:
         return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from ..probes import lesson08 as probes
 from .autograd_function import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
@@ -246,15 +245,13 @@ def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tenso
 
 FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
     Stage(name="forward(x) + setup_context: stable values match torch.softmax (any rank)", points=1,
-          probe=probes.softmax_eager, judge=_judge_eager),
+          probe="eager", judge=_judge_eager),
     Stage(name="backward: .backward() matches torch.softmax's gradient, as a vector-Jacobian product (no Jacobian "
-          "formed for a (64, 512) input)", points=1, probe=probes.softmax_backward, judge=_judge_backward),
+          "formed for a (64, 512) input)", points=1, probe="backward", judge=_judge_backward),
     Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
-          probe=probes.softmax_func,
-          judge=_judge_func),
+          probe="func", judge=_judge_func),
     Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", points=1,
-          probe=probes.softmax_forward,
-          judge=_judge_forward_mode),
+          probe="forward_mode", judge=_judge_forward_mode),
 ), request=_request)
 
 EXERCISES = [FUNC_SOFTMAX]

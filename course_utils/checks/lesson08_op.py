@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..probes import lesson08 as probes
-from ..probes.lesson08 import OP_NAME
+from ..probes.lesson08_op import OP_NAME
 from .autograd_function import autograd_flags, close, grad_output, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .lesson08 import _value
@@ -188,12 +187,11 @@ def _judge_op_compile(req: dict, facts: dict) -> None:
 ROW_NORM_OP = Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
     Stage(name=f"{OP_NAME} is a custom op whose kernel computes the norm of each row in NumPy (1-D to 3-D, "
           "float32/float64)", points=1,
-          probe=probes.op_values, judge=_judge_op_values),
-    Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe=probes.op_fake,
-          judge=_judge_op_fake),
+          probe="values", judge=_judge_op_values),
+    Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe="fake", judge=_judge_op_fake),
     Stage(name="register_autograd: gradients match vector_norm (0 for a zero row), gradcheck, opcheck with grad", points=1,
-          probe=probes.op_autograd, judge=_judge_op_autograd),
-    Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe=probes.op_compile,
+          probe="autograd", judge=_judge_op_autograd),
+    Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe="compile",
           judge=_judge_op_compile),
 ), request=_op_request)
 

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import torch
 
-from ..probes import lesson09 as probes
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -144,7 +143,7 @@ def _judge_wide(req: dict, facts: dict) -> None:
 def _log1mexp_exercise() -> Exercise:
     base = function_exercise(spec=LOG1MEXP, title="Log1mExp", forward_points=1, backward_points=1)
     wide = Stage(name="accurate and finite from x = 1e-30 to 1e4 (float64) and 80 (float32), values and gradients", points=1,
-                 probe=probes.wide, judge=_judge_wide)
+                 probe="wide", judge=_judge_wide)
 
     def req(seed: int) -> dict:
         return dict(request(LOG1MEXP, seed), wide=_wide_grid(seed))
@@ -289,8 +288,8 @@ def _judge_uses_saved(req: dict, facts: dict) -> None:
 def _lambert_exercise() -> Exercise:
     forward, backward = function_exercise(spec=LAMBERT, title="LambertW", forward_points=1, backward_points=1).stages
     kept = Stage(name="keeps the same for backward however many iterations forward takes, and records none", points=1,
-                 probe=probes.kept, judge=_judge_kept)
-    saved = Stage(name="backward uses the W saved in forward (it does not iterate again)", points=1, probe=probes.uses_saved,
+                 probe="kept", judge=_judge_kept)
+    saved = Stage(name="backward uses the W saved in forward (it does not iterate again)", points=1, probe="uses_saved",
                   judge=_judge_uses_saved)
 
     def req(seed: int) -> dict:
@@ -300,7 +299,7 @@ def _lambert_exercise() -> Exercise:
                     many=10 ** (290 + 10 * torch.rand(64, generator=gen, dtype=torch.float64)),
                     perturb_x=0.5 + 5 * torch.rand(8, generator=gen, dtype=torch.float64))
     forward = replace(forward, name="forward matches W(x) to 1e-12 (float64) on [0, 1e300] and 1e-5 (float32) "
-                      "on [0, 1e30]", probe=probes.forward_and_wide, judge=_judge_lambert_forward)
+                      "on [0, 1e30]", probe="forward_and_wide", judge=_judge_lambert_forward)
     backward = replace(backward, name="backward: the implicit-function derivative, finite on the whole domain "
                        "(x = 0 included), several shapes and dtypes, gradcheck on [0.01, 100]",
                        judge=_judge_lambert_backward)

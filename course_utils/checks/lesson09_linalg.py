@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import torch
 
-from ..probes import lesson09 as probes
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -99,7 +98,7 @@ def _judge_saved(req: dict, facts: dict) -> None:
 def _rmsnorm_exercise() -> Exercise:
     base = function_exercise(spec=RMSNORM, title="RMSNorm", forward_points=1, backward_points=1, needs_input_grad_points=1)
     saved = Stage(name="saves only x, weight and one value per row (rstd); backward is its own VJP", points=1,
-                  probe=probes.saved_sizes, judge=_judge_saved)
+                  probe="saved_sizes", judge=_judge_saved)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
@@ -241,7 +240,7 @@ def _solve_exercise() -> Exercise:
     forward = replace(base.stages[0], judge=_judge_solve_forward)
     ops = Stage(name="factorises once: LU in forward; backward solves with the factors forward saved (its gradient "
                 "follows them when they change) and runs no factorisation, inverse or solver of its own", points=1,
-                probe=probes.solve_ops_and_factors, judge=_judge_ops)
+                probe="ops_and_factors", judge=_judge_ops)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

@@ -239,12 +239,12 @@ def _judge_backward(req: dict, facts: dict) -> list[str]:
 def _exercise() -> Exercise:
     base = function_exercise(spec=SPEC, title="SwiGLU in Triton", forward_points=1, backward_points=2)
     forward, backward = base.stages
-    forward = Stage(name=forward.name, points=forward.points, judge=_judge_forward)
+    forward = Stage(name=forward.name, points=forward.points, probe="forward", judge=_judge_forward)
     kernels = Stage(name="forward and backward compute in Triton kernels (backward's kernel computes the gradient "
                          "from x and grad_output)",
-                    points=1, judge=_judge_kernels)
+                    points=1, probe="kernel_use", judge=_judge_kernels)
     backward = Stage(name=backward.name.replace("gradcheck", "an expanded grad_output, gradcheck"), points=backward.points,
-                     judge=_judge_backward)
+                     probe="backward_and_expanded", judge=_judge_backward)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..probes import lesson11 as probes
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -264,7 +263,7 @@ def _exercise() -> Exercise:
     memory = Stage(name="holds only a few slices of logits at once, following `chunk` (elements allocated over "
                    "forward + backward, at two slice sizes), logits from torch matrix products, backward without "
                    "autograd",
-                   points=1, probe=probes.memory, judge=_judge_memory)
+                   points=1, probe="memory", judge=_judge_memory)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

@@ -121,7 +121,8 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
         remaining = session.todo()
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(session.broken),
                "time_limit": options.timeout, "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
-               "requests": {g: public(requests[g]) for g in remaining}}
+               "requests": {g: public(requests[g]) for g in remaining},
+               "probes": {g: list(checks.EXERCISES[g].probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)
         outcome = worker.wait(session.start(worker.started), session.on_message)
         session.counts.bytes += worker.bytes

@@ -262,7 +262,7 @@ def run_job() -> None:
             send(kind="begin", exercise=exercise)
         if cell["kind"] == "check":
             if exercise in grade:
-                facts = probes.run(exercise, ns, job["requests"][exercise], job["time_limit"])
+                facts = probes.run(exercise, job["probes"][exercise], ns, job["requests"][exercise], job["time_limit"])
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
             notes, capture = [], CappedText(CAPTURE_LIMIT)

@@ -143,5 +143,5 @@ def needs_input_grad(ns, req: dict) -> dict:
     return {"every": out[0], "patterns": out[1:]}
 
 
-STAGES = (forward, backward)  # a Function exercise's first two stages
-WITH_NEEDS_INPUT_GRAD = (forward, backward, needs_input_grad)
+STAGES = {"forward": forward, "backward": backward}  # a Function exercise's first two stages, by name
+WITH_NEEDS_INPUT_GRAD = {**STAGES, "needs_input_grad": needs_input_grad}

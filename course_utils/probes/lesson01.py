@@ -1,4 +1,4 @@
-"""Lesson 01 probes: the student's ``Scalar`` engine (``scalar_engine``) and its new operations (``scalar_ops``).
+"""Lesson 01 probes: the student's ``Scalar`` engine (``scalar_engine``; its new operations: ``lesson01_ops``).
 
 Each probe builds expressions with the student's ``Scalar`` and reports ``.data`` and the
 inputs' ``.grad``; the expected values live with the judge. The efficiency probe counts
@@ -47,44 +47,6 @@ ENGINE_EXPRESSIONS: list[tuple[str, Callable]] = [  # (label, build(values, sin,
     ("s = x*y + 1; s * s + 2 exp(s) (shared sub-expression)",
      lambda v, sin, exp: (lambda s: s * s + exp(s) * 2)(v[0] * v[1] + 1)),
     ("a deep chain with shared nodes", _deep_chain),
-]
-
-
-def _shared(v):
-    s = v[0] / v[1]
-    return s ** 2 + s.tanh() * s.exp() / s
-
-
-def _deep(v):
-    q = 1 / (v[0] ** 2 + 1)
-    t = (q * v[1]).tanh()
-    return t / q + t ** 3 + (-2) / (t.exp() + q)
-
-
-OPS_API: list[tuple[str, Callable]] = [
-    ("Scalar(6) / Scalar(3)", lambda S: S(6.0) / S(3.0)),
-    ("Scalar(6) / 4", lambda S: S(6.0) / 4),
-    ("3 / Scalar(2)", lambda S: 3 / S(2.0)),
-    ("Scalar(2) ** 3", lambda S: S(2.0) ** 3),
-    ("Scalar(4) ** 0.5", lambda S: S(4.0) ** 0.5),
-    ("Scalar(0.5).exp()", lambda S: S(0.5).exp()),
-    ("Scalar(0.5).tanh()", lambda S: S(0.5).tanh()),
-    ("Scalar(800).tanh()", lambda S: S(800.0).tanh()),
-    ("Scalar(-800).tanh()", lambda S: S(-800.0).tanh()),
-]
-OPS_EXPRESSIONS: list[tuple[str, Callable]] = [  # (label, build(values)): with Scalars or tensors
-    ("x / y", lambda v: v[0] / v[1]),
-    ("x / 4", lambda v: v[0] / 4),
-    ("2 / x", lambda v: 2 / v[0]),
-    ("x ** 3", lambda v: v[0] ** 3),
-    ("x ** 0.5", lambda v: v[0] ** 0.5),
-    ("x ** 3", lambda v: v[0] ** 3),
-    ("x ** 2", lambda v: v[0] ** 2),
-    ("x.exp()", lambda v: v[0].exp()),
-    ("x.tanh()", lambda v: v[0].tanh()),
-    ("x / x (x used twice)", lambda v: v[0] / v[0]),
-    ("s = x / y; s ** 2 + s.tanh() * s.exp() / s (shared sub-expression)", _shared),
-    ("a deep chain of /, **, exp and tanh with shared nodes", _deep),
 ]
 
 
@@ -201,12 +163,4 @@ def engine_efficiency(ns, req):
     return facts
 
 
-def ops_api(ns, req):
-    return probe_values(ns, OPS_API, "scalar_ops")
-
-
-def ops_backward(ns, req):
-    return {"probes": probe_grads(ns, OPS_EXPRESSIONS, req["inputs"], "scalar_ops")}
-
-
-PROBES = {"scalar_engine": (engine_api, engine_backward, engine_efficiency), "scalar_ops": (ops_api, ops_backward)}
+PROBES = {"scalar_engine": {"api": engine_api, "backward": engine_backward, "efficiency": engine_efficiency}}

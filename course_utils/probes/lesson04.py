@@ -95,6 +95,6 @@ def nd_permuted(ns, req: dict) -> dict:
 
 PROBES = {
     "linear_function": f.WITH_NEEDS_INPUT_GRAD,
-    "linear_module": (module_structure, module_init, module_forward),
-    "linear_nd": (f.forward, f.backward, nd_permuted, f.needs_input_grad),
+    "linear_module": {"structure": module_structure, "init": module_init, "forward": module_forward},
+    "linear_nd": {**f.WITH_NEEDS_INPUT_GRAD, "permuted": nd_permuted},
 }

@@ -3,4 +3,4 @@ backward); the embedding's backward is also watched for the size of what it allo
 from . import autograd_function as f
 from .recorded_ops import backward_ops
 
-PROBES = {"killhead": f.STAGES, "clip_grad": f.STAGES, "embedding": f.STAGES + (backward_ops,)}
+PROBES = {"killhead": f.STAGES, "clip_grad": f.STAGES, "embedding": {**f.STAGES, "backward_ops": backward_ops}}

@@ -48,4 +48,4 @@ def verdicts(ns, req: dict) -> dict:
     return {"verdicts": out}
 
 
-PROBES = {"abs_prod": f.STAGES, "maximum": f.STAGES, "gradient_test": (verdicts,)}
+PROBES = {"abs_prod": f.STAGES, "maximum": f.STAGES, "gradient_test": {"verdicts": verdicts}}

@@ -1,16 +1,13 @@
-"""Lesson 07 probes: ``ReluInplace`` (mark_dirty), ``ClampWithMask`` (mark_non_differentiable) and ``Tanh``
-differentiated twice."""
+"""Lesson 07 probes: ``ReluInplace`` (mark_dirty) and ``ClampWithMask`` (mark_non_differentiable); the
+exercises on differentiating twice are ``lesson07_twice``'s."""
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import BackwardCFunction, once_differentiable
+from torch.autograd.function import BackwardCFunction
 
-from . import autograd_function as f
 from .autograd_function import fn_class, materialize, tensors_on
 from .guard import Mistake, attempt, call
 from .op_recorder import recorded
-
-_ONCE_CODE = once_differentiable(lambda ctx, g: g).__code__  # every @once_differentiable wrapper shares it
 
 
 def node_kind(t: object) -> str:
@@ -122,52 +119,7 @@ def clamp_backward(ns, req: dict) -> dict:
     return _each(req, one)
 
 
-# --------------------------------------------------------------------------- tanh_twice
-def _saved_kind(t: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> str:
-    for name, ref in (("input", x), ("output", y)):
-        if t.data_ptr() == ref.data_ptr() and t.shape == ref.shape:
-            return name
-    return "other"
-
-
-def tanh_twice(ns, req: dict) -> dict:
-    cls = fn_class(ns, "tanh_twice", "Tanh")
-    d = req["twice"]
-    facts: dict = {"once": getattr(cls.backward, "__code__", None) is _ONCE_CODE}
-    x = materialize(d["x"])
-    y = call("Tanh.apply", cls.apply, x)
-    if node_kind(y) != "custom":
-        return dict(facts, node=node_kind(y))
-    facts.update(node="custom", ctx=ctx_tensor_names(y),
-                 saved=[_saved_kind(t, x, y) for t in call("ctx.saved_tensors", lambda: y.grad_fn.saved_tensors)])
-
-    def second():
-        (first,) = call("Tanh.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
-        if not first.requires_grad:
-            return {"first_requires_grad": False, "second": None}
-        (sec,) = call("differentiating Tanh.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
-        return {"first_requires_grad": True, "second": sec}
-    facts["second"] = attempt(second)
-    facts["gradgradcheck"] = attempt(lambda: {"ok": bool(call(
-        "gradgradcheck(Tanh.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
-        raise_exception=False))})
-    facts["hessian"] = attempt(lambda: {"h": call(
-        "torch.autograd.functional.hessian", torch.autograd.functional.hessian,
-        lambda t: cls.apply(t).sum(), materialize(d["hessian"]))})
-    return facts
-
-
-def gradgrad(ns, req: dict) -> dict:
-    """float64 gradgradcheck of the Function on ``req["gradgrad"]``."""
-    cls = f.function_class(ns, req)
-    x = materialize(req["gradgrad"])
-    return attempt(lambda: {"ok": bool(call(f"gradgradcheck({req['cls']}.apply)", torch.autograd.gradgradcheck,
-                                            cls.apply, (x,), raise_exception=False))})
-
-
 PROBES = {
-    "normalize_fix": f.STAGES + (gradgrad,),
-    "relu_inplace": (relu_forward, relu_backward, relu_guards),
-    "clamp_with_mask": (clamp_forward, clamp_backward, clamp_forward),
-    "tanh_twice": f.STAGES + (tanh_twice,),
+    "relu_inplace": {"forward": relu_forward, "backward": relu_backward, "guards": relu_guards},
+    "clamp_with_mask": {"forward": clamp_forward, "backward": clamp_backward},
 }

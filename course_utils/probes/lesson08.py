@@ -1,4 +1,4 @@
-"""Lesson 08 probes: ``FuncSoftmax`` under torch.func and forward mode, and the ``row_norm`` custom op.
+"""Lesson 08 probes: ``FuncSoftmax`` under torch.func and forward mode (the ``row_norm`` custom op: ``lesson08_op``).
 
 Each probe runs the student's code under one transform at a time and reports the value
 or the error text (``outcome``). One hazard is handled here: a ``jvp`` that returns the
@@ -16,11 +16,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from .autograd_function import fn_class, tensors_on
-from .guard import NotAttempted, attempt, call, lookup, where
+from .guard import NotAttempted, attempt, call, where
 from .recorded_ops import recorded
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
-OP_NAME = "exercises::row_norm"
 
 
 def _text(exc: BaseException) -> str:
@@ -166,110 +165,5 @@ def softmax_forward(ns, req: dict) -> dict:
     return facts
 
 
-# --------------------------------------------------------------------------- row_norm_op
-def _op(ns) -> Any:
-    """The student's ``row_norm``; a stub still in its kernel makes every stage "not attempted" at once."""
-    obj = lookup(ns, "row_norm", "row_norm_op")
-    if callable(obj):
-        outcome("row_norm(x)", lambda: obj(torch.ones(2, 3, device="cpu")))
-    return obj
-
-
-def op_values(ns, req: dict) -> dict:
-    from torch._library.custom_ops import OPDEFS, CustomOpDef
-
-    obj = _op(ns)
-    is_op = isinstance(obj, CustomOpDef)
-    facts = {"type": type(obj).__name__, "is_custom_op": is_op, "name": str(obj._qualname) if is_op else None,
-             "current": OPDEFS.get(OP_NAME) is obj, "values": [], "via_ops": None}
-    if callable(obj):
-        facts["values"] = [{k: detached(v) for k, v in outcome("row_norm(x)", lambda x=x: obj(x.clone())).items()}
-                           for x in req["xs"]]
-    if facts["current"]:
-        facts["via_ops"] = {k: detached(v) for k, v in outcome(
-            "torch.ops.exercises.row_norm(x)", lambda: torch.ops.exercises.row_norm(req["xs"][0].clone())).items()}
-    if is_op:
-        facts["kernel_ops"] = _kernel_ops(obj, req["xs"][0])
-    return facts
-
-
-def _kernel_ops(obj: Any, x: torch.Tensor) -> object:
-    """The ATen ops the op's own CPU kernel (the decorated function, or one registered for the CPU) runs on ``x``,
-    called directly so that they are seen (through the operator they would hide behind it); None if unknown."""
-    kernels = getattr(obj, "_backend_fns", None)
-    kernel = (kernels.get("cpu") or kernels.get(None)) if isinstance(kernels, dict) else None
-    kernel = kernel or getattr(obj, "_init_fn", None)
-    if not callable(kernel):
-        return None
-    def ops() -> list[str]:
-        with torch.device(x.device):  # as the dispatcher runs it: a default device set elsewhere does not apply
-            return [op for op, _ in recorded("row_norm", kernel, x.clone())[1]]
-    record = outcome("row_norm's kernel", ops)
-    return record.get("value")
-
-
-def op_fake(ns, req: dict) -> dict:
-    obj = _op(ns)
-    return {"opcheck": [outcome("the fake implementation", lambda x=x: torch.library.opcheck(obj, (x.clone(),)))
-                        for x in req["xs"]]}
-
-
-def op_autograd(ns, req: dict) -> dict:
-    obj = _op(ns)
-    facts: dict = {"cases": [], "gradcheck": None, "opcheck": None}
-    for x, g in zip(req["xs"], req["gs"]):
-        xi = x.clone().requires_grad_()
-        out = outcome("row_norm(x)", lambda xi=xi: obj(xi))
-        direct = outcome("the backward of row_norm", lambda out=out, g=g: _autograd_ops(out["value"], g)) \
-            if "value" in out else out
-        back = outcome("the backward of row_norm", lambda out=out, g=g: out["value"].backward(g)) \
-            if "value" in direct else direct
-        facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad),
-                               "autograd_ops": direct.get("value", 0)})
-        if "value" not in back:
-            return facts  # the judge stops at a failed backward: spare the slower checks
-    facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
-        obj, (req["gc"].clone().requires_grad_(),)))
-    facts["opcheck"] = [outcome("torch.library.opcheck", lambda x=x: torch.library.opcheck(
-        obj, (x.clone().requires_grad_(),))) for x in req["xs"]]
-    return facts
-
-
-def _autograd_ops(y: object, g: torch.Tensor) -> int:
-    """How many ops the registered backward runs through autograd, called directly on ``y``'s node under
-    no_grad (the engine, which .backward() ran it in, would hide a nested autograd call)."""
-    node = getattr(y, "grad_fn", None)
-    if node is None:
-        return 0
-    with torch.no_grad():
-        return recorded("the backward of row_norm", node.apply, g)[2]
-
-
-def _compile_run(obj: Callable, x: torch.Tensor) -> dict:
-    from torch._dynamo.backends.registry import lookup_backend
-
-    aot_eager = lookup_backend("aot_eager")  # no code generation: cheap, and no compiler needed
-    graphs: list[list[str]] = []
-
-    def recording_backend(gm, example_inputs):
-        graphs.append(sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}))
-        return aot_eager(gm, example_inputs)
-
-    torch._dynamo.reset()
-    try:
-        compiled = torch.compile(lambda t: obj(t * 2).pow(2).sum(), backend=recording_backend, fullgraph=True)
-        xc = x.clone().requires_grad_()
-        out = compiled(xc)
-        out.backward()
-        return {"out": out.detach(), "grad": detached(xc.grad), "graphs": graphs}
-    finally:
-        torch._dynamo.reset()  # keep no compiled code that refers to the student's objects
-
-
-def op_compile(ns, req: dict) -> dict:
-    obj = _op(ns)
-    return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
-
-
-PROBES = {"func_softmax": (softmax_eager, softmax_backward, softmax_func, softmax_forward),
-          "row_norm_op": (op_values, op_fake, op_autograd, op_compile)}
+PROBES = {"func_softmax": {"eager": softmax_eager, "backward": softmax_backward, "func": softmax_func,
+                          "forward_mode": softmax_forward}}

@@ -188,5 +188,5 @@ def backward_and_expanded(ns, req: dict) -> dict:
     return facts
 
 
-PROBES = {"triton_swiglu": (on_kernel_device(f.forward), on_kernel_device(kernel_use),
-                            on_kernel_device(backward_and_expanded))}
+PROBES = {"triton_swiglu": {"forward": on_kernel_device(f.forward), "kernel_use": on_kernel_device(kernel_use),
+                            "backward_and_expanded": on_kernel_device(backward_and_expanded)}}

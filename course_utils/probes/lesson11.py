@@ -167,4 +167,4 @@ def memory(ns, req: dict) -> dict:
     return {"cases": out}
 
 
-PROBES = {"vocab_chunked_ce": (f.forward, f.backward, memory)}
+PROBES = {"vocab_chunked_ce": {**f.STAGES, "memory": memory}}

@@ -225,10 +225,12 @@ def test_every_points_heading_matches_what_the_check_awards():
 
 
 def test_every_lesson_module_of_checks_has_its_test_module():
-    """Tests mirror the modules: checks/lessonNN*.py is tested in tests/checks/test_lessonNN.py."""
+    """Tests mirror the modules: checks/lessonNN*.py is tested in tests/checks/test_lessonNN.py, or in a test module of
+    its own name (test_lessonNN_ID.py, as ./course new-exercise writes)."""
     here = ROOT / "tests" / "checks"
     for module in checks.LESSON_MODULES:
-        assert (here / f"test_{module[:8]}.py").exists(), f"no tests/checks/test_{module[:8]}.py for checks/{module}.py"
+        assert (here / f"test_{module}.py").exists() or (here / f"test_{module[:8]}.py").exists(), \
+            f"no tests/checks/test_{module[:8]}.py for checks/{module}.py"
 
 
 # --------------------------------------------------------------------------- one structured result

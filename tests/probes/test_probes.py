@@ -31,9 +31,69 @@ def test_probes_import_nothing_of_the_checks():
 
 def test_every_exercise_runs_exactly_its_registered_probes():
     assert set(probes.PROBES) == set(checks.EXERCISES)
-    for gid, ex in checks.EXERCISES.items():  # a probe is declared once: a stage names none, or the same one
-        assert ex.probes == probes.PROBES[gid] and len(ex.stages) == len(ex.probes), gid
-        assert all(s.probe is None or s.probe is p for s, p in zip(ex.stages, ex.probes)), gid
+    for gid, ex in checks.EXERCISES.items():  # stages and probes pair one to one by name
+        assert set(ex.probe_names) == set(probes.PROBES[gid]), gid
+
+
+def test_probe_modules_mirror_the_check_modules():
+    """probes/X.py holds the probes of exactly the exercises of checks/X.py (no "as in checks" that is false)."""
+    import importlib
+
+    assert probes.MODULES == checks.LESSON_MODULES
+    for module in checks.LESSON_MODULES:
+        ids = [ex.grade_id for ex in importlib.import_module(f"course_utils.checks.{module}").EXERCISES]
+        assert sorted(importlib.import_module(f"course_utils.probes.{module}").PROBES) == sorted(ids), module
+
+
+def _mul_solution() -> dict:
+    from check_helpers import ns_from
+
+    return ns_from("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
+                   "        ctx.save_for_backward(a, b)\n        return a * b\n    @staticmethod\n"
+                   "    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
+
+
+def test_reordered_probes_still_pair_with_their_stages(monkeypatch):
+    """Pairing is by name: probes declared in another order still reach the stage that names them."""
+    for gid in ("mul", "linear_nd"):
+        monkeypatch.setitem(probes.PROBES, gid, dict(reversed(list(probes.PROBES[gid].items()))))
+    result = checks.run_check("mul", _mul_solution())
+    assert result.status == "passed" and result.points == 2, result.report()
+    ex = checks.EXERCISES["linear_nd"]
+    facts = probes.run("linear_nd", ex.probe_names, {}, checks.engine.make_request(ex, 1))
+    assert len(facts["stages"]) == len(ex.stages)
+
+
+def test_a_stage_naming_no_probe_or_a_probe_no_stage_names_is_refused():
+    import dataclasses
+
+    import pytest
+
+    from course_utils.checks.registry import pair
+
+    ex = checks.EXERCISES["mul"]
+    typo = dataclasses.replace(ex, stages=(dataclasses.replace(ex.stages[0], probe="forwrd"), ex.stages[1]))
+    with pytest.raises(ValueError, match=r"^exercise 'mul': stage 'forward matches a \* b' names probe 'forwrd', "
+                                         r"which probes/lesson02.py does not declare \(it declares: forward, backward\)"):
+        pair(typo, probes.PROBES, "lesson02")
+    short = dataclasses.replace(ex, stages=ex.stages[:1])
+    with pytest.raises(ValueError, match="probe 'backward' in probes/lesson02.py is named by no stage"):
+        pair(short, probes.PROBES, "lesson02")
+    with pytest.raises(ValueError, match="exercise 'mul' has no probes: declare PROBES"):
+        pair(ex, {}, "lesson02")
+    with pytest.raises(ValueError, match="no probe 'forwrd' for exercise 'mul'; it declares: forward, backward"):
+        probes.run("mul", ["forwrd"], _mul_solution(), {})  # the sandbox side refuses it too, before student code
+
+
+def test_a_missing_probe_is_refused_when_the_checks_are_imported():
+    code = ("import course_utils.probes as p\n"
+            "del p.PROBES['div']['backward']\n"
+            "import course_utils.checks\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines()[-1] == (
+        "ValueError: exercise 'div': stage \"backward matches PyTorch's gradients (several shapes, float32/float64, "
+        "gradcheck)\" names probe 'backward', which probes/lesson02.py does not declare (it declares: forward).")
 
 
 def test_every_code_a_probe_reports_is_catalogued():

@@ -1,0 +1,292 @@
+"""``./course new-exercise``: write a new custom-Function exercise's skeleton and register it.
+
+An exercise is four pieces of hand-written code, each where the trust model needs it: the check
+(``checks/lessonNN_ID.py``: references, judges, hints; never in the grader's sandbox), its probe
+(``probes/lessonNN_ID.py``, the same module name: all the sandbox holds), its tests
+(``tests/checks/test_lessonNN_ID.py``) and its solution (cells appended to
+``solutions/NN_exercises.py``, from which the student's notebook is generated). The registry and
+the probes find the two modules by their names; stages pair with probes by name; the id's
+contract (what the answer defines) goes into ``CONTRACT`` in ``tests/checks/test_engine.py``.
+
+Everything is checked before anything is written: a bad id, an id that exists, a lesson without
+exercises, a module that exists or a reference that is not an expression is refused in one sentence.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import keyword
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import ROOT
+
+ID = re.compile(r"[a-z][a-z0-9_]*\Z")
+CONTRACT_FILE = Path("tests/checks/test_engine.py")
+CONTRACT_START = "CONTRACT = {"
+
+
+class Refused(Exception):
+    """Input the scaffold will not act on; the message is one sentence for the author."""
+
+
+@dataclass(frozen=True)
+class NewExercise:
+    grade_id: str
+    lesson: str  # two digits
+    cls: str
+    args: tuple[str, ...]
+    reference: str  # a Python expression of ``args``
+    title: str
+
+    @property
+    def module(self) -> str:
+        return f"lesson{self.lesson}_{self.grade_id}"
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return {"check": Path("course_utils/checks") / f"{self.module}.py",
+                "probe": Path("course_utils/probes") / f"{self.module}.py",
+                "tests": Path("tests/checks") / f"test_{self.module}.py"}
+
+    @property
+    def solution(self) -> Path:
+        return Path("solutions") / f"{self.lesson}_exercises.py"
+
+
+def existing_ids(root: Path) -> dict[str, str]:
+    """Every exercise id the course has, with where it is: check cells of the solutions, and CONTRACT's keys."""
+    found: dict[str, str] = {}
+    for py in sorted((root / "solutions").glob("*_exercises.py")):
+        for gid in re.findall(r'^check\("(\w+)"', py.read_text(), re.M):
+            found.setdefault(gid, str(py.relative_to(root)))
+    table = _contract_table(root)
+    for gid in re.findall(r'"(\w+)":', table):
+        found.setdefault(gid, str(CONTRACT_FILE))
+    return found
+
+
+def _contract_table(root: Path) -> str:
+    text = (root / CONTRACT_FILE).read_text()
+    start = text.find(CONTRACT_START)
+    end = text.find("\n}", start)
+    if start < 0 or end < 0:
+        raise Refused(f"{CONTRACT_FILE} holds no `{CONTRACT_START} ... }}` table to add the new id to; restore it first.")
+    return text[start:end]
+
+
+def validate(ex: NewExercise, root: Path) -> None:
+    """Raise ``Refused`` (one sentence) for anything that would make the new exercise wrong or clash."""
+    if not ID.match(ex.grade_id):
+        raise Refused(f"the exercise id must be lowercase letters, digits and underscores, starting with a letter "
+                      f"(it names the check, its modules and the grade column), not {ex.grade_id!r}.")
+    known = existing_ids(root)
+    if ex.grade_id in known:
+        raise Refused(f"exercise {ex.grade_id!r} exists already ({known[ex.grade_id]}): choose another id.")
+    if not (root / ex.solution).exists():
+        numbers = sorted(p.name[:2] for p in (root / "solutions").glob("*_exercises.py"))
+        raise Refused(f"--lesson must name a lesson with an exercise notebook ({numbers[0]} to {numbers[-1]}: "
+                      f"solutions/NN_exercises.py), not {ex.lesson!r}.")
+    for path in ex.files.values():
+        if (root / path).exists():
+            raise Refused(f"{path} exists already: choose another id.")
+    for what, name in [("--defines", ex.cls), *[("--args", a) for a in ex.args]]:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise Refused(f"{what} must be Python names (e.g. Sin, or x,y), not {name!r}.")
+    if len(set(ex.args)) != len(ex.args) or ex.cls in ex.args:
+        raise Refused(f"--args must name each argument once, and not as the class: {','.join(ex.args)} does not.")
+    try:
+        tree = ast.parse(ex.reference, mode="eval")
+    except SyntaxError as exc:
+        raise Refused(f"--reference must be one Python expression of {', '.join(ex.args)} (e.g. 'torch.sin(x)'), "
+                      f"not {ex.reference!r}: {exc.msg}.") from None
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {"torch", "math"}
+    if used - set(ex.args):
+        raise Refused(f"--reference uses {', '.join(sorted(used - set(ex.args)))}, which is neither an argument "
+                      f"(--args {','.join(ex.args)}) nor torch or math.")
+    _contract_table(root)
+
+
+# --------------------------------------------------------------------------- the files' text
+def check_text(ex: NewExercise) -> str:
+    arg_list = ", ".join(ex.args)
+    case = lambda shape, k, extra="": ", ".join(  # noqa: E731 - one tensor per argument
+        f"tensor_arg({shape}, base + {k + 10 * i}{extra})" for i in range(len(ex.args)))
+    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}``: ``{ex.cls}``, a custom Function computing ``{ex.reference}``.
+
+Written by ``./course new-exercise``: forward and backward judged against PyTorch's own gradients on the
+cases below. Add the mistakes this exercise invites (``catalogue``, ``FunctionSpec.diagnose``) and a test
+for each in tests/checks/test_{ex.module}.py.
+"""
+from __future__ import annotations
+
+import math  # noqa: F401 - for a reference that needs it
+
+import torch
+
+from .autograd_function import FunctionSpec, function_exercise, tensor_arg
+
+
+def _cases(base: int):
+    return [
+        ([{case("(5,)", 1)}], "inputs of shape (5,)"),
+        ([{case("(3, 4)", 2, ", torch.float32")}], "float32 inputs of shape (3, 4)"),
+        ([{case("(4, 3)", 3, ', layout="t"')}], "non-contiguous (transposed) inputs"),
+    ]
+
+
+SPEC = FunctionSpec(grade_id="{ex.grade_id}", cls_name="{ex.cls}", arg_names={ex.args!r},
+                    reference=lambda {arg_list}: {ex.reference}, cases=_cases, describe="{ex.reference}",
+                    gradcheck_args=lambda base: [{case("(4,)", 4)}])
+EXERCISES = [function_exercise(spec=SPEC, title="{ex.title}", forward_points=1, backward_points=1)]
+'''
+
+
+def probe_text(ex: NewExercise) -> str:
+    return f'''"""Lesson {ex.lesson} probes of ``{ex.grade_id}``: ``{ex.cls}``'s forward and backward (``autograd_function``).
+
+Its stages name these probes (``Stage(probe="forward")``); add a probe here for every stage you add there.
+"""
+from . import autograd_function as f
+
+PROBES = {{"{ex.grade_id}": f.STAGES}}
+'''
+
+
+def tests_text(ex: NewExercise) -> str:
+    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}`` (``{ex.cls}``): registered, paired, lazy answers fail.
+
+``BUGS`` maps each mistake code checks/{ex.module}.py catalogues to (exercise, the laziest answer that
+makes it, phrases its hint must hold): every catalogued code needs one (test_every_catalogue_entry_is_tested).
+"""
+import pytest
+
+from course_utils import checks
+from check_helpers import assert_diagnosed, ns_from
+
+ANSWER = """
+class {ex.cls}(Function):
+    @staticmethod
+    def forward(ctx, {", ".join(ex.args)}):
+        ctx.save_for_backward({", ".join(ex.args)})
+        return {ex.reference}
+    @staticmethod
+    def backward(ctx, g):
+        {", ".join(ex.args)}, = ctx.saved_tensors
+        return GRADIENTS
+"""
+BUGS: dict[str, tuple[str, str, list[str]]] = {{}}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(code):
+    assert_diagnosed(code, *BUGS[code])
+
+
+def test_it_is_registered_with_its_probes():
+    ex = checks.EXERCISES["{ex.grade_id}"]
+    assert ex.names == ("{ex.cls}",) and ex.probe_names == ("forward", "backward")
+
+
+def test_forward_alone_earns_the_forward_point_only():
+    lazy = ANSWER.replace("GRADIENTS", ", ".join(["g * 0"] * {len(ex.args)}))
+    result = checks.run_check("{ex.grade_id}", ns_from(lazy))
+    assert result.points == 1 and result.mistakes == ["gradient_wrong"], result.report()
+'''
+
+
+def solution_cells(ex: NewExercise) -> str:
+    args = ", ".join(ex.args)
+    return f'''
+
+# %% [markdown]
+# ## Exercise `{ex.grade_id}` (2 points)
+#
+# `{ex.cls}.apply({args})` must return `{ex.reference}`, with a backward you derive by hand.
+
+# %%
+class {ex.cls}(Function):
+    @staticmethod
+    def forward(ctx, {args}):
+        ### BEGIN SOLUTION
+        ctx.save_for_backward({args})
+        return {ex.reference}
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ### BEGIN SOLUTION
+        raise NotImplementedError("{ex.grade_id}: write the solution's backward here (./course new-exercise left it)")
+        ### END SOLUTION
+
+
+# %%
+from course_utils.checks import check
+
+check("{ex.grade_id}", globals())
+'''
+
+
+# --------------------------------------------------------------------------- writing, all or nothing
+def write(ex: NewExercise, root: Path = ROOT) -> list[str]:
+    """Validate, then write the three modules, append the solution's cells and the CONTRACT entry; what was done."""
+    validate(ex, root)
+    texts = {"check": check_text(ex), "probe": probe_text(ex), "tests": tests_text(ex)}
+    for text in texts.values():
+        compile(text, ex.grade_id, "exec")  # a template that does not parse is a bug here: nothing written
+    contract = (root / CONTRACT_FILE).read_text()
+    end = contract.find("\n}", contract.find(CONTRACT_START))
+    contract = contract[:end] + f'\n    "{ex.grade_id}": ("{ex.cls}",),  # ./course new-exercise' + contract[end:]
+    for kind, path in ex.files.items():
+        (root / path).write_text(texts[kind])
+    with (root / ex.solution).open("a") as out:
+        out.write(solution_cells(ex))
+    (root / CONTRACT_FILE).write_text(contract)
+    return [f"wrote {ex.files['check']} (the check: reference, cases; add its mistakes and hints)",
+            f"wrote {ex.files['probe']} (its probes: what runs beside the student's code)",
+            f"wrote {ex.files['tests']} (its tests: BUGS, and unusual answers that must pass)",
+            f"added exercise `{ex.grade_id}` to {ex.solution} (write backward between ### BEGIN SOLUTION and "
+            "### END SOLUTION)",
+            f"added `{ex.grade_id}` to CONTRACT in {CONTRACT_FILE}",
+            f"next: ./course build {ex.lesson}_exercises, then ./course test {ex.files['tests']} "
+            "tests/checks/test_engine.py (CONTRIBUTING.md, 'Adding an exercise')"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """One sentence and the way to help, not argparse's usage dump."""
+        self.exit(2, f"./course new-exercise: {message} (./course new-exercise --help shows the options)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="./course new-exercise", description="Write a new custom-Function exercise's check, probe, tests "
+                "and solution cells, and register it (CONTRIBUTING.md, 'Adding an exercise').",
+                epilog="example: ./course new-exercise sin --lesson 03 --defines Sin --reference 'torch.sin(x)'")
+    p.add_argument("grade_id", metavar="ID", help="the exercise id: lowercase, e.g. sin (the check, modules, grade)")
+    p.add_argument("--lesson", required=True, help="the lesson number whose exercise notebook gets it, e.g. 03")
+    p.add_argument("--defines", required=True, metavar="CLASS", help="the Function class the answer cell defines")
+    p.add_argument("--reference", required=True, metavar="EXPR",
+                   help="what forward must compute, one expression of the arguments, e.g. 'torch.sin(x)'")
+    p.add_argument("--args", default="x", help="forward's tensor arguments, comma-separated (default: x)")
+    p.add_argument("--title", help="the exercise's title (default: the class name)")
+    return p
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    args = build_parser().parse_args(argv)
+    lesson = args.lesson.zfill(2) if args.lesson.isdigit() else args.lesson
+    ex = NewExercise(args.grade_id, lesson, args.defines, tuple(a.strip() for a in args.args.split(",")),
+                     args.reference, args.title or args.defines)
+    try:
+        done = write(ex, root)
+    except Refused as refused:
+        print(f"./course new-exercise: {refused}", file=sys.stderr)
+        return 2
+    print("\n".join(done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

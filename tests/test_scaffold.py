@@ -1,0 +1,97 @@
+"""``./course new-exercise`` (course_utils/scaffold.py): a new exercise is picked up everywhere, and bad input is refused.
+
+The scaffold runs in a copy of the repository's code, solutions and tests (never in the working tree): the
+new exercise must be in the registry with its probes paired by name, graded "not written yet" by a
+check, found by pytest with its tests passing, listed in CONTRACT and given a points heading.
+"""
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+NEW = ["sin_twice", "--lesson", "3", "--defines", "SinTwice", "--reference", "torch.sin(2 * x)"]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    """course_utils, solutions and the checks' tests with their helpers, copied (what a new exercise touches), and
+    the scaffold run there once: (the copy, what it said)."""
+    root = tmp_path_factory.mktemp("repo")
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in ("course_utils", "solutions", "tests/checks"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
+    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py"):
+        shutil.copy(ROOT / name, root / name)
+    return root, scaffold(root, *NEW)
+
+
+def scaffold(root, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course_utils.scaffold", *argv], cwd=root, capture_output=True, text=True)
+
+
+def test_a_new_exercise_is_registered_paired_and_tested(copy):
+    copy, done = copy
+    assert done.returncode == 0, done.stderr
+    assert "wrote course_utils/checks/lesson03_sin_twice.py" in done.stdout
+    for path in ("course_utils/checks/lesson03_sin_twice.py", "course_utils/probes/lesson03_sin_twice.py",
+                 "tests/checks/test_lesson03_sin_twice.py"):
+        assert (copy / path).exists(), path
+    code = ("from course_utils import checks, probes\n"
+            "ex = checks.EXERCISES['sin_twice']\n"
+            "r = checks.run_check('sin_twice', {})\n"
+            "print(ex.points, ex.names, ex.probe_names, probes.SOURCE['sin_twice'], r.points, r.mistakes)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=copy, capture_output=True, text=True)
+    assert out.stdout.strip() == ("2 ('SinTwice',) ('forward', 'backward') lesson03_sin_twice 0.0 "
+                                  "['missing_name']"), out.stderr
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/checks/test_lesson03_sin_twice.py",
+                            "tests/checks/test_engine.py::test_contract_names_and_points",
+                            "tests/checks/test_engine.py::test_every_points_heading_matches_what_the_check_awards",
+                            "tests/checks/test_engine.py::test_every_exercise_has_a_solution_notebook",
+                            "tests/checks/test_engine.py::test_every_lesson_module_of_checks_has_its_test_module"],
+                           cwd=copy, capture_output=True, text=True)
+    assert tests.returncode == 0 and "\n6 passed" in tests.stdout, tests.stdout[-3000:] + tests.stderr[-2000:]
+
+
+def test_a_duplicate_id_is_refused_and_nothing_is_written(copy):
+    copy, _ = copy
+    before = {p: p.read_text() for p in (copy / "solutions").glob("*.py")}
+    for argv, message in [
+        (NEW, "exercise 'sin_twice' exists already (solutions/03_exercises.py): choose another id."),
+        (["mul", *NEW[1:]], "exercise 'mul' exists already (solutions/02_exercises.py): choose another id."),
+        (["cos", "--lesson", "12", *NEW[3:]], "--lesson must name a lesson with an exercise notebook (01 to 11: "
+                                               "solutions/NN_exercises.py), not '12'."),
+        (["Cos", *NEW[1:]], "the exercise id must be lowercase letters, digits and underscores, starting with a "
+                            "letter (it names the check, its modules and the grade column), not 'Cos'."),
+        (["cos", *NEW[1:5], "--reference", "torch.cos(y)"], "--reference uses y, which is neither an argument "
+                                                             "(--args x) nor torch or math."),
+        (["cos", *NEW[1:], "--args", "x,x"], "--args must name each argument once, and not as the class: x,x does not."),
+    ]:
+        done = scaffold(copy, *argv)
+        assert (done.returncode, done.stderr.strip()) == (2, f"./course new-exercise: {message}"), done.stderr
+    assert {p: p.read_text() for p in (copy / "solutions").glob("*.py")} == before
+    assert not (copy / "course_utils" / "checks" / "lesson03_cos.py").exists()
+
+
+def test_the_course_script_offers_it_with_help():
+    out = subprocess.run([str(ROOT / "course"), "new-exercise", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and "--reference EXPR" in out.stdout and "Adding an exercise" in out.stdout
+    out = subprocess.run([str(ROOT / "course"), "new-exercise", "sin"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.strip().endswith(
+        "the following arguments are required: --lesson, --defines, --reference (./course new-exercise --help shows "
+        "the options)")
+
+
+def test_contributing_names_only_paths_that_exist_and_walks_through_the_scaffold():
+    import re
+
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    named = set(re.findall(r"`((?:course_utils|tests|solutions|notebooks|benchmarks)/[\w/.]+)`", text))
+    missing = sorted(p for p in named if not re.search(r"NN|_ID|ID\.|slug|myformat", p) and not (ROOT / p).exists())
+    assert named and not missing, missing
+    steps = text[text.index("## Adding an exercise"):text.index("## Adding an output format")]
+    for needed in ("./course new-exercise", "CONTRACT", "probes/lessonNN_ID.py", "Stage(probe=", "./course build"):
+        assert needed in steps, needed
