@@ -37,8 +37,6 @@ catalogue({
     "gradient_sign": "a gradient is exactly the negative of the true one (a sign error)",
     "gradcheck_failed": "torch.autograd.gradcheck fails in float64",
     "ignores_needs_input_grad": "backward computes gradients that ctx.needs_input_grad says are not needed",
-    "autograd_in_backward": "backward runs ops through autograd (grad mode on, or its engine) instead of computing the VJP",
-    "native_op_in_backward": "backward calls PyTorch's own op (or its backward) for what the exercise asks to write",
 })
 
 
@@ -206,7 +204,29 @@ def autograd_remark(gid: str, cls_name: str, n: int) -> str:
 
 
 def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
-    gid, names, label = spec.grade_id, spec.arg_names, case["label"]
+    _judge_backward_node(spec, got)
+    raw, args = got["raw"], [materialize(a) for a in case["args"]]
+    tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    _judge_gradient_count(spec, raw, len(args), tensor_positions)
+    want = spec.reference(*args)
+    g = case["g"].to(want.dtype)
+    wanted = [i for i in tensor_positions if args[i].requires_grad]
+    want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True, retain_graph=True)
+    ones: list[torch.Tensor | None] = []  # the gradients for grad_output = 1: what a backward without it returns
+    first = {i: k for k, i in enumerate(spec.grad_order)}  # the first wrong gradient named is the one the others use
+    for i, want_g in sorted(zip(wanted, want_grads), key=lambda pair: first.get(pair[0], len(first))):
+        want_g = torch.zeros_like(args[i]) if want_g is None else want_g
+        ones_grad = partial(_ones_grad, ones, want, [args[k] for k in wanted], g, wanted.index(i))
+        _judge_gradient(spec, case, i, raw[i], want_g, args, g, ones_grad)
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor) and i < len(raw) and raw[i] is not None:
+            raise Mistake("missing_none", f"{spec.grade_id}: backward returned a value for the non-tensor argument "
+                          f"`{spec.arg_names[i]}`; return None in its place.")
+
+
+def _judge_backward_node(spec: FunctionSpec, got: dict) -> None:
+    """The graph has the student's node; forward saved no tensor as a plain attribute; grad_output is untouched."""
+    gid = spec.grade_id
     if got["node"] != "custom":
         raise Mistake("no_graph", f"{gid}: the output of {spec.cls_name}.apply has no {spec.cls_name}Backward node; "
                       "return a tensor computed in forward, and call the Function with .apply.")
@@ -217,66 +237,59 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
     if got["g_modified"]:
         raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; autograd may share "
                       "that tensor with other nodes.", fix="work on a copy (grad_output.clone()) or use out-of-place ops.")
-    raw, args = got["raw"], [materialize(a) for a in case["args"]]
-    n_args = len(args)
-    tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+
+def _judge_gradient_count(spec: FunctionSpec, raw: list, n_args: int, tensor_positions: list[int]) -> None:
+    """One value per forward argument (extra Nones are allowed, as autograd allows them)."""
+    gid, names = spec.grade_id, spec.arg_names
+    if len(raw) < n_args and len(raw) == len(tensor_positions) and len(tensor_positions) < n_args:
+        missing = [names[i] for i in range(n_args) if i not in tensor_positions]
+        raise Mistake("missing_none", f"{gid}: backward returned {len(raw)} value(s) but forward takes {n_args} "
+                      f"arguments: the non-tensor argument `{missing[0]}` has no place among them.",
+                      fix=f"return None for `{missing[0]}` (e.g. `return grad_input, None`).")
     if len(raw) < n_args:
-        if len(raw) == len(tensor_positions) and len(tensor_positions) < n_args:
-            missing = [names[i] for i in range(n_args) if i not in tensor_positions]
-            raise Mistake("missing_none", f"{gid}: backward returned {len(raw)} value(s) but forward takes {n_args} "
-                          f"arguments: the non-tensor argument `{missing[0]}` has no place among them.",
-                          fix=f"return None for `{missing[0]}` (e.g. `return grad_input, None`).")
         raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward takes "
                       f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
     if any(r is not None for r in raw[n_args:]):
         raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} values but forward takes "
                       f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
-    want = spec.reference(*args)
-    g = case["g"].to(want.dtype)
-    wanted = [i for i in tensor_positions if args[i].requires_grad]
-    want_grads = torch.autograd.grad(want, [args[i] for i in wanted], g, allow_unused=True, retain_graph=True)
-    ones: list[torch.Tensor | None] = []  # the gradients for grad_output = 1: what a backward without it returns
-    first = {i: k for k, i in enumerate(spec.grad_order)}  # the first wrong gradient named is the one the others use
-    for i, want_g in sorted(zip(wanted, want_grads), key=lambda pair: first.get(pair[0], len(first))):
-        got_g, what = raw[i], describe_input(names, i)
-        want_g = torch.zeros_like(args[i]) if want_g is None else want_g
-        if got_g is None:
-            raise Mistake("missing_gradient", f"{gid}: backward returned None for {what}, which needs a gradient.")
-        if not isinstance(got_g, torch.Tensor):
-            name = got_g.type_name if isinstance(got_g, Opaque) else type(got_g).__name__
-            raise Mistake("wrong_shape", f"{gid}: backward returned a {name} for {what}; return a tensor.")
-        if got_g.dtype != args[i].dtype:
-            raise Mistake("wrong_dtype", f"{gid}: the gradient for {what} is {got_g.dtype} but the input is "
-                          f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
-                          "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
-        if got_g.shape != args[i].shape:
-            mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
-            if mistake is not None:
-                raise mistake
-            if not reducible(got_g.shape, args[i].shape):
-                raise Mistake("wrong_shape", f"{gid}: the gradient for {what} has shape {tuple(got_g.shape)} but "
-                              f"{names[i]} has shape {tuple(args[i].shape)} ({label}); a gradient always has "
-                              "the shape of its input.")
-            got_g = got_g.sum_to_size(args[i].shape)  # autograd would do this reduction itself
-        if not torch.isfinite(got_g).all() and torch.isfinite(want_g).all():
-            raise Mistake("nan_gradient", f"{gid}: the gradient for {what} contains NaN or inf for {label}, "
-                          "where the true gradient is finite; look for a division by zero, log(0) or overflow.")
-        if not close(got_g, want_g, want_g.dtype) and _matches_another(spec, case, i, got_g):
-            continue
-        if not close(got_g, want_g, want_g.dtype):
-            mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
-            if mistake is None:
-                mistake = _generic_diagnosis(spec, i, got_g, want_g, g, label, partial(
-                    _ones_grad, ones, want, [args[k] for k in wanted], g, wanted.index(i)))
-            if mistake is not None:
-                raise mistake
-            raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
-                          f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
-                          "and multiply by grad_output.")
-    for i, a in enumerate(args):
-        if not isinstance(a, torch.Tensor) and i < len(raw) and raw[i] is not None:
-            raise Mistake("missing_none", f"{gid}: backward returned a value for the non-tensor argument "
-                          f"`{names[i]}`; return None in its place.")
+
+
+def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_g: torch.Tensor, args: list,
+                    g: torch.Tensor, ones_grad: Callable[[], torch.Tensor | None]) -> None:
+    """Input ``i``'s gradient: present, a tensor of the input's dtype and shape, finite, and right (or why not)."""
+    gid, names, label, what = spec.grade_id, spec.arg_names, case["label"], describe_input(spec.arg_names, i)
+    if got_g is None:
+        raise Mistake("missing_gradient", f"{gid}: backward returned None for {what}, which needs a gradient.")
+    if not isinstance(got_g, torch.Tensor):
+        name = got_g.type_name if isinstance(got_g, Opaque) else type(got_g).__name__
+        raise Mistake("wrong_shape", f"{gid}: backward returned a {name} for {what}; return a tensor.")
+    if got_g.dtype != args[i].dtype:
+        raise Mistake("wrong_dtype", f"{gid}: the gradient for {what} is {got_g.dtype} but the input is "
+                      f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
+                      "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
+    if got_g.shape != args[i].shape:
+        mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
+        if mistake is not None:
+            raise mistake
+        if not reducible(got_g.shape, args[i].shape):
+            raise Mistake("wrong_shape", f"{gid}: the gradient for {what} has shape {tuple(got_g.shape)} but "
+                          f"{names[i]} has shape {tuple(args[i].shape)} ({label}); a gradient always has "
+                          "the shape of its input.")
+        got_g = got_g.sum_to_size(args[i].shape)  # autograd would do this reduction itself
+    if not torch.isfinite(got_g).all() and torch.isfinite(want_g).all():
+        raise Mistake("nan_gradient", f"{gid}: the gradient for {what} contains NaN or inf for {label}, "
+                      "where the true gradient is finite; look for a division by zero, log(0) or overflow.")
+    if close(got_g, want_g, want_g.dtype) or _matches_another(spec, case, i, got_g):
+        return
+    mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
+    if mistake is None:
+        mistake = _generic_diagnosis(spec, i, got_g, want_g, g, label, ones_grad)
+    if mistake is not None:
+        raise mistake
+    raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
+                  f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
+                  "and multiply by grad_output.")
 
 
 def _ones_grad(cache: list, want: torch.Tensor, inputs: list[torch.Tensor], g: torch.Tensor,
@@ -318,29 +331,6 @@ def _matches_another(spec: FunctionSpec, case: dict, i: int, got_g: torch.Tensor
         if alt is not None and close(got_g, alt, alt.dtype):
             return True
     return False
-
-
-def op_names(ops: object) -> set[str]:
-    """The ATen op names of a probe's ``[[name, numel], ...]`` record (``probes.recorded_ops.recorded``)."""
-    if not isinstance(ops, list):
-        raise Malformed("no op record")
-    return {str(entry[0]) for entry in ops if isinstance(entry, list) and entry}
-
-
-def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str]) -> None:
-    """Backward's recorded ATen ops: no op run with grad mode on, none of ``native`` (the op being written)."""
-    if not isinstance(ops, list) or not isinstance(with_grad, int):
-        raise Malformed("no op record")
-    if with_grad > 0:
-        raise Mistake("autograd_in_backward", f"{gid}: backward ran {with_grad} operations through autograd (with "
-                      "grad mode on, as under torch.enable_grad(), or inside autograd's engine, as torch.autograd.grad "
-                      "runs them): autograd computed part of the gradient instead of your backward.",
-                      fix="write the vector-Jacobian product from the saved tensors with plain torch ops, under "
-                      "the no_grad mode backward runs in.")
-    used = sorted(op_names(ops) & native)
-    if used:
-        raise Mistake("native_op_in_backward", f"{gid}: backward calls {', '.join(used)}, PyTorch's own version "
-                      "of what this exercise asks you to write; compute the gradient from its formula.")
 
 
 def _count(record: dict, key: str) -> int:

@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-from .autograd_function import close, fmt, grad_output, judge_own_backward, max_err, tensor_arg
+from .autograd_function import close, fmt, grad_output, max_err, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .op_record import judge_own_backward
 
 catalogue({
     "no_setup_context": "the Function has no setup_context, so torch.func transforms refuse it",

@@ -12,14 +12,13 @@ from .autograd_function import (
     function_exercise,
     grad_output,
     judge_forward,
-    judge_own_backward,
-    op_names,
     request,
     tensor_arg,
     unwrap,
     value_arg,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .op_record import judge_own_backward, op_names
 
 catalogue({
     "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",

@@ -16,11 +16,11 @@ from .autograd_function import (
     function_exercise,
     judge_backward,
     judge_forward,
-    op_names,
     request,
     tensor_arg,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .op_record import op_names
 
 catalogue({
     "triton_no_kernel": "a pass of the Function launches no Triton kernel",
