@@ -95,3 +95,18 @@ def test_contributing_names_only_paths_that_exist_and_walks_through_the_scaffold
     steps = text[text.index("## Adding an exercise"):text.index("## Adding an output format")]
     for needed in ("./course new-exercise", "CONTRACT", "probes/lessonNN_ID.py", "Stage(probe=", "./course build"):
         assert needed in steps, needed
+
+
+def test_contributing_map_names_every_folder_and_module():
+    """Every tracked top-level folder, course_utils folder and course_utils module has a row in the map."""
+    import re
+
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    section = text[text.index("## Where things live"):text.index("## Running the suite fast")]
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    folders = {f.split("/")[0] for f in tracked if "/" in f} | \
+        {"course_utils/" + f.split("/")[1] for f in tracked if f.startswith("course_utils/") and f.count("/") >= 2}
+    modules = {f for f in tracked if re.fullmatch(r"course_utils/\w+\.py", f) and not f.endswith("__init__.py")}
+    unnamed = sorted(f for f in folders if f"`{f}/" not in section and f"`{f}`" not in section and f"`{f}/`" not in section)
+    unnamed += sorted(m for m in modules if f"`{m}`" not in section and f"`{m.rsplit('/', 1)[1]}`" not in section)
+    assert unnamed == [], f"CONTRIBUTING's map has no row for {unnamed}"
