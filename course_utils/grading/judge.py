@@ -89,8 +89,11 @@ def sanitized(row: SubmissionResult) -> SubmissionResult:
 def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int,
            parsed: list[ParsedSubmission]) -> None:
     try:
-        submission = read(path, assignments, row.sha256)  # the file's one read and one parse
+        submission = read(path, assignments)  # the file's one read and one parse
         parsed.append(submission)
+        if row.sha256 and row.sha256 != submission.sha256:  # the store hashed other bytes than were graded
+            row.flags.append(f"the file changed after the result store looked it up: the bytes graded (sha256 "
+                             f"{submission.sha256[:12]}) are stored, not those looked up ({row.sha256[:12]})")
         row.sha256 = submission.sha256
         cells = plan(row, submission, assignments, options.assignment)
         for gid, e in row.exercises.items():  # what outputs show of each exercise (a refused row's too)

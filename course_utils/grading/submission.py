@@ -23,19 +23,20 @@ class ParsedSubmission:
     """A submission's parsed notebook and its answers; ``answers`` is empty for an unknown assignment."""
 
     name: str  # the file as rows show it (``display_name``)
-    sha256: str  # of the file's bytes (the result store's digest, when the caller had it)
+    sha256: str  # of the bytes read and parsed here: the bytes graded
     assignment: str | None  # as its metadata says (None: no course metadata)
     cells: tuple[Cell, ...]
     answers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # answer id -> source (one rule)
 
 
-def read(path: Path, assignments: dict[str, Assignment], sha256: str = "") -> ParsedSubmission:
+def read(path: Path, assignments: dict[str, Assignment]) -> ParsedSubmission:
     """Read and parse ``path`` once; NotebookError (one sentence) or OSError when it cannot be.
 
-    ``sha256``: the digest of the file's bytes when the caller already computed it (the result store).
+    The digest is always of the bytes read here, even when the result store hashed the file
+    before: a file replaced in between is graded, and stored, as the bytes that were graded.
     """
     data = read_submission(path)
     name, cells = parse_notebook(data, path.suffix)
     course = assignments.get(name) if name is not None else None
     answers = MappingProxyType(course.answers_in(cells) if course is not None else {})  # read-only, as the rest
-    return ParsedSubmission(display_name(path), sha256 or hashlib.sha256(data).hexdigest(), name, tuple(cells), answers)
+    return ParsedSubmission(display_name(path), hashlib.sha256(data).hexdigest(), name, tuple(cells), answers)

@@ -191,3 +191,30 @@ def test_copies_flags_are_stored_with_the_result_in_one_write_and_survive_merge(
     assert "copied from the solutions" in (tmp_path / "dash.html").read_text()
     lines = {os.path.basename(r["submission"]): r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert flag in lines["copied.ipynb"]["flags"]
+
+
+def test_a_file_replaced_after_the_store_hashed_it_is_stored_as_the_bytes_graded(grade, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """The store's lookup hashes the file before the judge reads it; a file replaced in between is graded as the
+    bytes read, stored under their digest (not the looked-up one) and flagged, never silently."""
+    import hashlib
+
+    from course_utils.grading import cli
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    own = with_cells(subs, "own.ipynb")
+    looked_up = hashlib.sha256(own.read_bytes()).hexdigest()
+    real_digest = cli.file_digest
+
+    def digest_then_replace(path):
+        digest = real_digest(path)
+        with_cells(subs, "own.ipynb", ("# written after the store hashed the file", {}))
+        return digest
+
+    monkeypatch.setattr(cli, "file_digest", digest_then_replace)
+    assert grade(str(subs), "--out", "grades.csv", "--json") == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    graded = hashlib.sha256(own.read_bytes()).hexdigest()
+    assert graded != looked_up and row["sha256"] == graded
+    assert any("the file changed after the result store looked it up" in f for f in row["flags"]), row["flags"]
