@@ -1,6 +1,7 @@
 """The import graph of course_utils is a tree (no cycles), counting imports inside functions too.
 
-Imports under ``if TYPE_CHECKING:`` never run and do not count. An edge goes from a module to every course_utils module it imports (``from . import x`` names the
+Imports under ``if TYPE_CHECKING:`` count too: they never run, but a reader follows them, and a
+type-only circle is a circle in the design. An edge goes from a module to every course_utils module it imports (``from . import x`` names the
 submodule ``x`` when there is one, else the package). A package's ``__init__`` may import its
 submodules; a submodule importing its own package (or anything that imports back) is a cycle.
 """
@@ -27,12 +28,7 @@ def imports(path, known) -> set[str]:
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     found = set()
     tree = ast.parse(path.read_text())
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
-                   and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-                   for n in ast.walk(block)}
     for node in ast.walk(tree):
-        if id(node) in typing_only:  # for type checkers only: never imported at run time
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.ImportFrom):
@@ -87,3 +83,13 @@ def test_course_utils_imports_form_no_cycle():
     assert "course_utils.checks.registry" in edges["course_utils.checks"]
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_a_type_only_import_is_an_edge(tmp_path, monkeypatch):
+    """``if TYPE_CHECKING: from .b import X`` ties a to b: a circle through it is a circle (it was not counted)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import X\n")
+    known = {"pkg.a": package / "a.py", "pkg.b": package / "b.py"}
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)  # module names are read relative to ROOT
+    assert imports(package / "a.py", known) == {"pkg.b"}

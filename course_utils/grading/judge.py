@@ -20,11 +20,11 @@ from .. import checks
 from ..checks.engine import make_request
 from ..status import CheckStatus
 from . import copies
-from .collect import Assignment, NotebookError, clean, display_name, plan
+from .collect import Assignment, NotebookError, clean, display_name
 from .options import Options
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
 from .session import STARTUP, RunnerSession
-from .submission import ParsedSubmission, read
+from .submission import ParsedSubmission, plan, read
 from .worker import Worker
 
 __all__ = ["Options", "Worker", "grade_submission"]  # Options: grading/options.py; Worker: one runner start (worker.py)

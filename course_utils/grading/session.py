@@ -20,11 +20,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..exercise_result import ExerciseResult
 from ..status import CheckStatus
 from .protocol import validate
-from .worker import Outcome
+
+
+class Outcome(StrEnum):
+    """How a runner start ended (``Worker.wait``)."""
+
+    DONE = "done"  # the runner ended by itself with status 0
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    FLOOD = "flood"
+    GARBLED = "garbled"
+    UNREADABLE = "unreadable"
+    DIED = "died"
+
 
 STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
 CONFIRM_GRACE = 5.0  # seconds after an exercise's first result for the runner to move on (a result counts then)

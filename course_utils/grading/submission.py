@@ -5,7 +5,8 @@ bounded in size) and parsed once (``collect.parse_notebook``: strict JSON, every
 type-checked, text cleaned). Nothing in it is executed: this runs in the grader, never in
 student code. Which of its cells are its answers is decided here, once, by the one rule of
 ``Assignment.answers_in``, so the cells that are graded are the cells compared and the
-cells checked for copies of the solutions.
+cells checked for copies of the solutions. ``plan`` turns it into the cells a runner executes:
+the course's own cells with the student's answers in their places.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from .collect import Assignment, Cell, display_name, parse_notebook, read_submission
+from ..exercise_result import ExerciseResult
+from .collect import Assignment, Cell, NotebookError, cell_kind, checksum, display_name, parse_notebook, read_submission
+from .policy import learning_flags, review_reasons
+from .results import Status, SubmissionResult
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,77 @@ def read(path: Path, assignments: dict[str, Assignment]) -> ParsedSubmission:
     course = assignments.get(name) if name is not None else None
     answers = MappingProxyType(course.answers_in(cells) if course is not None else {})  # read-only, as the rest
     return ParsedSubmission(display_name(path), hashlib.sha256(data).hexdigest(), name, tuple(cells), answers)
+
+
+# --------------------------------------------------------------------------- the cell plan
+def _kinds(cells) -> list[tuple[str, str | None]]:
+    """For each cell: its kind (``_kind``), and the exercise whose span it is in."""
+    out: list[tuple[str, str | None]] = []
+    pending: list[int] = []
+    for cell in cells:
+        kind = cell_kind(cell)
+        out.append((kind, None))
+        pending.append(len(out) - 1)
+        if kind == "check":
+            for i in pending:
+                out[i] = (out[i][0], cell.nbgrader["grade_id"])
+            pending = []
+    return out
+
+
+def ignored(cells: tuple[Cell, ...], course: Assignment, answers: Mapping[str, str]) -> list[str]:
+    """Flags for a submission's cells that are not graded: added ones, and copies of an answer cell."""
+    known = {c.nbgrader["grade_id"] for c in course.cells if c.nbgrader["grade_id"]}
+    extra = sum(1 for c in cells if c.nbgrader["grade_id"] not in known)  # no id, or one the course has not
+    flags = [f"{extra} cell(s) added by the student were ignored (only answer cells are graded)"] if extra else []
+    for gid in answers:  # a copied answer cell keeps its metadata: only the first is the answer (answers_in)
+        copies = sum(1 for c in cells if c.nbgrader["solution"] and c.nbgrader["grade_id"] == gid)
+        if copies > 1:
+            flags.append(f"answer cell {gid} appears {copies} times: the first was graded, the others ignored")
+    return flags
+
+
+def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[str, Assignment],
+         expected: str | None = None) -> list[dict]:
+    """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
+
+    ``expected``: the assignment this batch holds (``--assignment``); a notebook of another is not graded.
+    """
+    name, cells, answers = submission.assignment, submission.cells, submission.answers
+    if expected is not None and name != expected:
+        row.assignment = name or ""
+        raise NotebookError(Status.WRONG_ASSIGNMENT, f"wrong assignment: this notebook is {name!r}, the batch is "
+                            f"{expected!r} (it was not graded)")
+    if name not in assignments:
+        raise NotebookError(Status.UNKNOWN_ASSIGNMENT, f"belongs to no known assignment (metadata says {name!r}; known: "
+                            f"{', '.join(sorted(assignments))})")
+    course = assignments[name]
+    row.assignment = name
+    # whether every solution cell was deleted (a status), not which cells are answers (that is answers_in)
+    if not any(c.nbgrader["solution"] and c.nbgrader["grade_id"] for c in cells):
+        raise NotebookError(Status.NO_ANSWER_CELLS, "has no answer cells (all cells with nbgrader solution metadata "
+                            "were deleted)")
+    theirs = {c.nbgrader["grade_id"]: c for c in cells if c.nbgrader["grade_id"]}
+    row.flags += ignored(cells, course, answers)
+    out = []
+    for (kind, exercise), cell in zip(_kinds(course.cells), course.cells):
+        gid = cell.nbgrader["grade_id"]
+        if kind == "answer":
+            if gid not in answers:
+                row.flags.append(f"answer cell {gid} is missing from the submission (graded as not attempted)")
+            source = answers.get(gid, cell.source)
+            row.flags += [f"answer cell {gid}: {note}" for note in learning_flags(source)]
+            row.review += [f"answer cell {gid} {why}" for why in review_reasons(source)]
+            out.append({"kind": "answer", "exercise": exercise, "source": source})
+            continue
+        if cell.nbgrader["locked"]:
+            mine = theirs.get(gid)
+            if mine is None:
+                row.flags.append(f"locked cell {gid} was deleted (the course's copy was used)")
+            elif checksum(mine.source) != checksum(cell.source):
+                row.flags.append(f"locked cell {gid} was modified (the course's copy was used)")
+        if kind in ("code", "check"):
+            out.append({"kind": kind, "exercise": exercise, "source": cell.source})
+    for gid in course.exercises():
+        row.exercises[gid] = ExerciseResult(gid)
+    return out

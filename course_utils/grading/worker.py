@@ -15,27 +15,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from enum import StrEnum
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, Protocol
 
 from . import sandbox, uids, zygote
 from .limits import MAX_PROCESSES, Limits, slot_cpu
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
-
-if TYPE_CHECKING:
-    from .session import Deadline
-
-
-class Outcome(StrEnum):
-    """How a runner start ended (``Worker.wait``)."""
-
-    DONE = "done"  # the runner ended by itself with status 0
-    TIMEOUT = "timeout"
-    MEMORY = "memory"
-    FLOOD = "flood"
-    GARBLED = "garbled"
-    UNREADABLE = "unreadable"
-    DIED = "died"
+from .session import Deadline, Outcome
 
 
 class RunnerOptions(Protocol):

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import collect
+from course_utils.grading import collect, policy
 
 GOOD = (ROOT / "solutions" / "02_exercises.ipynb").read_bytes()
 
@@ -58,11 +58,11 @@ def test_collect_does_not_follow_links(tmp_path):
 def test_learning_flags_read_the_code():
     src = ("class Mul(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
            "        return torch.autograd.grad(y, x, g)\n")
-    assert "Mul.backward calls autograd itself (torch.autograd.grad)" in collect.learning_flags(src)[0]
-    assert collect.learning_flags("class Mul(Function):\n    def backward(ctx, g):\n        return g * 2\n") == []
+    assert "Mul.backward calls autograd itself (torch.autograd.grad)" in policy.learning_flags(src)[0]
+    assert policy.learning_flags("class Mul(Function):\n    def backward(ctx, g):\n        return g * 2\n") == []
     engine = "class Scalar:\n    def backward(self):\n        for p in self.parents:\n            p.backward()\n"
-    assert collect.learning_flags(engine) == []  # a scalar engine's own backward is the exercise
-    assert collect.learning_flags("def backward(:") == []
+    assert policy.learning_flags(engine) == []  # a scalar engine's own backward is the exercise
+    assert policy.learning_flags("def backward(:") == []
 
 
 def test_checksum_ignores_trailing_whitespace_only():

@@ -8,7 +8,7 @@ import pytest
 
 from course_utils import checks
 from course_utils.grading.session import CONFIRM_GRACE, NOT_STARTED, REASONS, STARTUP, Deadline, RunnerSession
-from course_utils.grading.worker import Outcome
+from course_utils.grading.session import Outcome
 
 POINTS = {"a": 2.0, "b": 3.0, "c": 1.0}
 TIMEOUT = 10.0

@@ -45,7 +45,7 @@ def read_by_all_three(path) -> dict[str, object]:
     assignments = collect.load_assignments(ROOT, solutions=True)
     sub = submission.read(path, assignments)
     row = SubmissionResult(str(path))
-    planned = collect.plan(row, sub, assignments)
+    planned = submission.plan(row, sub, assignments)
     mul = next(c["source"] for c in planned if c["kind"] == "answer" and c["exercise"] == "mul")
     (compared,) = similarity.answers([sub], assignments)[("02_exercises", "mul")]
     return {"judge": mul, "similarity": compared.source, "copies": copies.flags(sub, assignments), "row": row}
