@@ -93,3 +93,17 @@ def test_a_type_only_import_is_an_edge(tmp_path, monkeypatch):
     known = {"pkg.a": package / "a.py", "pkg.b": package / "b.py"}
     monkeypatch.setitem(globals(), "ROOT", tmp_path)  # module names are read relative to ROOT
     assert imports(package / "a.py", known) == {"pkg.b"}
+
+
+def test_outputs_grade_book_and_options_import_neither_torch_nor_the_checks():
+    """What the results model carries is all the outputs read: writing a report or exporting a book needs no torch."""
+    import subprocess
+    import sys
+
+    light = ["results", "outputs", "reports", "dashboard", "lms", "gradebook", "book_cli", "store", "options",
+             "exercise_result"]
+    code = ("import sys\n" + "".join(f"import course_utils.grading.{m}\n" for m in light if m != "exercise_result")
+            + "import course_utils.exercise_result, course_utils.status\n"
+            + "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('course_utils.checks')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
