@@ -105,3 +105,11 @@ BASES = {"mul": MUL, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead":
 # --------------------------------------------------------------------------- edits more than one test file makes
 MUL_GRADS = "return g * b, g * a"  # mul's backward line, which most of mul's mistakes rewrite
 SWAPPED: Edit = (MUL_GRADS, "return g * a, g * b")  # each input's gradient multiplied by itself, not the other
+
+
+def recomputed_by(grad: str) -> Edit:
+    """mul's gradients taken by autograd itself on a recomputed a * b, ``grad`` naming torch.autograd.grad: full
+    points, but not the derivative the lesson asks for, so the grader remarks it."""
+    return (MUL_GRADS, "with torch.enable_grad():\n"
+                       "            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
+                       f"            return {grad}(a2 * b2, (a2, b2), g)")
