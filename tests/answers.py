@@ -100,27 +100,17 @@ class AbsProd(Function):
         return g * s * v, g * s * u
 """
 
-# mul as lesson 02 lays it out (a blank line between the methods, grad_output spelled out): the cells of the tests
-# that run a real kernel, where a student's cell looks like the lesson's
-MUL_AS_TAUGHT = """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        return grad_output * b, grad_output * a
-"""
-
 BASES = {"mul": MUL, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead": KILLHEAD, "abs_prod": ABS_PROD}
 
 # --------------------------------------------------------------------------- edits more than one test file makes
 MUL_GRADS = "return g * b, g * a"  # mul's backward line, which most of mul's mistakes rewrite
 SWAPPED: Edit = (MUL_GRADS, "return g * a, g * b")  # each input's gradient multiplied by itself, not the other
 TAUGHT_GRADS = "return grad_output * b, grad_output * a"  # the same line in MUL_AS_TAUGHT
+
+# mul as lesson 02 lays it out (a blank line between the methods, grad_output spelled out): the cells of the tests
+# that run a real kernel, where a student's cell looks like the lesson's
+MUL_AS_TAUGHT = mutate(MUL, ("return a * b\n", "return a * b\n\n"),
+                       ("def backward(ctx, g):", "def backward(ctx, grad_output):"), (MUL_GRADS, TAUGHT_GRADS))
 SWAPPED_AS_TAUGHT: Edit = (TAUGHT_GRADS, "return grad_output * a, grad_output * b")
 
 
