@@ -100,7 +100,19 @@ class AbsProd(Function):
         return g * s * v, g * s * u
 """
 
-BASES = {"mul": MUL, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead": KILLHEAD, "abs_prod": ABS_PROD}
+DIV = """
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g / b, -g * a / b ** 2
+"""
+
+BASES = {"mul": MUL, "div": DIV, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead": KILLHEAD, "abs_prod": ABS_PROD}
 
 # --------------------------------------------------------------------------- edits more than one test file makes
 MUL_GRADS = "return g * b, g * a"  # mul's backward line, which most of mul's mistakes rewrite
@@ -111,6 +123,7 @@ TAUGHT_GRADS = "return grad_output * b, grad_output * a"  # the same line in MUL
 # that run a real kernel, where a student's cell looks like the lesson's
 MUL_AS_TAUGHT = mutate(MUL, ("return a * b\n", "return a * b\n\n"),
                        ("def backward(ctx, g):", "def backward(ctx, grad_output):"), (MUL_GRADS, TAUGHT_GRADS))
+DIV_GRADS = "return g / b, -g * a / b ** 2"  # div's backward line
 SWAPPED_AS_TAUGHT: Edit = (TAUGHT_GRADS, "return grad_output * a, grad_output * b")
 
 

@@ -4,6 +4,7 @@ import re
 
 import nbformat
 import pytest
+from answers import DIV as ANSWER_DIV
 from answers import MUL_AS_TAUGHT, SWAPPED_AS_TAUGHT, TAUGHT_GRADS, mutate
 from conftest import ROOT
 from jupyter_client.manager import start_new_kernel
@@ -13,18 +14,7 @@ from course_utils.checks.cells import ANSWER_BANNER, SETUP_BANNER, defined_names
 SETUP = SETUP_BANNER + "\nimport torch\nfrom torch import nn\nfrom torch.autograd import Function\n"
 MUL = ANSWER_BANNER.format(grade_id="mul") + MUL_AS_TAUGHT
 STRAY_PAREN = (TAUGHT_GRADS, TAUGHT_GRADS + ")")  # the issue's stray ')': the cell does not even parse
-DIV = ANSWER_BANNER.format(grade_id="div") + """
-class Div(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a / b
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g / b, -g * a / b ** 2
-{tail}"""
+DIV = ANSWER_BANNER.format(grade_id="div") + mutate(ANSWER_DIV, ("return a / b\n", "return a / b\n\n"))  # laid out as taught
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -96,9 +86,9 @@ def test_a_syntax_error_after_a_good_run_grades_nothing(kernel):
 def test_a_runtime_error_after_a_good_run_grades_nothing(kernel):
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    run(kernel, DIV.format(tail=""), "answer-div")
+    run(kernel, DIV, "answer-div")
     assert verdict(kernel, "div")[0] == 3.0
-    assert "ZeroDivisionError" in run(kernel, DIV.format(tail="print(1 / 0)"), "answer-div")["error"]
+    assert "ZeroDivisionError" in run(kernel, DIV + "print(1 / 0)", "answer-div")["error"]
     points, shown = verdict(kernel, "div")  # Div itself was redefined before the error: still not graded
     assert points == 0.0 and "your answer cell for div last raised ZeroDivisionError on line 12" in shown, shown
 
@@ -122,7 +112,7 @@ def test_cells_run_in_another_order(kernel):
     assert "shared set-up cell at the top" in shown
     run(kernel, SETUP, "setup")
     run(kernel, MUL, "answer-mul")
-    run(kernel, DIV.format(tail=""), "answer-div")  # exercises in any order
+    run(kernel, DIV, "answer-div")  # exercises in any order
     assert verdict(kernel, "div")[0] == 3.0 and verdict(kernel, "mul")[0] == 2.0
 
 
@@ -249,9 +239,9 @@ def test_an_edit_saved_after_a_failing_run_wins_over_the_old_error(kernel, saved
     """Finding 6: the failing line deleted and saved, not run: say 'edited after it last ran', not only the error."""
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    broken = DIV.format(tail="print(1 / 0)")
+    broken = DIV + "print(1 / 0)"
     assert "ZeroDivisionError" in run(kernel, broken, "answer-div")["error"]
-    save(saved, {"setup": SETUP, "answer-div": DIV.format(tail="")})
+    save(saved, {"setup": SETUP, "answer-div": DIV})
     points, shown = verdict(kernel, "div")
     assert points == 0.0 and "your answer cell for div was edited after it last ran (the notebook saved at" in shown
     assert "that run raised ZeroDivisionError on line 12" in shown, shown
