@@ -102,6 +102,18 @@ def test_02_ctx_attribute_has_no_version_check():
         y.sum().backward()
 
 
+class ExpSaved(Function):  # lesson 02's, and lesson 03's Exp: the output saved
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.saved_tensors[0]
+
+
 def test_02_output_on_ctx_is_a_reference_cycle():
     """02: the output stored on ctx stays alive after del until gc; save_for_backward frees it."""
     class ExpOnCtx(Function):
@@ -113,17 +125,6 @@ def test_02_output_on_ctx_is_a_reference_cycle():
         @staticmethod
         def backward(ctx, grad_output):
             return grad_output * ctx.y
-
-    class ExpSaved(Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = torch.exp(x)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * ctx.saved_tensors[0]
 
     gc.disable()
     try:
@@ -188,22 +189,11 @@ def test_02_numerical_backward_is_differentiable_but_inherits_round_off():
 
 def test_03_float32_gradcheck_fails_for_a_correct_exp_and_digits_per_step():
     """03: float32 gradcheck fails; at step 1e-6 float32 keeps ~1 digit, float64 ~10."""
-    class Exp(Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = torch.exp(x)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * ctx.saved_tensors[0]
-
     torch.manual_seed(0)
     x64 = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    assert gradcheck(Exp.apply, (x64,))
+    assert gradcheck(ExpSaved.apply, (x64,))
     with pytest.warns(UserWarning):
-        assert not gradcheck(Exp.apply, (x64.detach().float().requires_grad_(),), raise_exception=False)
+        assert not gradcheck(ExpSaved.apply, (x64.detach().float().requires_grad_(),), raise_exception=False)
 
     def digits(dtype, step):
         x = x64.detach().to(dtype)
