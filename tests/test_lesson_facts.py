@@ -207,7 +207,9 @@ def test_03_float32_gradcheck_fails_for_a_correct_exp_and_digits_per_step():
 
 # --- lesson 05 --------------------------------------------------------------------------
 
-def _killhead_returning(make_grads):
+def _killhead_returning(make_grads, in_place: bool = False):
+    """KillHead.apply whose backward zeroes the first n columns of a copy of grad_output (or, ``in_place``, of
+    grad_output itself) and returns ``make_grads`` of it."""
     class KillHeadVariant(Function):
         @staticmethod
         def forward(ctx, x, n):
@@ -218,7 +220,7 @@ def _killhead_returning(make_grads):
 
         @staticmethod
         def backward(ctx, grad_output):
-            g = grad_output.clone()
+            g = grad_output if in_place else grad_output.clone()
             g[:, :ctx.n] = 0
             return make_grads(g)
     return KillHeadVariant.apply
@@ -477,23 +479,11 @@ def test_07_mark_non_differentiable_matters_for_float_outputs():
 
 def test_05_an_in_place_write_into_an_expanded_grad_output_is_refused_then_silently_wrong():
     """05 'Mistake 2': up to torch 2.14 an error; from 2.15 no error and every column's gradient zeroed."""
-    class KillHeadInPlace(Function):
-        @staticmethod
-        def forward(ctx, input, n):
-            ctx.n = n
-            result = input.clone()
-            result[:, :n] = 0
-            return result
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            grad_output[:, :ctx.n] = 0
-            return grad_output, None
-
+    kill_head_in_place = _killhead_returning(lambda g: (g, None), in_place=True)  # grad_output[:, :n] = 0
     x = torch.ones(3, 4, requires_grad=True)
     if TORCH < (2, 15):
         with pytest.raises(RuntimeError, match="refers to a single memory location"):
-            KillHeadInPlace.apply(x, 2).sum().backward()
+            kill_head_in_place(x, 2).sum().backward()
     else:
-        KillHeadInPlace.apply(x, 2).sum().backward()
+        kill_head_in_place(x, 2).sum().backward()
         assert torch.equal(x.grad, torch.zeros(3, 4))
