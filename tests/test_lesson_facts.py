@@ -102,6 +102,18 @@ def test_02_ctx_attribute_has_no_version_check():
         y.sum().backward()
 
 
+class ExpSaved(Function):  # lesson 02's, and lesson 03's Exp: the output saved
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.saved_tensors[0]
+
+
 def test_02_output_on_ctx_is_a_reference_cycle():
     """02: the output stored on ctx stays alive after del until gc; save_for_backward frees it."""
     class ExpOnCtx(Function):
@@ -113,17 +125,6 @@ def test_02_output_on_ctx_is_a_reference_cycle():
         @staticmethod
         def backward(ctx, grad_output):
             return grad_output * ctx.y
-
-    class ExpSaved(Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = torch.exp(x)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * ctx.saved_tensors[0]
 
     gc.disable()
     try:
@@ -164,12 +165,7 @@ def test_02_numerical_backward_is_differentiable_but_inherits_round_off():
     """02 'Higher derivatives': differentiating a finite-difference backward works, with its error."""
     h = 1e-6
 
-    class FiniteDiffMul(Function):
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return a * b
-
+    class FiniteDiffMul(MulSaved):  # MulSaved's forward; backward by central differences
         @staticmethod
         def backward(ctx, grad_output):
             a, b = ctx.saved_tensors
@@ -188,22 +184,11 @@ def test_02_numerical_backward_is_differentiable_but_inherits_round_off():
 
 def test_03_float32_gradcheck_fails_for_a_correct_exp_and_digits_per_step():
     """03: float32 gradcheck fails; at step 1e-6 float32 keeps ~1 digit, float64 ~10."""
-    class Exp(Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = torch.exp(x)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * ctx.saved_tensors[0]
-
     torch.manual_seed(0)
     x64 = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    assert gradcheck(Exp.apply, (x64,))
+    assert gradcheck(ExpSaved.apply, (x64,))
     with pytest.warns(UserWarning):
-        assert not gradcheck(Exp.apply, (x64.detach().float().requires_grad_(),), raise_exception=False)
+        assert not gradcheck(ExpSaved.apply, (x64.detach().float().requires_grad_(),), raise_exception=False)
 
     def digits(dtype, step):
         x = x64.detach().to(dtype)
@@ -217,7 +202,9 @@ def test_03_float32_gradcheck_fails_for_a_correct_exp_and_digits_per_step():
 
 # --- lesson 05 --------------------------------------------------------------------------
 
-def _killhead_returning(make_grads):
+def _killhead_returning(make_grads, in_place: bool = False):
+    """KillHead.apply whose backward zeroes the first n columns of a copy of grad_output (or, ``in_place``, of
+    grad_output itself) and returns ``make_grads`` of it."""
     class KillHeadVariant(Function):
         @staticmethod
         def forward(ctx, x, n):
@@ -228,7 +215,7 @@ def _killhead_returning(make_grads):
 
         @staticmethod
         def backward(ctx, grad_output):
-            g = grad_output.clone()
+            g = grad_output if in_place else grad_output.clone()
             g[:, :ctx.n] = 0
             return make_grads(g)
     return KillHeadVariant.apply
@@ -487,23 +474,11 @@ def test_07_mark_non_differentiable_matters_for_float_outputs():
 
 def test_05_an_in_place_write_into_an_expanded_grad_output_is_refused_then_silently_wrong():
     """05 'Mistake 2': up to torch 2.14 an error; from 2.15 no error and every column's gradient zeroed."""
-    class KillHeadInPlace(Function):
-        @staticmethod
-        def forward(ctx, input, n):
-            ctx.n = n
-            result = input.clone()
-            result[:, :n] = 0
-            return result
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            grad_output[:, :ctx.n] = 0
-            return grad_output, None
-
+    kill_head_in_place = _killhead_returning(lambda g: (g, None), in_place=True)  # grad_output[:, :n] = 0
     x = torch.ones(3, 4, requires_grad=True)
     if TORCH < (2, 15):
         with pytest.raises(RuntimeError, match="refers to a single memory location"):
-            KillHeadInPlace.apply(x, 2).sum().backward()
+            kill_head_in_place(x, 2).sum().backward()
     else:
-        KillHeadInPlace.apply(x, 2).sum().backward()
+        kill_head_in_place(x, 2).sum().backward()
         assert torch.equal(x.grad, torch.zeros(3, 4))

@@ -1,326 +1,124 @@
 """The mistake catalogue of custom-Function checks (checks/autograd_function.py and the engine's own codes):
-every entry has a buggy implementation that must receive its hint, and every catalogued code has such a test."""
+every entry has a buggy implementation that must receive its hint, and every catalogued code has such a test.
+
+Each buggy implementation is a right answer (tests/answers.py, LINEAR_MODULE below) with the edits that make its
+mistake: the table shows what it gets wrong, then the phrases its hint must say."""
 import importlib
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
-
+from answers import ABS_PROD, BASES, EXP, KILLHEAD, LINEAR_FUNCTION, MUL, MUL_GRADS, SWAPPED, mutate
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
+
 from course_utils import checks
 
-MUL_OK_BACKWARD = """
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, g * a
-"""
-
-BUGS = {
-    "forward_wrong": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a + b
-""" + MUL_OK_BACKWARD, ["forward should compute a * b"]),
-    "swapped_gradients": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * a, g * b
-""", ["input 0 (`a`)", "swapped"]),
-    "tensor_on_ctx": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.a, ctx.b = a, b
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.b, g * ctx.a
-""", ["ctx.a", "save_for_backward"]),
-    "wrong_shape": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return (g * b).sum(), g * a
-""", ["input 0 (`a`)", "shape ()", "shape of its input"]),
-    "missing_gradient": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, None
-""", ["None for input 1 (`b`)"]),
-    "wrong_number_of_gradients": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return (g * b,)
-""", ["returned 1 value(s) but forward takes 2 arguments (a, b)"]),
-    "no_graph": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        out = a * b
-        ctx.mark_non_differentiable(out)
-        return out
-""" + MUL_OK_BACKWARD, ["no MulBackward node"]),
-    "raised": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        raise ValueError("my own bug")
-""", ["Mul.backward raised ValueError: my own bug", "in backward, line 13 of your cell"]),
-    "missing_name": ("mul", "x = 1\n", ["`Mul` is not defined"]),
-    "not_a_function": ("mul", "def Mul(a, b):\n    return a * b\n", ["deriving from torch.autograd.Function"]),
-    "saved_wrong_tensor": ("exp", """
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return torch.exp(x)
-    @staticmethod
-    def backward(ctx, g):
-        (result,) = ctx.saved_tensors  # believes it saved the output
-        return g * result
-""", ["exp", "grad_output * x", "save the output"]),
-    "gradient_sign": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        return -grad_output * b, grad_output * a
-""", ["input 0 (`a`)", "wrong sign everywhere", "exactly the negative"]),  # review 2, finding 9
-    "forgot_grad_output": ("exp", """
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.exp(x)
-        ctx.save_for_backward(y)
-        return y
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return y.clone()
-""", ["input 0 (`x`)", "missing the factor grad_output"]),
-    "wrong_dtype": ("exp", """
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.exp(x)
-        ctx.save_for_backward(y)
-        return y
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return (g * y).float()
-""", ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
-    "transposed_weight_grad": ("linear_function", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
-        gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
-        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
-        return gi, gw, gb
-""", ["input 1 (`weight`)", "transpose", "grad_output.t() @ input"]),
-    "bias_not_summed": ("linear_function", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b"
+EXP_GRAD = "return g * y"
+LINEAR_GRADS = """gi = g.mm(weight) if ctx.needs_input_grad[0] else None
         gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
-        gb = g.mean(0) if bias is not None and ctx.needs_input_grad[2] else None
-        return gi, gw, gb
-""", ["input 2 (`bias`)", "batch mean", "grad_output.sum(0)"]),
-    "ignores_needs_input_grad": ("linear_function", """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        return g.mm(weight), g.t().mm(input), None if bias is None else g.sum(0)
-""", ["input 0 (`input`)", "ctx.needs_input_grad[0]"]),
-    "missing_none": ("killhead", """
-class KillHead(Function):
-    @staticmethod
-    def forward(ctx, input, n):
-        ctx.n = n
-        out = input.clone()
-        out[:, :n] = 0
-        return out
-    @staticmethod
-    def backward(ctx, g):
-        gi = g.clone()
-        gi[:, :ctx.n] = 0
-        return gi
-""", ["the non-tensor argument `n`", "return None for `n`"]),
-    "grad_output_inplace": ("killhead", """
-class KillHead(Function):
-    @staticmethod
-    def forward(ctx, input, n):
-        ctx.n = n
-        out = input.clone()
-        out[:, :n] = 0
-        return out
-    @staticmethod
-    def backward(ctx, g):
-        g[:, :ctx.n] = 0
-        return g, None
-""", ["modified grad_output in place", "grad_output.clone()"]),
-    "killhead_backward_not_masked": ("killhead", """
-class KillHead(Function):
-    @staticmethod
-    def forward(ctx, input, n):
-        ctx.n = n
-        out = input.clone()
-        out[:, :n] = 0
-        return out
-    @staticmethod
-    def backward(ctx, g):
-        return g.clone(), None
-""", ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
-    "forward_modifies_input": ("killhead", """
-class KillHead(Function):
-    @staticmethod
-    def forward(ctx, input, n):
-        ctx.n = n
-        input[:, :n] = 0
-        return input.clone()
-    @staticmethod
-    def backward(ctx, g):
-        gi = g.clone()
-        gi[:, :ctx.n] = 0
-        return gi, None
-""", ["changed input 0 (`input`) in place"]),
-    "kink_convention": ("abs_prod", """
-class AbsProd(Function):
-    @staticmethod
-    def forward(ctx, u, v):
-        ctx.save_for_backward(u, v)
-        return (u * v).abs()
-    @staticmethod
-    def backward(ctx, g):
-        u, v = ctx.saved_tensors
-        s = torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)
-        return g * s * v, g * s * u
-""", ["input 0 (`u`)", "u * v == 0", "sign(0) = 0"]),
-    "nan_gradient": ("abs_prod", """
-class AbsProd(Function):
-    @staticmethod
-    def forward(ctx, u, v):
-        ctx.save_for_backward(u, v)
-        return (u * v).abs()
-    @staticmethod
-    def backward(ctx, g):
-        u, v = ctx.saved_tensors
-        w = (u * v).abs()
-        return g * w / u, g * w / v
-""", ["input 0 (`u`) contains NaN or inf", "inputs with zeros", "division by zero"]),
-    "gradcheck_failed": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        if a.shape == (4,):  # wrong only for the shape gradcheck happens to use
-            return g * b * 1.01, g * a
-        return g * b, g * a
-""", ["gradcheck fails in float64"]),
-    "module_structure": ("linear_module", FORWARD_ONLY_LINEAR + """
-class Linear(nn.Module):
-    def __init__(self, in_features, out_features, bias=True):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_features, out_features))
-        self.bias = nn.Parameter(torch.zeros(out_features))
-""", ["(out_features, in_features) = (3, 5)"]),
-    "module_repr": ("linear_module", FORWARD_ONLY_LINEAR + """
-class Linear(nn.Module):
-    def __init__(self, in_features, out_features, bias=True):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(out_features, in_features))
-        if bias:
-            self.bias = nn.Parameter(torch.zeros(out_features))
-        else:
-            self.register_parameter("bias", None)
-""", ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
-    "module_init": ("linear_module", FORWARD_ONLY_LINEAR + """
-class Linear(nn.Module):
-    def __init__(self, in_features, out_features, bias=True):
-        super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = nn.Parameter(torch.randn(out_features, in_features))
-        if bias:
-            self.bias = nn.Parameter(torch.zeros(out_features))
-        else:
-            self.register_parameter("bias", None)
-    def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-""", ["not initialised like nn.Linear", "kaiming_uniform_"]),
-    "module_bias_bound": ("linear_module", FORWARD_ONLY_LINEAR + """
-class Linear(nn.Module):
-    def __init__(self, in_features, out_features, bias=True):
-        super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = nn.Parameter(torch.empty(out_features, in_features))
+        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb"""
+KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, :ctx.n] = 0\n        return gi, None"
+ABS_PROD_GRADS = "s = torch.sign(u * v)\n        return g * s * v, g * s * u"
+
+# linear_module: the module alone is graded (FORWARD_ONLY_LINEAR before it); a right one, then its mistakes
+LINEAR_INIT = """self.weight = nn.Parameter(torch.empty(out_features, in_features))
         self.bias = nn.Parameter(torch.empty(out_features)) if bias else None
         nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            bound = 1 / math.sqrt(out_features)  # review 2, finding 10: weight first, the wrong bound
-            nn.init.uniform_(self.bias, -bound, bound)
+            bound = 1 / math.sqrt(in_features)
+            nn.init.uniform_(self.bias, -bound, bound)"""
+LINEAR_MODULE = FORWARD_ONLY_LINEAR + """
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        """ + LINEAR_INIT + """
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-""", ["the weight is right", "the right random draws", "range is", "bound depends on"]),
+"""
+# named edits of LINEAR_MODULE: the weight drawn from randn, no feature sizes kept, no extra_repr
+RANDN_INIT = (LINEAR_INIT, """self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(out_features))
+        else:
+            self.register_parameter("bias", None)""")
+NO_FEATURES = ("        self.in_features, self.out_features = in_features, out_features\n", "")
+NO_EXTRA_REPR = ("""    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+""", "")
+
+# code: (exercise, the answer, phrases its hint must say)
+BUGS = {
+    # ---- mul (lesson 02)
+    "forward_wrong": ("mul", mutate(MUL, ("return a * b", "return a + b")), ["forward should compute a * b"]),
+    "swapped_gradients": ("mul", mutate(MUL, SWAPPED), ["input 0 (`a`)", "swapped"]),
+    "tensor_on_ctx": ("mul", mutate(MUL, ("ctx.save_for_backward(a, b)", "ctx.a, ctx.b = a, b"),
+                                    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "return g * ctx.b, g * ctx.a")),
+                      ["ctx.a", "save_for_backward"]),
+    "wrong_shape": ("mul", mutate(MUL, (MUL_GRADS, "return (g * b).sum(), g * a")),
+                    ["input 0 (`a`)", "shape ()", "shape of its input"]),
+    "missing_gradient": ("mul", mutate(MUL, (MUL_GRADS, "return g * b, None")), ["None for input 1 (`b`)"]),
+    "wrong_number_of_gradients": ("mul", mutate(MUL, (MUL_GRADS, "return (g * b,)")),
+                                  ["returned 1 value(s) but forward takes 2 arguments (a, b)"]),
+    "no_graph": ("mul", mutate(MUL, (MUL_FORWARD, "out = a * b\n        ctx.mark_non_differentiable(out)\n"
+                                                   "        return out")), ["no MulBackward node"]),
+    "raised": ("mul", mutate(MUL, (MUL_GRADS, 'raise ValueError("my own bug")')),
+               ["Mul.backward raised ValueError: my own bug", "in backward, line 13 of your cell"]),
+    "missing_name": ("mul", "x = 1\n", ["`Mul` is not defined"]),
+    "not_a_function": ("mul", "def Mul(a, b):\n    return a * b\n", ["deriving from torch.autograd.Function"]),
+    "gradient_sign": ("mul", mutate(MUL, ("def backward(ctx, g):", "def backward(ctx, grad_output):"),
+                                    (MUL_GRADS, "return -grad_output * b, grad_output * a")),
+                      ["input 0 (`a`)", "wrong sign everywhere", "exactly the negative"]),  # review 2, finding 9
+    "gradcheck_failed": ("mul", mutate(MUL, (MUL_GRADS, "if a.shape == (4,):  # wrong only for the shape gradcheck"
+                                                        " happens to use\n            return g * b * 1.01, g * a\n"
+                                                        "        " + MUL_GRADS)), ["gradcheck fails in float64"]),
+    # ---- exp (lesson 03)
+    "saved_wrong_tensor": ("exp", mutate(EXP, ("y = torch.exp(x)\n        ctx.save_for_backward(y)\n        return y",
+                                               "ctx.save_for_backward(x)\n        return torch.exp(x)"),
+                                         ("(y,) = ctx.saved_tensors\n        " + EXP_GRAD,
+                                          "(result,) = ctx.saved_tensors  # believes it saved the output\n"
+                                          "        return g * result")),
+                           ["exp", "grad_output * x", "save the output"]),
+    "forgot_grad_output": ("exp", mutate(EXP, (EXP_GRAD, "return y.clone()")),
+                           ["input 0 (`x`)", "missing the factor grad_output"]),
+    "wrong_dtype": ("exp", mutate(EXP, (EXP_GRAD, "return (g * y).float()")),
+                    ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
+    # ---- linear_function (lesson 04)
+    "transposed_weight_grad": ("linear_function", mutate(LINEAR_FUNCTION, ("g.t().mm(input)", "input.t().mm(g)")),
+                               ["input 1 (`weight`)", "transpose", "grad_output.t() @ input"]),
+    "bias_not_summed": ("linear_function", mutate(LINEAR_FUNCTION, ("g.sum(0)", "g.mean(0)")),
+                        ["input 2 (`bias`)", "batch mean", "grad_output.sum(0)"]),
+    "ignores_needs_input_grad": ("linear_function", mutate(LINEAR_FUNCTION, (
+        LINEAR_GRADS, "return g.mm(weight), g.t().mm(input), None if bias is None else g.sum(0)")),
+        ["input 0 (`input`)", "ctx.needs_input_grad[0]"]),
+    # ---- killhead (lesson 05)
+    "missing_none": ("killhead", mutate(KILLHEAD, ("return gi, None", "return gi")),
+                     ["the non-tensor argument `n`", "return None for `n`"]),
+    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, :ctx.n] = 0\n        return g, None")),
+                            ["modified grad_output in place", "grad_output.clone()"]),
+    "killhead_backward_not_masked": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "return g.clone(), None")),
+                                     ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
+    "forward_modifies_input": ("killhead", mutate(KILLHEAD, ("out = input.clone()\n        out[:, :n] = 0\n        return out",
+                                                             "input[:, :n] = 0\n        return input.clone()")),
+                               ["changed input 0 (`input`) in place"]),
+    # ---- abs_prod (lesson 06)
+    "kink_convention": ("abs_prod", mutate(ABS_PROD, ("torch.sign(u * v)", "torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)")),
+                        ["input 0 (`u`)", "u * v == 0", "sign(0) = 0"]),
+    "nan_gradient": ("abs_prod", mutate(ABS_PROD, (ABS_PROD_GRADS, "w = (u * v).abs()\n        return g * w / u, g * w / v")),
+                     ["input 0 (`u`) contains NaN or inf", "inputs with zeros", "division by zero"]),
+    # ---- linear_module (lesson 04)
+    "module_structure": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, (LINEAR_INIT, """\
+self.weight = nn.Parameter(torch.randn(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))""")), ["(out_features, in_features) = (3, 5)"]),
+    "module_repr": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, RANDN_INIT),
+                    ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
+    "module_init": ("linear_module", mutate(LINEAR_MODULE, RANDN_INIT), ["not initialised like nn.Linear", "kaiming_uniform_"]),
+    "module_bias_bound": ("linear_module", mutate(LINEAR_MODULE, (
+        "math.sqrt(in_features)", "math.sqrt(out_features)  # review 2, finding 10: weight first, the wrong bound")),
+        ["the weight is right", "the right random draws", "range is", "bound depends on"]),
     "module_not_using_function": ("linear_module", """
 class LinearFunction(Function):
     pass
@@ -328,6 +126,7 @@ class Linear(nn.Linear):
     def forward(self, input):
         return input @ self.weight.t() + self.bias
 """, ["LinearFunction.apply(input, self.weight, self.bias)", "AddBackward0"]),
+    # ---- scalar_engine (lesson 01)
     "scalar_api": ("scalar_engine", """
 class Scalar:
     def __init__(self, data, parents=()):
@@ -342,9 +141,22 @@ class Scalar:
 }
 
 
+
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
     assert_diagnosed(code, *BUGS[code])
+
+
+@pytest.mark.parametrize("grade_id", sorted(BASES))
+def test_each_base_answer_passes(grade_id):
+    """The wrong answers above are these with an edit: the edit, not the base, is what each hint is about."""
+    result = checks.run_check(grade_id, ns_from(BASES[grade_id]))
+    assert result.status == "passed" and result.flags == [], result.report()
+
+
+def test_the_base_of_the_module_mistakes_is_right_but_for_its_forward():
+    result = checks.run_check("linear_module", ns_from(LINEAR_MODULE))
+    assert result.mistakes == ["not_attempted"] and result.points == result.max_points - 1, result.report()
 
 
 def all_bug_codes() -> set[str]:
@@ -424,20 +236,10 @@ def test_autograd_inside_backward_is_remarked_however_it_is_reached(name):
 
 
 def test_abs_prod_with_an_aliased_autograd_grad_is_remarked():
-    src = """
-class AbsProd(Function):
-    @staticmethod
-    def forward(ctx, u, v):
-        ctx.save_for_backward(u, v)
-        return (u * v).abs()
-    @staticmethod
-    def backward(ctx, g):
-        u, v = ctx.saved_tensors
-        grad = (lambda f=getattr: f)()(torch.autograd, "grad")
+    src = mutate(ABS_PROD, (ABS_PROD_GRADS, """grad = (lambda f=getattr: f)()(torch.autograd, "grad")
         with torch.enable_grad():
             u2, v2 = u.detach().requires_grad_(), v.detach().requires_grad_()
-            return grad((u2 * v2).abs(), (u2, v2), g)
-"""
+            return grad((u2 * v2).abs(), (u2, v2), g)"""))
     result = checks.run_check("abs_prod", ns_from(src))
     assert any("AbsProd.backward calls autograd itself" in f for f in result.flags), result.report()
 
@@ -448,21 +250,10 @@ def test_a_backward_by_hand_has_no_remark():
 
 
 # --------------------------------------------------------------------------- needs_input_grad: the work, not the Nones
-LINEAR_COMPUTES_ALL = """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        gi, gw = g.mm(weight), g.t().mm(input)
+LINEAR_COMPUTES_ALL = mutate(LINEAR_FUNCTION, (LINEAR_GRADS, """gi, gw = g.mm(weight), g.t().mm(input)
         gb = None if bias is None else g.sum(0)
         need = ctx.needs_input_grad
-        return (gi if need[0] else None), (gw if need[1] else None), (gb if bias is not None and need[2] else None)
-"""
+        return (gi if need[0] else None), (gw if need[1] else None), (gb if bias is not None and need[2] else None)"""))
 
 
 def test_computing_every_gradient_and_returning_none_fails_needs_input_grad():
@@ -474,21 +265,11 @@ def test_computing_every_gradient_and_returning_none_fails_needs_input_grad():
 
 def test_needs_input_grad_with_early_returns_and_a_loop_passes():
     """Correct but unusual: gradients built in a loop over the inputs, with an early return."""
-    src = """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input @ weight.mT
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        if not any(ctx.needs_input_grad):
+    src = mutate(LINEAR_FUNCTION, ("input.mm(weight.t())", "input @ weight.mT"), (LINEAR_GRADS, """\
+if not any(ctx.needs_input_grad):
             return None, None, None
         makers = (lambda: g @ weight, lambda: g.mT @ input, lambda: g.sum(0))
-        return tuple(make() if need else None for make, need in zip(makers, ctx.needs_input_grad))
-"""
+        return tuple(make() if need else None for make, need in zip(makers, ctx.needs_input_grad))"""))
     result = checks.run_check("linear_function", ns_from(src))
     assert result.status == "passed", result.report()
 

@@ -6,6 +6,7 @@ import re
 
 import jupytext
 import pytest
+from answers import EXP, MUL, SWAPPED, mutate
 
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
@@ -84,18 +85,7 @@ def test_every_exercise_has_a_solution_notebook():
 
 
 def test_generic_wrong_gradient():
-    ns = ns_from("""
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.exp(x)
-        ctx.save_for_backward(y)
-        return y
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y * 2
-""")
+    ns = ns_from(mutate(EXP, ("return g * y", "return g * y * 2")))  # twice the gradient: no catalogued mistake
     result = checks.run_check("exp", ns)
     assert result.mistakes == ["gradient_wrong"]
     assert "the gradient for input 0 (`x`) is wrong for x of shape (6,)" in result.report()
@@ -131,18 +121,7 @@ def test_an_interrupted_check_says_nothing_was_graded(monkeypatch, capsys):
 
 
 def test_printing_a_lot_is_summarised_not_shown(capsys):
-    ns = ns_from("""
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        print("debug " * 1000)
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, g * a
-""")
+    ns = ns_from(mutate(MUL, ("ctx.save_for_backward(a, b)", 'print("debug " * 1000)\n        ctx.save_for_backward(a, b)')))
     checks.check("mul", ns)
     shown = capsys.readouterr().out
     assert shown.startswith("✓ mul: 2/2 points.")
@@ -238,17 +217,7 @@ def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_par
     """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader stores that very result."""
     from course_utils.grading.judge import exercise_result
 
-    ns = ns_from(re.sub(r"return g \* b, g \* a", "return g * a, g * b", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, g * a
-"""))
+    ns = ns_from(mutate(MUL, SWAPPED))
     ex = checks.EXERCISES["mul"]
     result = checks.run_check("mul", ns)
     assert [(o.name, o.points, o.max, o.status, o.code) for o in result.stages] == [

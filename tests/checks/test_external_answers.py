@@ -5,6 +5,7 @@ that fails one grades wrongly. The docs' LinearFunction pair sits with lesson 04
 (tests/checks/test_lesson04.py), since the setup_context one fails by design (its bias is not optional).
 """
 import pytest
+from answers import MUL_AS_TAUGHT, TAUGHT_GRADS, mutate
 from check_helpers import ns_from
 
 from course_utils import checks
@@ -54,24 +55,14 @@ class Sigmoid(torch.autograd.Function):
         output, = ctx.saved_tensors
         return grad_output * output * (1 - output)
 """),
-    # PyTorch's docs ("Extending torch.autograd"): MulConstant's pattern, two tensors instead of a constant
-    "mul: docs pattern, needs_input_grad": ("mul", """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        grad_a = grad_b = None
+    # PyTorch's docs ("Extending torch.autograd"): MulConstant's pattern, two tensors instead of a constant; its
+    # forward is lesson 02's, written as the lesson writes it: only its gradients differ
+    "mul: docs pattern, needs_input_grad": ("mul", mutate(MUL_AS_TAUGHT, (TAUGHT_GRADS, """grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_a = (grad_output * b).sum_to_size(a.shape)
         if ctx.needs_input_grad[1]:
             grad_b = (grad_output * a).sum_to_size(b.shape)
-        return grad_a, grad_b
-"""),
+        return grad_a, grad_b"""))),
     # the common embedding Function (index_select forward, index_add_ backward), as in many tutorials
     "embedding: index_select / index_add_": ("embedding", """
 class EmbeddingFunction(torch.autograd.Function):

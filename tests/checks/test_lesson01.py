@@ -4,6 +4,7 @@ import time
 import pytest
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 SCALAR_BASE = """
@@ -135,7 +136,7 @@ BUGS.update({
                            ["shared sub-expression", "reverse topological order"]),
     "scalar_local_derivative": ("scalar_engine", scalar_source(exp_local="1.0"),
                                 ["exp(x) at 0.7", "local derivative"]),
-    "scalar_forward_wrong": ("scalar_engine", scalar_source().replace("math.sin(self.data)", "math.cos(self.data)"),
+    "scalar_forward_wrong": ("scalar_engine", mutate(scalar_source(), ("math.sin(self.data)", "math.cos(self.data)")),
                              ["Scalar(0.5).sin() should be a Scalar with data 0.479426"]),
 })
 
@@ -244,6 +245,6 @@ def test_a_missing_sin_is_told_about_sin_alone():
 
 
 def test_a_missing_radd_is_still_told_about_radd():
-    source = scalar_source().replace("    __radd__ = __add__\n", "")
+    source = mutate(scalar_source(), ("    __radd__ = __add__\n", ""))
     result = checks.run_check("scalar_engine", ns_from(source))
     assert result.mistakes == ["scalar_api"] and "__radd__" in result.diagnosis and "sin" not in result.diagnosis

@@ -1,24 +1,13 @@
 """Lesson 02 checks: the transfer exercise div."""
 import pytest
+from answers import DIV, DIV_GRADS, mutate
 
 from course_utils import checks
 from check_helpers import assert_diagnosed, ns_from
 
-DIV = """
-class Div(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a / b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return GRADS
-"""
-
-
 def div_source(grads: str) -> str:
-    return DIV.replace("GRADS", grads)
+    """div (tests/answers.py) with its gradients replaced by ``grads``."""
+    return mutate(DIV, (DIV_GRADS, f"return {grads}"))
 
 
 BUGS = {
@@ -37,7 +26,7 @@ def test_each_mistake_gets_its_hint(code):
 
 
 def test_forward_reports_the_formula():
-    source = div_source("g / b, -g * a / b ** 2").replace("return a / b", "return b / a")
+    source = mutate(DIV, ("return a / b", "return b / a"))
     result = checks.run_check("div", ns_from(source))
     assert result.mistakes == ["forward_wrong"] and "forward should compute a / b" in result.report()
 

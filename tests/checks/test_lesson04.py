@@ -1,6 +1,7 @@
 """Lesson 04's transfer exercise `linear_nd`: each catalogued mistake gets its diagnosis."""
 import pytest
 import torch
+from answers import LINEAR_FUNCTION, mutate
 
 from course_utils import checks
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from, solution_namespace
@@ -75,21 +76,7 @@ class LinearFunction(Function):
         return grad_input, grad_weight, grad_bias
 """
 
-LINEAR_FUNCTION = """
-class LinearFunction(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias=None):
-        ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
-        return out if bias is None else out + bias
-    @staticmethod
-    def backward(ctx, g):
-        input, weight, bias = ctx.saved_tensors
-        gi = GRAD_INPUT if ctx.needs_input_grad[0] else None
-        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
-        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
-        return gi, gw, gb
-"""
+GRAD_INPUT = "gi = g.mm(weight)"  # linear_function's (tests/answers.py) first gradient
 
 
 def linear_nd(forward="input @ weight.t()", grad_weight="rows.t() @ input.reshape(-1, in_f)",
@@ -114,9 +101,9 @@ BUGS = {
                           ["apply(input, weight), with no bias argument", "missing a required argument: 'bias'",
                            "bias=None"]),
     # review 2, finding 9: a negated grad_input, and grad_output forgotten in a matrix product
-    "gradient_sign": ("linear_function", LINEAR_FUNCTION.replace("GRAD_INPUT", "-g.mm(weight)"),
+    "gradient_sign": ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_INPUT, "gi = -g.mm(weight)")),
                       ["input 0 (`input`)", "wrong sign everywhere", "exactly the negative"]),
-    "forgot_grad_output": ("linear_function", LINEAR_FUNCTION.replace("GRAD_INPUT", "torch.ones_like(g).mm(weight)"),
+    "forgot_grad_output": ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_INPUT, "gi = torch.ones_like(g).mm(weight)")),
                            ["input 0 (`input`)", "missing the factor grad_output", "grad_output = 1"]),
 }
 
@@ -249,8 +236,8 @@ def test_the_docs_setup_context_linear_function_loses_only_the_forward_point():
 
 def test_a_backward_that_reads_needs_input_grad_2_without_a_bias_is_told_why_it_crashes():
     """apply(input, weight) gives ctx.needs_input_grad two entries: reading the third crashes."""
-    source = LINEAR_FUNCTION.replace("GRAD_INPUT", "g.mm(weight)").replace(
-        "if bias is not None and ctx.needs_input_grad[2]", "if ctx.needs_input_grad[2] and bias is not None")
+    source = mutate(LINEAR_FUNCTION, ("if bias is not None and ctx.needs_input_grad[2]",
+                                      "if ctx.needs_input_grad[2] and bias is not None"))
     result = checks.run_check("linear_function", ns_from(source))
     assert result.mistakes == ["bias_not_optional"] and result.points == 1, result.report()
     assert "IndexError" in result.diagnosis and "two entries" in result.diagnosis

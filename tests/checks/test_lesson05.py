@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 CLIP = """
@@ -54,7 +55,7 @@ def test_correct_variants_pass(body):
 
 
 def test_forward_may_return_x_itself():
-    src = clip("return g * min(1.0, m / g.norm().item()), None").replace("return x.clone()", "return x")
+    src = mutate(clip("return g * min(1.0, m / g.norm().item()), None"), ("return x.clone()", "return x"))
     assert checks.run_check("clip_grad", ns_from(src)).status == "passed"
 
 

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 MAXIMUM = """
@@ -97,8 +98,8 @@ def test_gradcheck_only_names_the_bugs_it_missed():
 
 def test_a_test_that_lets_its_own_probes_raise_gets_zero():
     """Probing a non-contiguous copy without catching the error: a correct Function that rejects it fails."""
-    src = GRADCHECK_ONLY.replace("    return", "    strided = [torch.stack([x.detach(), torch.zeros_like(x)], -1)[..., 0]"
-                                 ".requires_grad_() for x in inputs]\n    function_class.apply(*strided)\n    return")
+    src = mutate(GRADCHECK_ONLY, ("    return", "    strided = [torch.stack([x.detach(), torch.zeros_like(x)], -1)[..., 0]"
+                                  ".requires_grad_() for x in inputs]\n    function_class.apply(*strided)\n    return"))
     result = checks.run_check("gradient_test", ns_from(src))
     assert result.points == 0 and result.mistakes == ["test_rejects_correct"], result.report()
     assert "not applicable" in result.report()

@@ -2,6 +2,7 @@
 import pytest
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 RELU = """
@@ -107,8 +108,8 @@ def test_each_mistake_gets_its_hint(code):
     ("clamp_with_mask", clamp(backward="grad_y * mask * 2, None, None"), "gradient_wrong", "largest error"),
     ("clamp_with_mask", clamp(backward="mask, None, None"), "forgot_grad_output", "missing the factor grad_output"),
     ("tanh_twice", tanh(backward="grad_output * (1 - y ** 2).detach()"), "tanh_backward_detached", "no graph"),
-    ("tanh_twice", tanh(save="ctx.y = y", backward="grad_output * (1 - ctx.y ** 2)").replace(
-        "(y,) = ctx.saved_tensors", "pass"), "tensor_on_ctx", "ctx.y"),
+    ("tanh_twice", mutate(tanh(save="ctx.y = y", backward="grad_output * (1 - ctx.y ** 2)"), (
+        "(y,) = ctx.saved_tensors", "pass")), "tensor_on_ctx", "ctx.y"),
 ])
 def test_more_variants(grade_id, source, code, phrase):
     result = checks.run_check(grade_id, ns_from(source))
@@ -172,8 +173,8 @@ NORMALIZE_BUGS = {
         backward="y, n = ctx.saved_tensors\n        return (g - y * (g * y).sum(-1, keepdim=True)) / n"),
         ["gradgradcheck fails", "recompute the norm"]),
     # issue 41, item 4: the projection summed over the whole tensor
-    "normalize_sum_not_per_row": ("normalize_fix", normalize(backward=GOOD_BACKWARD.replace(".sum(-1, keepdim=True)",
-                                                                                            ".sum()")),
+    "normalize_sum_not_per_row": ("normalize_fix", normalize(backward=mutate(GOOD_BACKWARD, (".sum(-1, keepdim=True)",
+                                                                                              ".sum()"))),
                                   ["input 0 (`x`)", "summed over the whole tensor", "mixes rows", "keepdim=True"]),
 }
 BUGS.update(NORMALIZE_BUGS)
@@ -195,6 +196,6 @@ def test_normalize_dividing_a_fresh_copy_in_place_passes():
 
 
 def test_normalize_summing_over_the_first_dimension_is_named():
-    src = normalize(backward=GOOD_BACKWARD.replace(".sum(-1, keepdim=True)", ".sum(0, keepdim=True)"))
+    src = normalize(backward=mutate(GOOD_BACKWARD, (".sum(-1, keepdim=True)", ".sum(0, keepdim=True)")))
     result = checks.run_check("normalize_fix", ns_from(src))
     assert result.mistakes == ["normalize_sum_not_per_row"] and "over dimension 0" in result.diagnosis, result.report()

@@ -6,6 +6,7 @@ on each other's order.
 """
 import pytest
 
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 from course_utils import checks
 
@@ -57,8 +58,8 @@ row_norm.register_autograd(_backward, setup_context=_setup_context)
 
 
 def sig(old: str, new: str) -> str:
-    assert old in SIG, old
-    return SIG.replace(old, new)
+    """The softmax answer SIG with one edit (``old`` must stand in it exactly once)."""
+    return mutate(SIG, (old, new))
 
 
 JVP_BODY = "        (y,) = ctx.saved_tensors\n        return y * (x_tangent - (x_tangent * y).sum(-1, keepdim=True))\n"
@@ -110,24 +111,24 @@ import numpy as np
 def row_norm(x):
     return torch.as_tensor(np.linalg.norm(x.numpy(force=True), axis=-1)).to(x.dtype)
 """, ["`row_norm` is a function", '@torch.library.custom_op("exercises::row_norm", mutates_args=())']),
-    "wrong_op_name": ("row_norm_op", OP.replace("exercises::row_norm", "mylib::row_norm") + FAKE + AUTOGRAD,
+    "wrong_op_name": ("row_norm_op", mutate(OP, ("exercises::row_norm", "mylib::row_norm")) + FAKE + AUTOGRAD,
                       ["registered as 'mylib::row_norm'", '"exercises::row_norm"']),
-    "op_redefined": ("row_norm_op", OP + FAKE + AUTOGRAD + OP.replace("def row_norm(", "def row_norm_v2("),
+    "op_redefined": ("row_norm_op", OP + FAKE + AUTOGRAD + mutate(OP, ("def row_norm(", "def row_norm_v2(")),
                      ["was defined again after your `row_norm`", "one cell"]),
     "no_fake": ("row_norm_op", OP + AUTOGRAD, ["no fake implementation", "register_fake", "re-running only"]),
-    "fake_mismatch": ("row_norm_op", OP + FAKE.replace("x.new_empty(x.shape[:-1])", "torch.empty_like(x)") + AUTOGRAD,
+    "fake_mismatch": ("row_norm_op", OP + mutate(FAKE, ("x.new_empty(x.shape[:-1])", "torch.empty_like(x)")) + AUTOGRAD,
                       ["are not equal", "same shape, dtype"]),
-    "fake_raised": ("row_norm_op", OP + FAKE.replace("x.new_empty(x.shape[:-1])",
-                                                     "torch.from_numpy(np.linalg.norm(x.numpy(), axis=-1))")
+    "fake_raised": ("row_norm_op", OP + mutate(FAKE, ("x.new_empty(x.shape[:-1])",
+                                                      "torch.from_numpy(np.linalg.norm(x.numpy(), axis=-1))"))
                     + AUTOGRAD, ["ran your fake implementation on a fake tensor", "must not compute"]),
     "no_autograd": ("row_norm_op", OP + FAKE, ["no autograd formula", "register_autograd"]),
-    "row_norm_zero_row": ("row_norm_op", OP + FAKE + AUTOGRAD.replace("torch.where(n == 0, 1.0, n)", "n"),
+    "row_norm_zero_row": ("row_norm_op", OP + FAKE + mutate(AUTOGRAD, ("torch.where(n == 0, 1.0, n)", "n")),
                           ["nan", "all zeros", "0 / 0"]),
     # the laziest operator: the body in torch, which PyTorch could trace and differentiate without an operator
-    "row_norm_not_numpy": ("row_norm_op", OP.replace(NUMPY_BODY, "return torch.linalg.vector_norm(x, dim=-1)")
+    "row_norm_not_numpy": ("row_norm_op", mutate(OP, (NUMPY_BODY, "return torch.linalg.vector_norm(x, dim=-1)"))
                            + FAKE + AUTOGRAD, ["linalg_vector_norm", "not the opaque (NumPy) code"]),
-    "row_norm_numpy_scalar": ("row_norm_op", OP.replace(NUMPY_BODY, "return torch.from_numpy(np.linalg.norm("
-                                                        "x.numpy(force=True), axis=-1)).to(x.device, x.dtype)")
+    "row_norm_numpy_scalar": ("row_norm_op", mutate(OP, (NUMPY_BODY, "return torch.from_numpy(np.linalg.norm("
+                                                         "x.numpy(force=True), axis=-1)).to(x.device, x.dtype)"))
                               + FAKE + AUTOGRAD, ["for a 1-D x", "NumPy scalar", "torch.from_numpy accepts only arrays"]),
 }
 
@@ -147,18 +148,18 @@ VARIANTS = {
         J = J + torch.diag_embed(y)
         return torch.einsum("...ij,...j->...i", J, grad_output)"""), ["forms the Jacobian"]),
     "fake with the wrong dtype": ("fake_mismatch", "row_norm_op",
-                                  OP + FAKE.replace("x.new_empty(x.shape[:-1])",
-                                                    "x.new_empty(x.shape[:-1], dtype=torch.float16)") + AUTOGRAD,
+                                  OP + mutate(FAKE, ("x.new_empty(x.shape[:-1])",
+                                                      "x.new_empty(x.shape[:-1], dtype=torch.float16)")) + AUTOGRAD,
                                   ["Dtypes"]),
-    "op returns float64 for float32": ("forward_wrong", "row_norm_op", OP.replace(".to(x.device, x.dtype)", "").replace(
-                                       "x.numpy(force=True)", "x.numpy(force=True).astype(np.float64)")
+    "op returns float64 for float32": ("forward_wrong", "row_norm_op", mutate(OP, (".to(x.device, x.dtype)", ""), (
+                                       "x.numpy(force=True)", "x.numpy(force=True).astype(np.float64)"))
                                        + FAKE + AUTOGRAD, ["returned torch.float64", "NumPy's dtype"]),
-    "op keeps the last dim": ("forward_wrong", "row_norm_op", OP.replace("axis=-1)", "axis=-1, keepdims=True)")
+    "op keeps the last dim": ("forward_wrong", "row_norm_op", mutate(OP, ("axis=-1)", "axis=-1, keepdims=True)"))
                               + FAKE + AUTOGRAD, ["x.shape[:-1]"]),
     "re-ran only the @custom_op part of the cell": ("no_fake", "row_norm_op", OP + FAKE + AUTOGRAD + OP,
                                                      ["no fake implementation", "re-running only the @custom_op cell"]),
-    "op backward without the division": ("gradient_wrong", "row_norm_op", OP + FAKE + AUTOGRAD.replace(
-        " / torch.where(n == 0, 1.0, n)[..., None]", ""), ["does not match torch.linalg.vector_norm", "opcheck does not"]),
+    "op backward without the division": ("gradient_wrong", "row_norm_op", OP + FAKE + mutate(AUTOGRAD, (
+        " / torch.where(n == 0, 1.0, n)[..., None]", "")), ["does not match torch.linalg.vector_norm", "opcheck does not"]),
 }
 
 
@@ -212,7 +213,7 @@ STUB = 'raise NotImplementedError("Exercise \'row_norm_op\' is not attempted yet
      "the backward of row_norm is not written yet"),
 ])
 def test_a_part_left_as_stub_is_named(part, old, named):
-    result = checks.run_check("row_norm_op", ns_from(OP + (FAKE + AUTOGRAD).replace(old, STUB)))
+    result = checks.run_check("row_norm_op", ns_from(OP + mutate(FAKE + AUTOGRAD, (old, STUB))))
     assert result.mistakes == ["not_attempted"] and result.status == "failed", result.report()
     assert named in result.report() and 0 < result.points < result.max
 
@@ -248,7 +249,7 @@ class FuncSoftmax(Function):
 
 def test_row_norm_that_clamps_the_norm_passes():
     """Another spelling of 'zero for a zero row': divide by the norm clamped away from 0."""
-    src = OP + FAKE + AUTOGRAD.replace("torch.where(n == 0, 1.0, n)", "n.clamp_min(torch.finfo(n.dtype).tiny)")
+    src = OP + FAKE + mutate(AUTOGRAD, ("torch.where(n == 0, 1.0, n)", "n.clamp_min(torch.finfo(n.dtype).tiny)"))
     result = checks.run_check("row_norm_op", ns_from(src))
     assert result.status == "passed", result.report()
 
@@ -276,13 +277,13 @@ def test_softmax_forward_is_graded_on_its_own():
 @pytest.mark.slow  # a second laziest answer (BUGS has the first); ~2 s of compile: CI and COURSE_SLOW=1 run it
 def test_row_norm_torch_with_a_numpy_detour_fails():
     """Torch arithmetic before NumPy (squares summed in torch, the square root in NumPy) is not opaque either."""
-    src = OP.replace(NUMPY_BODY, "return torch.as_tensor(np.sqrt((x * x).sum(-1).numpy(force=True))).to(x.dtype)")
+    src = mutate(OP, (NUMPY_BODY, "return torch.as_tensor(np.sqrt((x * x).sum(-1).numpy(force=True))).to(x.dtype)"))
     assert_diagnosed("row_norm_not_numpy", "row_norm_op", src + FAKE + AUTOGRAD, ["mul", "sum"])
 
 
 def test_row_norm_by_hand_in_numpy_with_from_numpy_passes():
     """Other NumPy (sqrt of summed squares, np.asarray for a 1-D x) and a CPU kernel registered apart."""
-    src = OP.replace(NUMPY_BODY, "raise RuntimeError('the CPU kernel below runs instead')") + """
+    src = mutate(OP, (NUMPY_BODY, "raise RuntimeError('the CPU kernel below runs instead')")) + """
 @row_norm.register_kernel("cpu")
 def _(x):
     a = x.detach().numpy()

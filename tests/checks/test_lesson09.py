@@ -2,6 +2,7 @@
 import pytest
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 
 LOG1MEXP = """
@@ -129,8 +130,8 @@ BUGS = {
                            ["512 elements", "one value per row (16 here)"]),
     "solve_refactorises": ("solve", solve(gb="torch.linalg.solve(A.mT, G)"), ["linalg_solve", "reuse the factors"]),
     "solve_grad_A": ("solve", solve(sign=""), ["wrong sign", "dA x + A dx = 0"]),
-    "solve_no_lu": ("solve", solve().replace("LU, piv = torch.linalg.lu_factor(A)",
-                                             "LU, piv = torch.linalg.lu_factor(A)\n        Ainv = torch.linalg.inv(A)"),
+    "solve_no_lu": ("solve", mutate(solve(), ("LU, piv = torch.linalg.lu_factor(A)",
+                                              "LU, piv = torch.linalg.lu_factor(A)\n        Ainv = torch.linalg.inv(A)")),
                     ["linalg_inv", "one LU factorisation"]),
 }
 
@@ -176,16 +177,16 @@ def test_solve_refactorising_in_numpy_loses_only_the_factors_point():
 
 def test_solve_computing_g_a_and_dropping_it_fails_needs_input_grad():
     """g_A costs an outer product that b alone does not need; g_b is needed for g_A, so (A, not b) may cost as much."""
-    src = solve().replace("gA = (- gb @ X.mT) if ctx.needs_input_grad[0] else None", "gA = - gb @ X.mT").replace(
-        "return gA, (gb", "return (gA if ctx.needs_input_grad[0] else None), (gb")
+    src = mutate(solve(), ("gA = (- gb @ X.mT) if ctx.needs_input_grad[0] else None", "gA = - gb @ X.mT"), (
+        "return gA, (gb", "return (gA if ctx.needs_input_grad[0] else None), (gb"))
     result = assert_diagnosed("ignores_needs_input_grad", "solve", src, ["(False, True)", "input 0 (`A`)", "as much work"])
     assert result.points == 2
 
 
 def test_solve_saving_no_factors_fails():
-    src = solve(gb="torch.linalg.lu_solve(LU, piv, G, adjoint=True)").replace(
-        "ctx.save_for_backward(A, LU, piv, x)", "ctx.save_for_backward(A, LU + 0, piv, x)").replace(
-        "A, LU, piv, x = ctx.saved_tensors", "A, _, piv, x = ctx.saved_tensors\n        LU = torch.linalg.lu_factor_ex(A)[0]")
+    src = mutate(solve(gb="torch.linalg.lu_solve(LU, piv, G, adjoint=True)"), (
+        "ctx.save_for_backward(A, LU, piv, x)", "ctx.save_for_backward(A, LU + 0, piv, x)"), (
+        "A, LU, piv, x = ctx.saved_tensors", "A, _, piv, x = ctx.saved_tensors\n        LU = torch.linalg.lu_factor_ex(A)[0]"))
     assert checks.run_check("solve", ns_from(src)).mistakes in (["solve_refactorises"], ["solve_ignores_saved_factors"])
 
 
@@ -299,14 +300,14 @@ class RMSNorm(Function):
 
 
 def test_rmsnorm_ignoring_needs_input_grad_fails():
-    src = rmsnorm().replace("if ctx.needs_input_grad[1] else None", "")
+    src = mutate(rmsnorm(), ("if ctx.needs_input_grad[1] else None", ""))
     assert checks.run_check("rmsnorm", ns_from(src)).mistakes == ["ignores_needs_input_grad"]
 
 
 def test_rmsnorm_computing_both_gradients_and_returning_none_fails():
     """Issue 31: the right Nones are not enough; the work for the gradient not asked for must not be done."""
-    src = rmsnorm().replace(" if ctx.needs_input_grad[1] else None", "").replace(
-        "return gx, gw, None", "return gx, (gw if ctx.needs_input_grad[1] else None), None")
+    src = mutate(rmsnorm(), (" if ctx.needs_input_grad[1] else None", ""), (
+        "return gx, gw, None", "return gx, (gw if ctx.needs_input_grad[1] else None), None"))
     result = assert_diagnosed("ignores_needs_input_grad", "rmsnorm", src,
                               ["returned None for input 1 (`weight`)", "as much work"])
     assert result.points == 2

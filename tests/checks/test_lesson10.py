@@ -5,6 +5,7 @@ Every answer here runs its kernels in Triton's interpreter (conftest sets TRITON
 import pytest
 
 from course_utils import checks
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 
 PRELUDE = '''
@@ -75,15 +76,15 @@ TORCH_FORMULA = """(x,) = ctx.saved_tensors
 # the laziest: backward in torch, no kernel at all
 TORCH_BACKWARD = answer(backward=TORCH_FORMULA)
 # a kernel launched for show into a scratch buffer, the gradient from torch
-SHOW_LAUNCH = answer(backward=GOOD_BACKWARD.replace("return dx", "return " + TORCH_FORMULA.split("return ")[1])
-                     .replace("(x,) = ctx.saved_tensors", "(x,) = ctx.saved_tensors\n        a, b = x.chunk(2, -1)\n"
-                              "        s = torch.sigmoid(a)"))
+SHOW_LAUNCH = answer(backward=mutate(
+    GOOD_BACKWARD, ("return dx", "return " + TORCH_FORMULA.split("return ")[1]),
+    ("(x,) = ctx.saved_tensors", "(x,) = ctx.saved_tensors\n        a, b = x.chunk(2, -1)\n        s = torch.sigmoid(a)")))
 # the gradient in NumPy (invisible to torch's dispatcher); the real kernel runs into a buffer nobody returns
-NUMPY_BACKWARD = answer(backward=GOOD_BACKWARD.replace("return dx", """import numpy as np
+NUMPY_BACKWARD = answer(backward=mutate(GOOD_BACKWARD, ("return dx", """import numpy as np
         xn, gn = x.detach().cpu().numpy(), g.detach().cpu().numpy()
         a, b = xn[..., :d], xn[..., d:]
         s = 1 / (1 + np.exp(-a))
-        return torch.from_numpy(np.concatenate([gn * b * s * (1 + a * (1 - s)), gn * a * s], -1))"""))
+        return torch.from_numpy(np.concatenate([gn * b * s * (1 + a * (1 - s)), gn * a * s], -1))""")))
 # the gradient in NumPy, then a Triton kernel that only copies it into the returned buffer (issue 29)
 MEMCPY_KERNEL = PRELUDE + KERNEL.replace("GRAD_A", "a").replace("GRAD_B", "b") + '''
 @triton.jit
@@ -101,20 +102,20 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
         copy_kernel[(triton.cdiv(dx.numel(), 128),)](done.to(x.device), dx, dx.numel(), BLOCK=128)
         return dx""")
 # the kernel's row offset ignores the packed layout's stride: rows > 0 read and write other rows' memory
-WRONG_ROWS = answer(kernel=KERNEL.replace("row = tl.program_id(0).to(tl.int64)",
-                                          "row = tl.program_id(0).to(tl.int64)\n    row = row - row % 2"))
+WRONG_ROWS = answer(kernel=mutate(KERNEL, ("row = tl.program_id(0).to(tl.int64)",
+                                           "row = tl.program_id(0).to(tl.int64)\n    row = row - row % 2")))
 TORCH_FORWARD = answer(forward="""ctx.save_for_backward(x)
         a, b = x.chunk(2, -1)
-        return torch.nn.functional.silu(a) * b""", backward=GOOD_BACKWARD.replace(
-    "(x,) = ctx.saved_tensors", "(x,) = ctx.saved_tensors\n        x = x.contiguous()"))
+        return torch.nn.functional.silu(a) * b""", backward=mutate(GOOD_BACKWARD, (
+    "(x,) = ctx.saved_tensors", "(x,) = ctx.saved_tensors\n        x = x.contiguous()")))
 
 LOADS = ("a = tl.load(x_ptr + row * 2 * d + cols, mask=m)", "b = tl.load(x_ptr + row * 2 * d + d + cols, mask=m)")
-UPCAST_ALL = KERNEL.replace(LOADS[0], LOADS[0] + ".to(tl.float32)").replace(LOADS[1], LOADS[1] + ".to(tl.float32)")
+UPCAST_ALL = mutate(KERNEL, (LOADS[0], LOADS[0] + ".to(tl.float32)"), (LOADS[1], LOADS[1] + ".to(tl.float32)"))
 # correct: float32 math for float32 (a no-op) and narrower inputs, float64 kept: a constexpr flag picks
-UPCAST_FLAG = answer(kernel=KERNEL.replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, UP: tl.constexpr):")
-                     .replace("    s = tl.sigmoid(a)", "    if UP:\n        a, b, g = a.to(tl.float32), b.to(tl.float32), "
-                              "g.to(tl.float32)\n    s = tl.sigmoid(a)"),
-                     backward=GOOD_BACKWARD.replace("d, BLOCK=BLOCK)", "d, BLOCK=BLOCK, UP=x.dtype != torch.float64)"))
+UPCAST_FLAG = answer(kernel=mutate(KERNEL, ("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, UP: tl.constexpr):"),
+                                    ("    s = tl.sigmoid(a)", "    if UP:\n        a, b, g = a.to(tl.float32), b.to(tl.float32), "
+                                     "g.to(tl.float32)\n    s = tl.sigmoid(a)")),
+                     backward=mutate(GOOD_BACKWARD, ("d, BLOCK=BLOCK)", "d, BLOCK=BLOCK, UP=x.dtype != torch.float64)")))
 
 BUGS = {
     "triton_no_kernel": ("triton_swiglu", TORCH_BACKWARD, ["backward launched no Triton kernel"]),
@@ -158,19 +159,19 @@ def test_wrong_formulas_in_the_kernel_are_named():
     assert_diagnosed("gradient_wrong", "triton_swiglu", answer(grad_a="g * b * s"), ["first (gate, a) half"])
     # b read from the wrong place: row * d instead of row * 2 * d; row 0 is right, the others are not
     assert_diagnosed("triton_wrong_rows", "triton_swiglu", answer(
-        kernel=KERNEL.replace("b = tl.load(x_ptr + row * 2 * d + d + cols", "b = tl.load(x_ptr + row * d + d + cols")),
+        kernel=mutate(KERNEL, ("b = tl.load(x_ptr + row * 2 * d + d + cols", "b = tl.load(x_ptr + row * d + d + cols"))),
         ["rows 1, 2, 3", "offset"])
 
 
 def test_rows_never_written_are_named_not_blamed_on_the_derivative():
     # half the rows are left as torch.empty made them: garbage or NaN there, right values elsewhere
-    skip_odd = answer(kernel=KERNEL.replace("m = cols < d", "m = (cols < d) & (row % 2 == 0)"))
-    result = assert_diagnosed("triton_wrong_rows", "triton_swiglu", skip_odd.replace("torch.empty_like(x)",
-                                                                                        "torch.full_like(x, float('nan'))"),
+    skip_odd = answer(kernel=mutate(KERNEL, ("m = cols < d", "m = (cols < d) & (row % 2 == 0)")))
+    result = assert_diagnosed("triton_wrong_rows", "triton_swiglu", mutate(skip_odd, ("torch.empty_like(x)",
+                                                                                         "torch.full_like(x, float('nan'))")),
                               ["rows 1, 3", "NaN, inf or huge values"])
     assert "re-derive" not in result.report()
-    skip_forward = answer(forward=GOOD_FORWARD.replace("x.new_empty(", "x.new_full(").replace(
-        "(d,))", "(d,), 1e33)").replace("(y.numel() // d,", "(y.numel() // d - 1,"))
+    skip_forward = answer(forward=mutate(GOOD_FORWARD, ("x.new_empty(", "x.new_full("), (
+        "(d,))", "(d,), 1e33)"), ("(y.numel() // d,", "(y.numel() // d - 1,")))
     assert_diagnosed("triton_wrong_rows", "triton_swiglu", skip_forward, ["forward's output is right in", "huge values"])
 
 

@@ -1,6 +1,7 @@
 """Lesson 11's exercise: the laziest answers fail with their diagnosis, unusual correct answers pass."""
 import jupytext
 import pytest
+from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 from conftest import ROOT
 
@@ -205,30 +206,28 @@ class VocabChunkedCrossEntropy(Function):
 
 # issue 40 #2: the guard's wall-clock alarm fires while the answer has used almost no CPU time (a busy machine,
 # simulated by re-arming the alarm and sleeping in the memory stage's large vocabulary only)
-BUSY_MACHINE = "import signal, time\n" + SOLUTION.replace(
+BUSY_MACHINE = "import signal, time\n" + mutate(SOLUTION, (
     "counted = target != -100", "if weight.shape[0] == 1024:\n            signal.setitimer(signal.ITIMER_REAL, 0.05)\n"
-    "            time.sleep(1)\n        counted = target != -100")
+    "            time.sleep(1)\n        counted = target != -100"))
 
 SHARE = "share = counted.to(hidden.dtype) / counted.sum().clamp(min=1).to(hidden.dtype)"
 RESCALE = "total = total * torch.exp(best - grown) + "
-assert RESCALE in SOLUTION
-assert SHARE in SOLUTION
 BUGS = {
     "materializes_logits": (MATERIALISED, ["x 1024 logits", "numbers at their peak", "a few slices of logits"]),
     "autograd_in_backward": (AUTOGRAD_BACKWARD, ["grad mode on", "by hand"]),
-    "ce_ignored_counted": (SOLUTION.replace(SHARE, "share = counted.to(hidden.dtype) / len(target)"),
+    "ce_ignored_counted": (mutate(SOLUTION, (SHARE, "share = counted.to(hidden.dtype) / len(target)")),
                            ["-100 must neither add to the loss", "count in the mean"]),
     # review1 #9: ignored tokens scored against class 0, divided by the right count
-    "ce_ignored_as_class": (SOLUTION.replace(SHARE, "share = torch.ones_like(hidden[:, 0]) / counted.sum()"),
+    "ce_ignored_as_class": (mutate(SOLUTION, (SHARE, "share = torch.ones_like(hidden[:, 0]) / counted.sum()")),
                             ["divides by the right count", "-100 still add a term"]),
-    "ce_not_mean": (SOLUTION.replace(SHARE, "share = counted.to(hidden.dtype)"), ["sum over the tokens", "mean"]),
-    "forgot_grad_output": (SOLUTION.replace("return grad_output * dh, grad_output * dw", "return dh, dw"), ["grad_output"]),
+    "ce_not_mean": (mutate(SOLUTION, (SHARE, "share = counted.to(hidden.dtype)")), ["sum over the tokens", "mean"]),
+    "forgot_grad_output": (mutate(SOLUTION, ("return grad_output * dh, grad_output * dw", "return dh, dw")), ["grad_output"]),
     # review1 #4: every target ignored gives 0/0 in the gradients
-    "nan_gradient": (SOLUTION.replace(".clamp(min=1)", ""), ["NaN", "every target -100"]),
+    "nan_gradient": (mutate(SOLUTION, (".clamp(min=1)", "")), ["NaN", "every target -100"]),
     "logits_outside_torch": (NUMPY_LOGITS, ["matrix products returned 0 numbers", "cannot measure"]),
     "whole_vocab_rows": (LIGER_PER_TOKEN, ["in slices of 16", "(1024,)", "whole vocabulary", "whatever `chunk` is"]),
     # issue 40 #8: the online log-sum-exp without its rescale
-    "lse_not_rescaled": (SOLUTION.replace(RESCALE, "total = total + "),
+    "lse_not_rescaled": (mutate(SOLUTION, (RESCALE, "total = total + ")),
                          ["sum of exponentials kept so far", "maximum grows", "multiply the running sum"]),
     "machine_busy": (BUSY_MACHINE, ["machine is busy", "run the check again", "Nothing is wrong"]),
 }
@@ -263,8 +262,8 @@ def test_an_endless_loop_is_stopped_by_cpu_time(monkeypatch):
     """The limit counts the answer's CPU time, not the wall clock, and the message says so."""
     from course_utils.probes import lesson11 as probes
     monkeypatch.setattr(probes, "CPU_LIMIT", 0.3)
-    spin = SOLUTION.replace("counted = target != -100",
-                            "counted = target != -100\n        while weight.shape[0] == 1024:\n            hidden + 1")
+    spin = mutate(SOLUTION, ("counted = target != -100",
+                             "counted = target != -100\n        while weight.shape[0] == 1024:\n            hidden + 1"))
     result = checks.run_check("vocab_chunked_ce", ns_from(spin))
     assert result.mistakes == ["timeout"] and result.points == 3, result.report()
     assert "0.3 s of CPU time" in result.report() and "other work does not count" in result.report()
@@ -363,11 +362,11 @@ class VocabChunkedCrossEntropy(Function):
 
 
 # review1 #7: float32 inputs computed in float64 and cast back: correct, and no more numbers than the solution
-UPCAST_FLOAT64 = SOLUTION.replace("counted = target != -100",
-                                  "dt = hidden.dtype\n        hidden, weight = hidden.double(), weight.double()\n"
-                                  "        counted = target != -100") \
-    .replace("ctx.save_for_backward(dh, dw)", "ctx.save_for_backward(dh.to(dt), dw.to(dt))") \
-    .replace("return ((norm - right) * share).sum()", "return ((norm - right) * share).sum().to(dt)")
+UPCAST_FLOAT64 = mutate(SOLUTION, ("counted = target != -100",
+                                   "dt = hidden.dtype\n        hidden, weight = hidden.double(), weight.double()\n"
+                                   "        counted = target != -100"),
+                        ("ctx.save_for_backward(dh, dw)", "ctx.save_for_backward(dh.to(dt), dw.to(dt))"),
+                        ("return ((norm - right) * share).sum()", "return ((norm - right) * share).sum().to(dt)"))
 
 # only the kept rows enter the slices; loss NaN when none is kept, as F.cross_entropy's
 FILTER_KEPT_ROWS = '''

@@ -4,36 +4,17 @@ import re
 
 import nbformat
 import pytest
+from answers import DIV as ANSWER_DIV
+from answers import MUL_AS_TAUGHT, SWAPPED_AS_TAUGHT, TAUGHT_GRADS, mutate
 from conftest import ROOT
 from jupyter_client.manager import start_new_kernel
 
 from course_utils.checks.cells import ANSWER_BANNER, SETUP_BANNER, defined_names, used_names
 
 SETUP = SETUP_BANNER + "\nimport torch\nfrom torch import nn\nfrom torch.autograd import Function\n"
-MUL = ANSWER_BANNER.format(grade_id="mul") + """
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        return grad_output * b, grad_output * a{tail}
-"""
-DIV = ANSWER_BANNER.format(grade_id="div") + """
-class Div(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a / b
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g / b, -g * a / b ** 2
-{tail}"""
+MUL = ANSWER_BANNER.format(grade_id="mul") + MUL_AS_TAUGHT
+STRAY_PAREN = (TAUGHT_GRADS, TAUGHT_GRADS + ")")  # the issue's stray ')': the cell does not even parse
+DIV = ANSWER_BANNER.format(grade_id="div") + mutate(ANSWER_DIV, ("return a / b\n", "return a / b\n\n"))  # laid out as taught
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -90,24 +71,24 @@ def fresh(kc) -> None:
 def test_a_syntax_error_after_a_good_run_grades_nothing(kernel):
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    assert run(kernel, MUL.format(tail=""), "answer-mul")["error"] is None
+    assert run(kernel, MUL, "answer-mul")["error"] is None
     assert verdict(kernel, "mul")[0] == 2.0
-    assert "SyntaxError" in run(kernel, MUL.format(tail=")"), "answer-mul")["error"]  # the issue's stray ')'
+    assert "SyntaxError" in run(kernel, mutate(MUL, STRAY_PAREN), "answer-mul")["error"]  # the issue's stray ')'
     points, shown = verdict(kernel, "mul")
     assert points == 0.0, shown
     assert re.search(r"your answer cell for mul last raised SyntaxError on line 11: unmatched &#x27;\)&#x27;: fix it "
                      r"and run it, then this check", shown), shown
     assert "✓" not in shown
-    assert run(kernel, MUL.format(tail=""), "answer-mul")["error"] is None  # fixed and run: graded again
+    assert run(kernel, MUL, "answer-mul")["error"] is None  # fixed and run: graded again
     assert verdict(kernel, "mul")[0] == 2.0
 
 
 def test_a_runtime_error_after_a_good_run_grades_nothing(kernel):
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    run(kernel, DIV.format(tail=""), "answer-div")
+    run(kernel, DIV, "answer-div")
     assert verdict(kernel, "div")[0] == 3.0
-    assert "ZeroDivisionError" in run(kernel, DIV.format(tail="print(1 / 0)"), "answer-div")["error"]
+    assert "ZeroDivisionError" in run(kernel, DIV + "print(1 / 0)", "answer-div")["error"]
     points, shown = verdict(kernel, "div")  # Div itself was redefined before the error: still not graded
     assert points == 0.0 and "your answer cell for div last raised ZeroDivisionError on line 12" in shown, shown
 
@@ -123,15 +104,15 @@ def test_an_answer_cell_never_run_is_named(kernel):
 def test_cells_run_in_another_order(kernel):
     """The answer before the set-up cell: the check names the set-up cell, not a bare NameError; then in order."""
     fresh(kernel)
-    error = run(kernel, MUL.format(tail=""), "answer-mul")["error"]
+    error = run(kernel, MUL, "answer-mul")["error"]
     assert "NameError" in error
     points, shown = verdict(kernel, "mul")
     assert points == 0.0 and "your answer cell for mul last raised NameError on line 2: name &#x27;Function&#x27; is " \
                              "not defined; no cell that ran in this kernel defines `Function`" in shown, shown
     assert "shared set-up cell at the top" in shown
     run(kernel, SETUP, "setup")
-    run(kernel, MUL.format(tail=""), "answer-mul")
-    run(kernel, DIV.format(tail=""), "answer-div")  # exercises in any order
+    run(kernel, MUL, "answer-mul")
+    run(kernel, DIV, "answer-div")  # exercises in any order
     assert verdict(kernel, "div")[0] == 3.0 and verdict(kernel, "mul")[0] == 2.0
 
 
@@ -182,15 +163,15 @@ def save(path, sources: dict[str, str]) -> None:
     nbformat.write(nb, path)
 
 
-SWAPPED = MUL.format(tail="").replace("grad_output * b, grad_output * a", "grad_output * a, grad_output * b")
+SWAPPED = mutate(MUL, SWAPPED_AS_TAUGHT)
 
 
 def test_edited_but_not_run_is_seen_once_the_notebook_is_saved(kernel, saved):
     """JupyterLab keeps an edit in the browser until it saves: then the check sees the saved cell differ."""
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    run(kernel, MUL.format(tail=""), "answer-mul")
-    save(saved, {"setup": SETUP, "answer-mul": MUL.format(tail="")})  # saved after the run, as it ran
+    run(kernel, MUL, "answer-mul")
+    save(saved, {"setup": SETUP, "answer-mul": MUL})  # saved after the run, as it ran
     assert verdict(kernel, "mul")[0] == 2.0
     save(saved, {"setup": SETUP, "answer-mul": SWAPPED})  # edited, saved
     points, shown = verdict(kernel, "mul")
@@ -221,7 +202,7 @@ def test_a_fresh_kernel_with_only_the_check_cell_run_says_run_the_answer_cell(ke
 def test_an_answer_run_before_the_set_up_cell_says_nothing_to_fix(kernel):
     """Finding 8: answer (NameError: Function), then set-up, then the check: re-run the answer, nothing to fix."""
     fresh(kernel)
-    assert "NameError" in run(kernel, MUL.format(tail=""), "answer-mul")["error"]
+    assert "NameError" in run(kernel, MUL, "answer-mul")["error"]
     run(kernel, SETUP, "setup")
     points, shown = verdict(kernel, "mul")
     assert points == 0.0 and "because it ran before the shared set-up cell at the top" in shown, shown
@@ -247,8 +228,8 @@ def test_a_redefinition_in_another_cell_is_named(kernel):
     """Finding 4: a scratch cell redefines Mul after the answer: graded as before, but the verdict says so."""
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    run(kernel, MUL.format(tail=""), "answer-mul")
-    run(kernel, "\n".join(MUL.format(tail="").splitlines()[1:]), "scratch")
+    run(kernel, MUL, "answer-mul")
+    run(kernel, "\n".join(MUL.splitlines()[1:]), "scratch")
     points, shown = verdict(kernel, "mul")
     assert points == 2.0
     assert re.search(r"`Mul` was last defined by another cell \(In\[\d+\]\), not your answer cell", shown), shown
@@ -258,9 +239,9 @@ def test_an_edit_saved_after_a_failing_run_wins_over_the_old_error(kernel, saved
     """Finding 6: the failing line deleted and saved, not run: say 'edited after it last ran', not only the error."""
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    broken = DIV.format(tail="print(1 / 0)")
+    broken = DIV + "print(1 / 0)"
     assert "ZeroDivisionError" in run(kernel, broken, "answer-div")["error"]
-    save(saved, {"setup": SETUP, "answer-div": DIV.format(tail="")})
+    save(saved, {"setup": SETUP, "answer-div": DIV})
     points, shown = verdict(kernel, "div")
     assert points == 0.0 and "your answer cell for div was edited after it last ran (the notebook saved at" in shown
     assert "that run raised ZeroDivisionError on line 12" in shown, shown
@@ -273,10 +254,10 @@ def test_a_graded_verdict_says_which_run_it_graded_and_to_save(kernel, saved):
     if saved.exists():
         saved.unlink()
     run(kernel, SETUP, "setup")
-    run(kernel, MUL.format(tail=""), "answer-mul")
+    run(kernel, MUL, "answer-mul")
     points, shown = verdict(kernel, "mul")
     assert points == 2.0 and re.search(r"graded the version that ran at In\[\d+\]; save the notebook", shown), shown
-    save(saved, {"setup": SETUP, "answer-mul": MUL.format(tail="")})
+    save(saved, {"setup": SETUP, "answer-mul": MUL})
     points, shown = verdict(kernel, "mul")
     assert re.search(r"graded the version that ran at In\[\d+\]\.", shown) and "save the notebook" not in shown
     saved.unlink()
@@ -286,6 +267,6 @@ def test_without_banners_the_answer_cell_is_not_called_another_cell(kernel):
     """Lessons 08-11 have no banners yet: their unmarked answer cell is the answer, not 'another cell'."""
     fresh(kernel)
     run(kernel, SETUP, "setup")
-    run(kernel, "\n".join(MUL.format(tail="").splitlines()[1:]), "unmarked-answer")
+    run(kernel, "\n".join(MUL.splitlines()[1:]), "unmarked-answer")
     points, shown = verdict(kernel, "mul")
     assert points == 2.0 and "another cell" not in shown, shown

@@ -10,24 +10,11 @@ import re
 import pytest
 from jupyter_client.manager import start_new_kernel
 
+from answers import MUL_AS_TAUGHT, SWAPPED_AS_TAUGHT, mutate
 from conftest import ROOT
 
-MUL = """
-import torch
-from torch.autograd import Function
-
-
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        return grad_output * {grads}
-"""
+MUL = "\nimport torch\nfrom torch.autograd import Function\n\n" + MUL_AS_TAUGHT  # a whole cell, imports and all
+SWAPPED_MUL = mutate(MUL, SWAPPED_AS_TAUGHT)
 BROKEN_DIV = """
 class Div(torch.autograd.Function):
     @staticmethod
@@ -67,14 +54,14 @@ def cell(kc, code: str, timeout: float = 300) -> dict:
 
 
 def test_a_check_shows_an_html_verdict_and_no_stray_number(kernel):
-    cell(kernel, MUL.format(grads="b, grad_output * a"))
+    cell(kernel, MUL)
     right = cell(kernel, 'check("mul", globals())')
     assert right["stdout"] == "" and right["error"] is None and len(right["results"]) == 1
     shown = right["results"][0]
     assert float(shown["text/plain"]) == 2.0, "nbgrader reads the cell's text value as its points"
     assert "course-verdict" in shown["text/html"] and "2/2 points" in shown["text/html"]
     assert shown["text/html"].count("✓") >= 3  # the verdict and each part
-    cell(kernel, MUL.format(grads="a, grad_output * b"))
+    cell(kernel, SWAPPED_MUL)
     wrong = cell(kernel, 'check("mul", globals())')["results"][0]
     assert float(wrong["text/plain"]) < 2 and "✗" in wrong["text/html"]
     assert "swapped" in wrong["text/html"], wrong["text/html"]
@@ -105,7 +92,7 @@ def test_in_a_terminal_the_check_prints_the_plain_verdict(capsys):
     from course_utils.checks import check
 
     namespace: dict = {}
-    exec(MUL.format(grads="b, grad_output * a"), namespace)
+    exec(MUL, namespace)
     points = check("mul", namespace)
     assert points == 2.0 and repr(points) == "2.0"
     assert "✓ mul: 2/2 points. All checks passed." in capsys.readouterr().out
@@ -150,7 +137,7 @@ def test_the_fix_is_level_two_behind_a_closed_toggle_or_on_request(capsys):
     from course_utils.checks.verdict import verdict_html
 
     namespace: dict = {}
-    exec(MUL.format(grads="a, grad_output * b"), namespace)  # swapped gradients
+    exec(SWAPPED_MUL, namespace)  # swapped gradients
     result = checks.run_check("mul", namespace)
     assert result.fix and "swapped" in result.diagnosis and result.fix not in result.report()
     shown = verdict_html(checks.EXERCISES["mul"], result)
@@ -168,7 +155,7 @@ def test_a_passing_verdict_has_no_toggle():
     from course_utils.checks.verdict import verdict_html
 
     namespace: dict = {}
-    exec(MUL.format(grads="b, grad_output * a"), namespace)
+    exec(MUL, namespace)
     assert "course-fix" not in verdict_html(checks.EXERCISES["mul"], checks.run_check("mul", namespace))
 
 

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+from answers import MUL, SWAPPED, mutate, recomputed_by
 
 from conftest import ROOT
 
@@ -41,19 +42,8 @@ def answer(number: str, gid: str) -> str:
     return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
-SWAPPED_MUL = """
-import torch
-from torch.autograd import Function
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * a, g * b
-"""
+IMPORTS = "\nimport torch\nfrom torch.autograd import Function"  # a student cell's own imports, before the answer
+SWAPPED_MUL = IMPORTS + mutate(MUL, SWAPPED)
 
 REPORTER = """
 import torch
@@ -235,38 +225,8 @@ while True:
     pass
 """
 
-AUTOGRAD_BACKWARD = """
-import torch
-from torch.autograd import Function
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        with torch.enable_grad():
-            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
-            return torch.autograd.grad(a2 * b2, (a2, b2), g)
-"""
-
-
-ALIAS_AUTOGRAD = """
-import torch
-from torch.autograd import Function, grad as G
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        with torch.enable_grad():
-            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
-            return G(a2 * b2, (a2, b2), g)
-"""
+AUTOGRAD_BACKWARD = IMPORTS + mutate(MUL, recomputed_by("torch.autograd.grad"))
+ALIAS_AUTOGRAD = IMPORTS + ", grad as G" + mutate(MUL, recomputed_by("G"))
 
 ANSI = SWAPPED_MUL + """
 print("\\x1b[2J\\x1b[31mred\\x07 text")

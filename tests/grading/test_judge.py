@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from answers import MUL
 from conftest import ROOT
 from grading_corpus import answer, submission
 
@@ -124,17 +125,7 @@ FRAME_WALK_FORGE_EXIT = '''
 import os
 import torch
 from torch.autograd import Function
-
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, g * a
-
+''' + MUL + '''
 get = (lambda g=getattr: g)()
 f = get(torch, "sys")._getframe(0)
 while f is not None and "send" not in f.f_locals:  # up to the runner's main: its job, probes and channel

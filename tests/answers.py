@@ -1,0 +1,135 @@
+"""Student answers for the tests: one correct base answer per exercise, and wrong ones made from it by a named edit.
+
+A wrong answer written out in full hides its one wrong line among ten right ones; ``mutate(MUL, SWAPPED)`` says
+what it gets wrong. An edit replaces a piece of text that must stand exactly once in the answer: one that is not
+found, is found twice or changes nothing raises, so a wrong answer can never silently be the base answer again.
+"""
+from __future__ import annotations
+
+Edit = tuple[str, str]  # (text of the answer, what it becomes)
+
+
+class MutationError(ValueError):
+    """An edit that does not apply to the answer it is given."""
+
+
+def mutate(base: str, *edits: Edit) -> str:
+    """``base`` with each edit applied in turn: its text, found exactly once, replaced."""
+    if not edits:
+        raise MutationError("mutate needs at least one edit: without one the answer is the base answer")
+    answer = base
+    for old, new in edits:
+        found = answer.count(old) if old else 0
+        if found != 1:
+            where = "is not in the answer" if not found else f"stands {found} times in the answer"
+            raise MutationError(f"the edit of {old!r} {where}: name a piece of text that stands exactly once")
+        if old == new:
+            raise MutationError(f"the edit of {old!r} replaces it with itself: the answer would stay the same")
+        answer = answer.replace(old, new)
+    return answer
+
+
+# --------------------------------------------------------------------------- base answers, right (lessons 02-06)
+# written compactly (no blank line between methods, grad_output named g), as the catalogue of mistakes writes them
+MUL = """
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+"""
+
+EXP = """
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+"""
+
+LINEAR_FUNCTION = """
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        out = input.mm(weight.t())
+        return out if bias is None else out + bias
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, bias = ctx.saved_tensors
+        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
+        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+        gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gi, gw, gb
+"""
+
+KILLHEAD = """
+class KillHead(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        out = input.clone()
+        out[:, :n] = 0
+        return out
+    @staticmethod
+    def backward(ctx, g):
+        gi = g.clone()
+        gi[:, :ctx.n] = 0
+        return gi, None
+"""
+
+ABS_PROD = """
+class AbsProd(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, g):
+        u, v = ctx.saved_tensors
+        s = torch.sign(u * v)
+        return g * s * v, g * s * u
+"""
+
+DIV = """
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g / b, -g * a / b ** 2
+"""
+
+BASES = {"mul": MUL, "div": DIV, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead": KILLHEAD, "abs_prod": ABS_PROD}
+
+# --------------------------------------------------------------------------- edits more than one test file makes
+MUL_GRADS = "return g * b, g * a"  # mul's backward line, which most of mul's mistakes rewrite
+SWAPPED: Edit = (MUL_GRADS, "return g * a, g * b")  # each input's gradient multiplied by itself, not the other
+TAUGHT_GRADS = "return grad_output * b, grad_output * a"  # the same line in MUL_AS_TAUGHT
+
+# mul as lesson 02 lays it out (a blank line between the methods, grad_output spelled out): the cells of the tests
+# that run a real kernel, where a student's cell looks like the lesson's
+MUL_AS_TAUGHT = mutate(MUL, ("return a * b\n", "return a * b\n\n"),
+                       ("def backward(ctx, g):", "def backward(ctx, grad_output):"), (MUL_GRADS, TAUGHT_GRADS))
+DIV_GRADS = "return g / b, -g * a / b ** 2"  # div's backward line
+SWAPPED_AS_TAUGHT: Edit = (TAUGHT_GRADS, "return grad_output * a, grad_output * b")
+
+
+def recomputed_by(grad: str) -> Edit:
+    """mul's gradients taken by autograd itself on a recomputed a * b, ``grad`` naming torch.autograd.grad: full
+    points, but not the derivative the lesson asks for, so the grader remarks it."""
+    return (MUL_GRADS, "with torch.enable_grad():\n"
+                       "            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
+                       f"            return {grad}(a2 * b2, (a2, b2), g)")
