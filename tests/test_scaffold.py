@@ -23,7 +23,7 @@ def copy(tmp_path_factory):
     ignore = shutil.ignore_patterns("__pycache__")
     for folder in ("course_utils", "solutions", "tests/checks"):
         shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
-    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py"):
+    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py"):
         shutil.copy(ROOT / name, root / name)
     return root, scaffold(root, *NEW)
 

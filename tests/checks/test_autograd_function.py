@@ -156,7 +156,7 @@ def test_each_base_answer_passes(grade_id):
 
 def test_the_base_of_the_module_mistakes_is_right_but_for_its_forward():
     result = checks.run_check("linear_module", ns_from(LINEAR_MODULE))
-    assert result.mistakes == ["not_attempted"] and result.points == result.max_points - 1, result.report()
+    assert result.mistakes == ["not_attempted"] and result.points == result.max - 1, result.report()
 
 
 def all_bug_codes() -> set[str]:
