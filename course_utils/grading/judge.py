@@ -127,7 +127,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
                "requests": {g: public(requests[g]) for g in remaining},
                "probes": {g: list(checks.EXERCISES[g].probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)
-        outcome = worker.wait(session.start(worker.started), session.on_message)
+        outcome = worker.wait(session.start(worker.started), session.on_message, session.on_late)
         session.counts.bytes += worker.bytes
         if session.counts.bytes > MAX_SUBMISSION_BYTES:
             raise Refused(f"refused: the answer code sent more than {MAX_SUBMISSION_BYTES >> 20} MiB to the grader; "

@@ -12,6 +12,8 @@ decides what their messages are worth. The rules, each a method:
 - time: each runner start has one hard deadline (start-up plus the limit per exercise) that only
   the runner's own first ``ready`` can lower, and a per-exercise step from the last sign of progress;
   an exercise's first result grants ``CONFIRM_GRACE`` once, so a loaded machine can still confirm it;
+- a message read after the judge stopped the runner (``on_late``) is late: it neither counts nor
+  moves the runner to the next exercise, so the exercise that was running at the limit takes the blame;
 - when a runner ends without finishing (``settle``), the exercise it was on scores 0 with the reason,
   and an answer cell that broke the runner after its result is skipped in the next start.
 """
@@ -95,6 +97,7 @@ class Counts:
     forged: int = 0
     duplicate: int = 0
     unconfirmed: int = 0
+    late: int = 0
     bytes: int = 0
 
 
@@ -181,6 +184,10 @@ class RunnerSession:
             self.graced.add(gid)
             self.deadline.grace(self.clock() + CONFIRM_GRACE)
 
+    def on_late(self, raw: object) -> None:
+        """A message read after the judge stopped the runner: counted, never a result nor a move to the next exercise."""
+        self.counts.late += 1
+
     def confirm(self) -> None:
         """The runner went on past a check (its next ``begin``, or ``done``): the result it sent counts now."""
         pending, self.pending = self.pending, None
@@ -224,7 +231,8 @@ class RunnerSession:
         texts = [(c.forged, "message(s) on the grader's channel were not valid and were ignored"),
                  (c.unconfirmed, "result message(s) were followed by the end of the process, not by the grader's "
                                  "next step (forged, then exit?): not counted"),
-                 (c.duplicate, "extra result message(s) for one exercise (forged?); the lowest score was kept")]
+                 (c.duplicate, "extra result message(s) for one exercise (forged?); the lowest score was kept"),
+                 (c.late, "message(s) arrived after the runner was stopped at a limit: not counted")]
         return [f"{n} {text}" for n, text in texts if n]
 
     def review(self) -> list[str]:

@@ -180,8 +180,13 @@ class Worker:
         except Exception as exc:  # MemoryError, the allocator's RuntimeError...: this row, never the batch
             self.unreadable = f"{type(exc).__name__}"
 
-    def wait(self, deadline: Deadline, on_message) -> Outcome:
+    def wait(self, deadline: Deadline, on_message, on_late=None) -> Outcome:
         """Feed messages to ``on_message`` until the runner ends; return how it ended.
+
+        Once the judge decides to stop the runner (a limit, a broken channel), what is read after
+        goes to ``on_late`` instead: sent after the limit passed, or too late to tell, it must not
+        count nor move the blame to the next exercise (a looping answer interrupted at the limit
+        could otherwise confirm its own result and begin the next exercise, which then scored 0).
 
         The runner is stopped at ``deadline.due()``, ``min(hard, step)``: the hard deadline is
         fixed at start (the judge adds a short grace once per exercise, after its first result, so a
@@ -208,7 +213,7 @@ class Worker:
                 break
             time.sleep(0.02)
         self.stop(reuse=outcome == Outcome.DONE)
-        self._drain(on_message)
+        self._drain(on_message if outcome == Outcome.DONE or on_late is None else on_late)
         if outcome == Outcome.DONE and self.returncode() != 0:
             outcome = Outcome.MEMORY if self.oom_killed() else Outcome.DIED
         return outcome

@@ -189,3 +189,28 @@ def test_forged_result_then_exit_scores_nothing_and_aliases_are_seen_at_run_time
     assert run_time == ["answer code of div runs code built at run time (exec or eval) (seen at run time)",
                         "answer code of div uses `os.listdir` (seen at run time)",
                         "answer code of mul walks the interpreter's frames (sys._getframe) (seen at run time)"], row.review
+
+
+def test_what_is_read_after_the_runner_was_stopped_at_its_limit_is_late():
+    """A looping answer interrupted by the runner's own alarm just as the judge's limit passed: its result and the
+    next exercise's begin are read after the judge stopped the runner. They go to on_late, so the session blames
+    the exercise that ran at the limit (it confirmed its own result and the next, correct, exercise scored 0)."""
+    w = reader(b"")
+    last = [{"kind": "facts", "exercise": "a", "facts": 2, "cell_errors": [], "printed": 0, "fake_output": False},
+            {"kind": "begin", "exercise": "b"}]
+    w.reader, w.uid = SimpleNamespace(is_alive=lambda: True), None
+    w.ended, w.over_memory = (lambda: False), (lambda: False)
+    w.stop = lambda **how: [w.messages.put(m) for m in last]  # written before the kill, read after the decision
+    counted: list = []
+    late: list = []
+    assert w.wait(session.Deadline(0.0, 0.0), counted.append, late.append) == worker.Outcome.TIMEOUT
+    assert counted == [] and late == last
+    s = session.RunnerSession({"a": 2.0, "b": 3.0}, 10.0, lambda m: judge.checks.Result(m["exercise"], 2.0, 2.0))
+    s.start(0.0)
+    for m in ({"kind": "ready"}, {"kind": "begin", "exercise": "a"}):
+        s.on_message(m)
+    for m in late:
+        s.on_late(m)
+    s.settle(worker.Outcome.TIMEOUT)
+    assert s.results["a"].points == 0 and "time limit" in s.results["a"].problem and "b" not in s.results
+    assert s.flags() == ["2 message(s) arrived after the runner was stopped at a limit: not counted"]

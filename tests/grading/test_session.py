@@ -7,8 +7,7 @@ counts. The verdicts are stand-ins: a facts message's ``facts`` is the score it 
 import pytest
 
 from course_utils import checks
-from course_utils.grading.session import CONFIRM_GRACE, NOT_STARTED, REASONS, STARTUP, Deadline, RunnerSession
-from course_utils.grading.session import Outcome
+from course_utils.grading.session import CONFIRM_GRACE, NOT_STARTED, REASONS, STARTUP, Deadline, Outcome, RunnerSession
 
 POINTS = {"a": 2.0, "b": 3.0, "c": 1.0}
 TIMEOUT = 10.0
