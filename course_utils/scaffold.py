@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import keyword
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -92,11 +93,7 @@ def validate(ex: NewExercise, root: Path) -> None:
     for path in ex.files.values():
         if (root / path).exists():
             raise Refused(f"{path} exists already: choose another id.")
-    for what, name in [("--defines", ex.cls), *[("--args", a) for a in ex.args]]:
-        if not name.isidentifier() or keyword.iskeyword(name):
-            raise Refused(f"{what} must be Python names (e.g. Sin, or x,y), not {name!r}.")
-    if len(set(ex.args)) != len(ex.args) or ex.cls in ex.args:
-        raise Refused(f"--args must name each argument once, and not as the class: {','.join(ex.args)} does not.")
+    _check_names(ex, root)
     try:
         tree = ast.parse(ex.reference, mode="eval")
     except SyntaxError as exc:
@@ -106,7 +103,50 @@ def validate(ex: NewExercise, root: Path) -> None:
     if used - set(ex.args):
         raise Refused(f"--reference uses {', '.join(sorted(used - set(ex.args)))}, which is neither an argument "
                       f"(--args {','.join(ex.args)}) nor torch or math.")
+    if set(ex.args) - used:
+        raise Refused(f"--reference never uses {', '.join(sorted(set(ex.args) - used))}: every argument of --args "
+                      "must appear in it (or leave that argument out of --args).")
+    _try_reference(ex, tree)
     _contract_table(root)
+
+
+def _check_names(ex: NewExercise, root: Path) -> None:
+    """The class and each argument a Python name, each once, and the class new to its lesson's notebook."""
+    if not ex.cls.isidentifier() or keyword.iskeyword(ex.cls):
+        raise Refused(f"--defines must be a Python class name (e.g. Sin), not {ex.cls!r}.")
+    for name in ex.args:
+        if not name:
+            raise Refused(f"--args has an empty name ({','.join(ex.args)!r}): separate names by single commas, "
+                          "with none at the end.")
+        if keyword.iskeyword(name) or not name.isidentifier():
+            why = "a Python keyword" if keyword.iskeyword(name) else "not a Python name"
+            raise Refused(f"--args {name!r} is {why}: name forward's tensor arguments like x or x,y.")
+    if len(set(ex.args)) != len(ex.args):
+        raise Refused(f"--args names an argument twice ({','.join(ex.args)}): name each once.")
+    if ex.cls in ex.args:
+        raise Refused(f"--args uses the class name {ex.cls!r} as an argument: give the argument another name.")
+    defined = re.search(rf"^(class|def) {re.escape(ex.cls)}\b|^{re.escape(ex.cls)} =", (root / ex.solution).read_text(),
+                        re.M)
+    if defined:
+        raise Refused(f"{ex.solution} defines {ex.cls} already (another exercise's answer): choose another class "
+                      "name, or the new answer cell would replace it.")
+
+
+def _try_reference(ex: NewExercise, tree: ast.Expression) -> None:
+    """The reference computes a differentiable tensor from float64 tensors: refused now, not at ./course build."""
+    import torch  # only here: the scaffold's other work needs no torch
+
+    gen = torch.Generator().manual_seed(0)
+    values = {a: (torch.rand(4, generator=gen, dtype=torch.float64) + 0.5).requires_grad_() for a in ex.args}
+    try:
+        out = eval(compile(tree, "--reference", "eval"), {"torch": torch, "math": math}, values)  # the author's own
+    except Exception as exc:  # any error of the author's expression is reported, in one sentence
+        raise Refused(f"--reference {ex.reference!r} fails on float64 tensors of shape (4,): "
+                      f"{type(exc).__name__}: {exc}.") from None
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        what = f"a {type(out).__name__}" if not isinstance(out, torch.Tensor) else "a tensor autograd cannot trace"
+        raise Refused(f"--reference {ex.reference!r} gives {what}: it must compute a tensor from the arguments "
+                      "with torch operations (the check differentiates it).")
 
 
 # --------------------------------------------------------------------------- the files' text
@@ -137,8 +177,12 @@ def _cases(base: int):
     ]
 
 
+def _reference({arg_list}):
+    return {ex.reference}
+
+
 SPEC = FunctionSpec(grade_id="{ex.grade_id}", cls_name="{ex.cls}", arg_names={ex.args!r},
-                    reference=lambda {arg_list}: {ex.reference}, cases=_cases, describe="{ex.reference}",
+                    reference=_reference, cases=_cases, describe="{ex.reference}",
                     gradcheck_args=lambda base: [{case("(4,)", 4)}])
 EXERCISES = [function_exercise(spec=SPEC, title="{ex.title}", forward_points=1, backward_points=1)]
 '''
@@ -156,28 +200,34 @@ PROBES = {{"{ex.grade_id}": f.STAGES}}
 
 
 def tests_text(ex: NewExercise) -> str:
-    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}`` (``{ex.cls}``): registered, paired, lazy answers fail.
+    args = ", ".join(ex.args)
+    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}`` (``{ex.cls}``): the solution passes, lazy answers fail.
 
+``BASE`` is the solution's own answer cell (solutions/{ex.lesson}_exercises.py), the one right answer; each wrong
+answer is ``mutate(BASE, (text, replacement))``, so an edit the solution no longer matches fails here.
 ``BUGS`` maps each mistake code checks/{ex.module}.py catalogues to (exercise, the laziest answer that
 makes it, phrases its hint must hold): every catalogued code needs one (test_every_catalogue_entry_is_tested).
 """
 import pytest
+from answers import mutate
+from check_helpers import assert_diagnosed, ns_from, solution_answer
 
 from course_utils import checks
-from check_helpers import assert_diagnosed, ns_from
 
-ANSWER = """
+BASE = solution_answer("{ex.lesson}", "{ex.cls}")
+BUGS: dict[str, tuple[str, str, list[str]]] = {{
+    "forward_wrong": ("{ex.grade_id}", mutate(BASE, ("return {ex.reference}", "return ({ex.reference}) + 1")),
+                      ["forward gives wrong values"]),
+}}
+LAZY_BACKWARD = """
 class {ex.cls}(Function):
     @staticmethod
-    def forward(ctx, {", ".join(ex.args)}):
-        ctx.save_for_backward({", ".join(ex.args)})
+    def forward(ctx, {args}):
         return {ex.reference}
     @staticmethod
     def backward(ctx, g):
-        {", ".join(ex.args)}, = ctx.saved_tensors
-        return GRADIENTS
+        return {", ".join(["g * 0"] * len(ex.args))}
 """
-BUGS: dict[str, tuple[str, str, list[str]]] = {{}}
 
 
 @pytest.mark.parametrize("code", sorted(BUGS))
@@ -190,9 +240,13 @@ def test_it_is_registered_with_its_probes():
     assert ex.names == ("{ex.cls}",) and ex.probe_names == ("forward", "backward")
 
 
+def test_the_solution_earns_every_point():
+    result = checks.run_check("{ex.grade_id}", ns_from(BASE))
+    assert result.points == result.max, result.report()
+
+
 def test_forward_alone_earns_the_forward_point_only():
-    lazy = ANSWER.replace("GRADIENTS", ", ".join(["g * 0"] * {len(ex.args)}))
-    result = checks.run_check("{ex.grade_id}", ns_from(lazy))
+    result = checks.run_check("{ex.grade_id}", ns_from(LAZY_BACKWARD))
     assert result.points == 1 and result.mistakes == ["gradient_wrong"], result.report()
 '''
 
@@ -250,8 +304,10 @@ def write(ex: NewExercise, root: Path = ROOT) -> list[str]:
             f"added exercise `{ex.grade_id}` to {ex.solution} (write backward between ### BEGIN SOLUTION and "
             "### END SOLUTION)",
             f"added `{ex.grade_id}` to CONTRACT in {CONTRACT_FILE}",
-            f"next: ./course build {ex.lesson}_exercises, then ./course test {ex.files['tests']} "
-            "tests/checks/test_engine.py (CONTRIBUTING.md, 'Adding an exercise')"]
+            f"next: write the backward (its tests fail until then), ./course build {ex.lesson}_exercises, then "
+            f"./course test {ex.files['tests']} tests/checks/test_engine.py tests/checks/test_hints.py "
+            f"tests/test_lint.py solutions/{ex.lesson}_exercises.ipynb exercises/{ex.lesson}_exercises.ipynb "
+            "(CONTRIBUTING.md, 'Adding an exercise', step 6 lists every test)"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -21,6 +21,15 @@ def ns_from(src: str) -> dict:
     return ns
 
 
+def solution_answer(number: str, cls: str) -> str:
+    """The solution's answer cell that defines ``cls`` (solutions/NN_exercises.py): a test's one right base answer."""
+    nb = jupytext.read(ROOT / "solutions" / f"{number}_exercises.py")
+    found = [c.source for c in nb.cells if c.cell_type == "code" and re.search(rf"^class {cls}\b", c.source, re.M)]
+    if len(found) != 1:
+        raise LookupError(f"solutions/{number}_exercises.py has {len(found)} cells defining class {cls}, not one")
+    return found[0]
+
+
 def run_code_cells(nb) -> dict:
     """Execute a notebook's code cells, minus set-up and check cells, like a student would."""
     ns: dict = {}

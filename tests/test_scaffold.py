@@ -13,6 +13,7 @@ import pytest
 from conftest import ROOT
 
 NEW = ["sin_twice", "--lesson", "3", "--defines", "SinTwice", "--reference", "torch.sin(2 * x)"]
+COS = ["cos", "--lesson", "3", "--defines", "Cos", "--reference", "torch.cos(x)"]  # refused for one thing each
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,9 @@ def scaffold(root, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_a_new_exercise_is_registered_paired_and_tested(copy):
+    """The skeleton is registered and paired at once; its tests fail until the solution's backward is written, then
+    pass (the solution, a forward_wrong made by mutate, a lazy backward) with the engine's contract tests; the
+    modules it wrote pass ruff, and its BUGS table goes through the leak detector."""
     copy, done = copy
     assert done.returncode == 0, done.stderr
     assert "wrote course_utils/checks/lesson03_sin_twice.py" in done.stdout
@@ -46,14 +50,26 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
     out = subprocess.run([sys.executable, "-c", code], cwd=copy, capture_output=True, text=True)
     assert out.stdout.strip() == ("2 ('SinTwice',) ('forward', 'backward') lesson03_sin_twice 0.0 "
                                   "['missing_name']"), out.stderr
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/checks/test_lesson03_sin_twice.py",
-                            "tests/checks/test_engine.py::test_contract_names_and_points",
-                            "tests/checks/test_engine.py::test_every_points_heading_matches_what_the_check_awards",
-                            "tests/checks/test_engine.py::test_every_exercise_has_a_solution_notebook",
-                            "tests/checks/test_engine.py::test_every_lesson_module_of_checks_has_its_test_module"],
-                           cwd=copy, capture_output=True, text=True)
-    assert tests.returncode == 0 and "\n6 passed" in tests.stdout, tests.stdout[-3000:] + tests.stderr[-2000:]
+    chosen = ["tests/checks/test_lesson03_sin_twice.py",
+              "tests/checks/test_engine.py::test_contract_names_and_points",
+              "tests/checks/test_engine.py::test_every_points_heading_matches_what_the_check_awards",
+              "tests/checks/test_engine.py::test_every_exercise_has_a_solution_notebook",
+              "tests/checks/test_engine.py::test_every_lesson_module_of_checks_has_its_test_module"]
+    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *chosen]
+    unwritten = subprocess.run(pytest_argv, cwd=copy, capture_output=True, text=True)
+    assert "test_the_solution_earns_every_point FAILED" in unwritten.stdout or \
+        "FAILED tests/checks/test_lesson03_sin_twice.py::test_the_solution_earns_every_point" in unwritten.stdout, \
+        unwritten.stdout[-3000:]
+    solution = copy / "solutions" / "03_exercises.py"
+    text = solution.read_text()
+    raising = next(line for line in text.splitlines() if "raise NotImplementedError(\"sin_twice" in line)
+    solution.write_text(text.replace(raising, "        (x,) = ctx.saved_tensors\n"
+                                              "        return grad_output * 2 * torch.cos(2 * x)"))
+    tests = subprocess.run(pytest_argv, cwd=copy, capture_output=True, text=True)
+    assert tests.returncode == 0 and "\n8 passed" in tests.stdout, tests.stdout[-3000:] + tests.stderr[-2000:]
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "course_utils/checks/lesson03_sin_twice.py",
+                           "course_utils/probes/lesson03_sin_twice.py"], cwd=copy, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
 
 
 def test_a_duplicate_id_is_refused_and_nothing_is_written(copy):
@@ -62,13 +78,32 @@ def test_a_duplicate_id_is_refused_and_nothing_is_written(copy):
     for argv, message in [
         (NEW, "exercise 'sin_twice' exists already (solutions/03_exercises.py): choose another id."),
         (["mul", *NEW[1:]], "exercise 'mul' exists already (solutions/02_exercises.py): choose another id."),
-        (["cos", "--lesson", "12", *NEW[3:]], "--lesson must name a lesson with an exercise notebook (01 to 11: "
+        (["cos", "--lesson", "12", *COS[3:]], "--lesson must name a lesson with an exercise notebook (01 to 11: "
                                                "solutions/NN_exercises.py), not '12'."),
         (["Cos", *NEW[1:]], "the exercise id must be lowercase letters, digits and underscores, starting with a "
                             "letter (it names the check, its modules and the grade column), not 'Cos'."),
-        (["cos", *NEW[1:5], "--reference", "torch.cos(y)"], "--reference uses y, which is neither an argument "
+        (["cos", *COS[1:5], "--reference", "torch.cos(y)"], "--reference uses y, which is neither an argument "
                                                              "(--args x) nor torch or math."),
-        (["cos", *NEW[1:], "--args", "x,x"], "--args must name each argument once, and not as the class: x,x does not."),
+        (["cos", *COS[1:], "--args", "x,x"], "--args names an argument twice (x,x): name each once."),
+        (["cos", *COS[1:], "--args", "x,"], "--args has an empty name ('x,'): separate names by single commas, "
+                                             "with none at the end."),
+        (["cos", *COS[1:], "--args", "class"], "--args 'class' is a Python keyword: name forward's tensor "
+                                                "arguments like x or x,y."),
+        (["cos", *COS[1:3], "--defines", "1Cos", *COS[5:]], "--defines must be a Python class name (e.g. Sin), "
+                                                             "not '1Cos'."),
+        (["cos", *COS[1:3], "--defines", "Exp", *COS[5:]], "solutions/03_exercises.py defines Exp already (another "
+                                                            "exercise's answer): choose another class name, or the "
+                                                            "new answer cell would replace it."),
+        (["cos", *COS[1:5], "--reference", "3"], "--reference never uses x: every argument of --args must appear in "
+                                                  "it (or leave that argument out of --args)."),
+        (["cos", *COS[1:5], "--reference", "x.detach() * 0 + 3"],
+         "--reference 'x.detach() * 0 + 3' gives a tensor autograd cannot trace: it must compute a tensor from the "
+         "arguments with torch operations (the check differentiates it)."),
+        (["cos", *COS[1:5], "--reference", "torch.nosuch(x)"], "--reference 'torch.nosuch(x)' fails on float64 "
+                                                                "tensors of shape (4,): AttributeError: module "
+                                                                "'torch' has no attribute 'nosuch'."),
+        (["cos", *COS[1:5], "--reference", "torch.cos(x)", "--args", "x,y"],
+         "--reference never uses y: every argument of --args must appear in it (or leave that argument out of --args)."),
     ]:
         done = scaffold(copy, *argv)
         assert (done.returncode, done.stderr.strip()) == (2, f"./course new-exercise: {message}"), done.stderr
