@@ -45,9 +45,8 @@ def _solution_lines(source: str) -> list[str]:
     return out
 
 
-def solution_answers(assignment: Assignment) -> dict[str, list[str]]:
-    """Answer cell id -> the solution's answer lines that the exercise does not ship (``assignment.solution``)."""
-    shipped = {line for c in assignment.cells for line in _lines(c.source)}
+def solution_answers(assignment: Assignment, shipped: set[str]) -> dict[str, list[str]]:
+    """Answer cell id -> the solution's answer lines that the exercise does not ship (``shipped``, its lines)."""
     return {c.nbgrader["grade_id"]: [x for x in _solution_lines(c.source) if x not in shipped]
             for c in assignment.solution or () if c.nbgrader["solution"] and c.nbgrader["grade_id"]}
 
@@ -62,7 +61,7 @@ def longest_run(answer: list[str], solution: list[str]) -> tuple[int, bool]:
 def flags_for(submission: ParsedSubmission, assignment: Assignment) -> list[str]:
     """The flags of one submission's answers (``assignment``: the exercise notebook it answers, with its solution)."""
     shipped = {line for c in assignment.cells for line in _lines(c.source)}
-    solutions = solution_answers(assignment)
+    solutions = solution_answers(assignment, shipped)
     found = []
     for gid, source in submission.answers.items():  # the answers the judge grades, by Assignment.answers_in
         exercise = gid.removesuffix("_answer")

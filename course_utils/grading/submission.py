@@ -48,7 +48,7 @@ def read(path: Path, assignments: dict[str, Assignment]) -> ParsedSubmission:
 
 # --------------------------------------------------------------------------- the cell plan
 def _kinds(cells) -> list[tuple[str, str | None]]:
-    """For each cell: its kind (``_kind``), and the exercise whose span it is in."""
+    """For each cell: its kind (``collect.cell_kind``), and the exercise whose span it is in."""
     out: list[tuple[str, str | None]] = []
     pending: list[int] = []
     for cell in cells:
