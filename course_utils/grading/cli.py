@@ -244,7 +244,7 @@ def _sandbox(args: argparse.Namespace) -> sandbox.Sandbox:
         print("WARNING: --no-sandbox: student code runs WITHOUT a sandbox (it can read and write your files "
               "and use the network); every row records it.", file=sys.stderr)
     elif box.mode == "uid":
-        print(f"note: {box.reason}: weaker than bubblewrap (network reachable; see README, What holds where).",
+        print(f"note: {box.reason}: weaker than bubblewrap (no private files or processes; see README, What holds where).",
               file=sys.stderr)
     return box
 
