@@ -142,12 +142,12 @@ tempfile.tempdir = None
 """
 
 
-def in_uid(jobs: list, memory: float, tmpfs: bool = False) -> dict:
-    """Grade ``jobs`` in the uid sandbox without cgroups (a container), TMPDIR on a disk or on a tmpfs."""
+def in_uid(jobs: list, memory: float, tmpfs: bool = False, cgroups: bool = False) -> dict:
+    """Grade ``jobs`` in the uid sandbox (a container, without cgroups unless asked), TMPDIR on a disk or a tmpfs."""
     folder = _shared_folder()
     try:
         proc = in_container(["-c", (TMPFS_TMPDIR if tmpfs else "") + GRADE, str(folder), "uid", str(memory), "1"],
-                            json.dumps(jobs), cgroups=False, folder=folder)
+                            json.dumps(jobs), cgroups=cgroups, folder=folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return _result(proc)
@@ -230,11 +230,15 @@ raise RuntimeError(f"wrote {_written >> 20} MiB into the home")
 
 
 @pytest.mark.slow  # a uid-mode runner in a private mount namespace (~15 s): CI and COURSE_SLOW=1 run it
-@pytest.mark.parametrize("tmpfs", [True, False], ids=["tmpdir_on_tmpfs", "tmpdir_on_disk"])
-def test_uid_mode_the_private_home_counts_against_the_memory_cap(tmpfs):
+@pytest.mark.parametrize("tmpfs, cgroups", [(True, False), (False, False), (False, True)],
+                         ids=["tmpdir_on_tmpfs", "tmpdir_on_disk", "tmpdir_on_disk_with_cgroups"])
+def test_uid_mode_the_private_home_counts_against_the_memory_cap(tmpfs, cgroups):
     """Item 3: with the grader's TMPDIR on a tmpfs a runner wrote 1.5 GiB into its private home, never
-    counted (Shmem rose 1.5 GiB); with TMPDIR on a disk, an uncounted disk fill."""
-    out = in_uid([["home", IN_HOME, 0], ["after", "HONEST", 0]], memory=0.5, tmpfs=tmpfs)
+    counted (Shmem rose 1.5 GiB); with TMPDIR on a disk, an uncounted disk fill, with cgroups too (a disk's
+    files are no cgroup's memory): now bounded by ``--memory`` in each case."""
+    if cgroups and not (Path("/sys/fs/cgroup/cgroup.controllers").exists() or Path("/sys/fs/cgroup/memory").is_dir()):
+        pytest.skip("no cgroups on this machine")
+    out = in_uid([["home", IN_HOME, 0], ["after", "HONEST", 0]], memory=0.5, tmpfs=tmpfs, cgroups=cgroups)
     home, after = out["rows"]
     assert home["mul"][0] == 0 and "more memory" in home["mul"][1], home["mul"]
     assert after["total"] == after["max"], after["mul"]
