@@ -155,6 +155,13 @@ def _lesson_rows(readme: str, kept: list[int]) -> str:
     return "\n".join([*table[:2], *rows])
 
 
+def _tools(stage: Path) -> str:
+    """The system tools the edition's set-up installs (lab/setup.sh): g++ and ninja only where lesson 10 is."""
+    if (stage / "course_utils" / "kernels").is_dir():
+        return "Graphviz's `dot`, `g++` and `ninja` (lesson 10 builds a C++ extension)"
+    return "Graphviz's `dot` (the graph drawings)"
+
+
 def student_files(stage: Path, head: Path, *, repository: str, fixes: bool, up_to: int | None) -> None:
     """Write the edition's README.md (its lesson table, what help it gives) and course script from ``edition/``."""
     kept = lessons_in(stage)
@@ -169,7 +176,7 @@ def student_files(stage: Path, head: Path, *, repository: str, fixes: bool, up_t
     later = "" if up_to is None else (f"This edition holds lessons up to {up_to:02d}; the next ones come when "
                                       "they are released (`git pull`).")
     text = (template.replace("{{lessons}}", _lesson_rows((head / "README.md").read_text(encoding="utf-8"), kept))
-            .replace("{{help}}", help_text).replace("{{later}}", later)
+            .replace("{{help}}", help_text).replace("{{later}}", later).replace("{{tools}}", _tools(stage))
             .replace("{{repository}}", repository).replace("{{name}}", repository.rstrip("/").rsplit("/", 1)[-1]))
     left = re.findall(r"\{\{\w+\}\}", text)
     if left:

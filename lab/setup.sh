@@ -42,7 +42,9 @@ setup_common() {
     ensure_system_tool dot graphviz \
         "Install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; Windows: winget install graphviz). Graphs fall back to text until then." \
         || true
-    # lesson 10 builds a C++ extension (torch.utils.cpp_extension): a compiler and ninja
+    # lesson 10 builds a C++ extension (torch.utils.cpp_extension): a compiler and ninja, only where lesson 10 is
+    # (a student edition released up to an earlier lesson has no course_utils/kernels and needs neither)
+    [ -d "$ROOT/course_utils/kernels" ] || { setup_python; return; }
     ensure_system_tool g++ g++ "Lesson 10's C++ extension needs a C++ compiler (Debian/Ubuntu: sudo apt-get install g++; macOS: xcode-select --install)." \
         || true
     ensure_system_tool ninja ninja-build "Lesson 10's C++ extension needs ninja (Debian/Ubuntu: sudo apt-get install ninja-build; macOS: brew install ninja)." \

@@ -35,6 +35,7 @@ from course_utils.checks import EXERCISES, engine  # noqa: E402
 from course_utils.checks.autograd_function import FunctionSpec  # noqa: E402
 
 SKIP_MODULES = ("course_utils.__main__",)
+TRACE = bool(os.environ.get("EDITION_SCAN_TRACE"))
 
 
 def _modules() -> list:
@@ -107,26 +108,74 @@ def hand_ins(obj: object) -> list[tuple[str, object]]:
     return ways
 
 
+def _try(ex, request: dict, answer: object) -> tuple[float, float, bool] | None:
+    """(points, max, flagged) of one hand-in, or None when the check itself could not run it."""
+    namespace = {name: answer for name in ex.names}
+    try:
+        facts = engine.probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit=5.0)
+        result = engine.judge(ex, wire.loads(wire.dumps(request)), wire.loads(wire.dumps(facts)))
+    except Exception:
+        return None
+    return result.points, result.max, bool(result.flags)
+
+
+def _run_from(ex, request: dict, tries: list, start: int, out: int) -> None:
+    """In a child process: every hand-in from ``start`` on, each announced before and reported after it runs."""
+    with os.fdopen(out, "w", buffering=1) as pipe:
+        for k in range(start, len(tries)):
+            pipe.write(f"start {k}\n")
+            pipe.write(f"done {k} {json.dumps(_try(ex, request, tries[k][2]))}\n")
+    os._exit(0)
+
+
+def scan(gid: str, found: dict[str, object]) -> tuple[list[dict], list[str]]:
+    """(hand-ins earning full marks, hand-ins that crashed the process) for one exercise.
+
+    Each hand-in runs in a forked child: a raw kernel launcher handed tensors of another shape can corrupt
+    memory (Triton's interpreter) and kill the process; that hand-in is recorded as crashed (no marks, as in
+    the grader, where a crashed runner scores nothing) and the scan goes on with the next.
+    """
+    ex = EXERCISES[gid]
+    request = engine.make_request(ex, 0)
+    tries = [(where, how, answer) for where, obj in found.items() for how, answer in hand_ins(obj)]
+    full, crashed, start = [], [], 0
+    while start < len(tries):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            _run_from(ex, request, tries, start, write)
+        os.close(write)
+        current = start
+        with os.fdopen(read) as pipe:
+            for line in pipe:
+                word, k, *rest = line.split(" ", 2)
+                current = int(k)
+                if word == "done":
+                    got = json.loads(rest[0])
+                    if got and got[0] >= got[1] > 0:
+                        where, how, _ = tries[current]
+                        full.append({"exercise": gid, "candidate": where, "how": how,
+                                     "points": f"{got[0]:g}/{got[1]:g}", "flagged": got[2]})
+                    current += 1
+                elif TRACE:
+                    print(gid, *tries[current][:2], file=sys.stderr, flush=True)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and current >= len(tries):
+            break
+        crashed.append(f"{gid} <- {tries[current][0]} ({tries[current][1]})")
+        start = current + 1
+    return full, crashed
+
+
 def main(wanted: list[str]) -> dict:
     found = candidates()
-    full = []
-    tried = 0
+    full, crashed = [], []
     for gid in wanted:
-        ex = EXERCISES[gid]
-        request = engine.make_request(ex, 0)
-        for where, obj in found.items():
-            for how, answer in hand_ins(obj):
-                tried += 1
-                namespace = {name: answer for name in ex.names}
-                try:
-                    facts = engine.probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit=5.0)
-                    result = engine.judge(ex, wire.loads(wire.dumps(request)), wire.loads(wire.dumps(facts)))
-                except Exception:
-                    continue
-                if result.points >= result.max > 0:
-                    full.append({"exercise": gid, "candidate": where, "how": how,
-                                 "points": f"{result.points:g}/{result.max:g}", "flagged": bool(result.flags)})
-    return {"candidates": sorted(found), "tried": tried, "full_marks": full}
+        got, died = scan(gid, found)
+        full += got
+        crashed += died
+    return {"candidates": sorted(found), "tried": len(wanted), "full_marks": full, "crashed": crashed}
 
 
 if __name__ == "__main__":
