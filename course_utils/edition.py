@@ -90,6 +90,36 @@ def trim_start_page(stage: Path, up_to: int) -> None:
         nbformat.write(nb, page)
 
 
+STUDENT_FOLDERS = ("notebooks", "exercises")  # what students open; the only files they edit
+
+
+def notebooks_only(stage: Path) -> list[str]:
+    """Leave students only what they edit: every notebook without its jupytext ``.py`` twin and pairing.
+
+    The instructors keep each notebook as a ``.py`` twin (the source ``./course build`` executes). In the
+    edition a twin is a second copy of a file students edit: JupyterLab's jupytext rewrites it on every
+    save (the file browser hides it), so ``git status`` lists files the student never opened and a pull
+    conflicts in them. The edition's notebooks are its sources instead: ``release`` writes them again
+    from the instructors' committed ones, byte for byte the same when unchanged, so releasing the next
+    lesson changes only the files it changes. Returns the twins removed.
+    """
+    import json
+
+    removed = []
+    for folder in STUDENT_FOLDERS:
+        for notebook in sorted((stage / folder).glob("*.ipynb")):
+            twin = notebook.with_suffix(".py")
+            if twin.exists():
+                twin.unlink()
+                removed.append(twin.relative_to(stage).as_posix())
+            data = json.loads(notebook.read_text(encoding="utf-8"))
+            jupytext = data.get("metadata", {}).pop("jupytext", None)
+            if jupytext is not None:  # "formats" would make jupytext write the twin back on the first save
+                text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"  # as Jupyter writes
+                notebook.write_text(text, encoding="utf-8")
+    return removed
+
+
 def _fix_spans(tree: ast.Module) -> list[ast.expr]:
     """Every expression that is a level-2 fix: ``fix=...`` arguments and the module constants they name."""
     values: list[ast.expr] = []

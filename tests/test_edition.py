@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_port
 
-from course_utils import edition, release
+from course_utils import edition, publish, release
 from course_utils.errors import CourseError
 
 REPO = "https://github.com/my-uni/autograd-2027"
@@ -45,10 +45,10 @@ def test_a_release_without_the_students_repository_is_refused(tmp_path):
 
 
 def test_keep_links_releases_with_a_loud_warning(tmp_path, capsys):
-    assert release.main([str(tmp_path / "e"), "--keep-links", "--up-to", "2"]) == 0
+    assert publish.main([str(tmp_path / "e"), "--keep-links", "--up-to", "2"]) == 0
     err = capsys.readouterr().err
     assert "WARNING: every Colab, Binder and install link" in err and release._repo_of(ROOT) in err
-    assert release.main([str(tmp_path / "f")]) == 2
+    assert publish.main([str(tmp_path / "f")]) == 2
     assert "give --repository" in capsys.readouterr().err
 
 
@@ -137,7 +137,7 @@ def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(grad
     ``x / vector_norm(x)``, the forward the exercise describes (its skill is the backward).
     """
     assert release.leaks(graded, release.solution_regions(ROOT)) == []
-    shown = {release._norm(line.split("  #")[0]) for p in (graded / "notebooks").glob("*.py")
+    shown = {release._norm(line.split("  #")[0]) for p in (ROOT / "notebooks").glob("*.py")
              for line in p.read_text().splitlines()}
     own = {n for _, lines in release.solution_regions(ROOT) for n in lines if len(n) > 30 and n not in shown}
     assert len(own) > 20
@@ -174,7 +174,7 @@ def test_a_graded_edition_holds_no_fix_text_and_check_fix_true_says_so(graded):
     texts = {t.strip() for folder in ("checks", "probes") for p in (ROOT / "course_utils" / folder).glob("*.py")
              for t in edition.fix_texts(p.read_text()) if len(t.strip()) > 12}
     assert len(texts) > 50  # the course has fixes: this test can fail
-    lessons = "\n".join(p.read_text() for p in (graded / "notebooks").glob("*.py"))
+    lessons = "\n".join(p.read_text() for p in (ROOT / "notebooks").glob("*.py"))
     texts = {t for t in texts if t not in lessons}  # a fix's fragment a lesson shows anyway (f-string pieces)
     shipped = "\n".join(p.read_text() for p in (graded / "course_utils").rglob("*.py"))
     assert [t for t in texts if t in shipped] == []

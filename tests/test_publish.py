@@ -1,0 +1,140 @@
+"""The publish path end to end (course_utils/publish.py): release, push to the students' remote (a local bare
+repository), clone as students, release the next lesson, pull; and the jupytext twins students never see."""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from course_utils import publish
+from course_utils.errors import CourseError
+
+REPO = "https://github.com/my-uni/autograd-2027"
+STUDENT = ("-c", "user.name=A Student", "-c", "user.email=student@example.org")
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True).stdout
+
+
+def run_printed(out: str) -> None:
+    """Run the exact commands the release printed after 'Next' (indented lines up to 'Students')."""
+    block = out.split("Next, publish it", 1)[1].split("Students then run:", 1)[0]
+    commands = [line.strip() for line in block.splitlines()[1:] if line.startswith("  ")]
+    assert commands, out
+    subprocess.run(["bash", "-euc", " && ".join(commands)], check=True, capture_output=True, text=True)
+
+
+def edit_notebook(path: Path, text: str) -> None:
+    """What a student's save does to an answer cell (JupyterLab writes the .ipynb, nothing else)."""
+    nb = json.loads(path.read_text())
+    cell = next(c for c in nb["cells"] if "answer" in c.get("metadata", {}).get("tags", []))
+    cell["source"] = text
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """Lessons up to 04 released, pushed to the students' (bare) repository, and cloned by three students."""
+    base = tmp_path_factory.mktemp("publish")
+    bare = base / "students.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    dest = base / "edition"
+    out = publish_cli(dest, bare, "--up-to", "4")
+    run_printed(out)
+    clones = {}
+    for name in ("committed", "untouched", "unsaved"):
+        clones[name] = base / name
+        subprocess.run(["git", "clone", "-q", str(bare), str(clones[name])], check=True)
+    return {"bare": bare, "dest": dest, "first": out, "clones": clones}
+
+
+def publish_cli(dest: Path, remote: Path, *more: str) -> str:
+    done = subprocess.run(["./course", "release", str(dest), "--repository", REPO, "--remote", str(remote), *more],
+                          capture_output=True, text=True, check=False, cwd=Path(publish.ROOT))
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_first_release_is_a_repository_ready_to_push_with_the_exact_commands(published):
+    out, dest = published["first"], published["dest"]
+    assert f"  cd {dest}\n  git push -u origin main\n" in out
+    assert f"git clone {REPO}.git" in out and f"./course release {dest} --repository {REPO} --up-to 05" in out
+    assert git(dest, "status", "--porcelain") == "" and git(dest, "branch", "--show-current").strip() == "main"
+    assert git(dest, "log", "--format=%s").splitlines() == ["Student edition: lessons 00-04"]
+    assert git(published["bare"], "rev-parse", "main") == git(dest, "rev-parse", "HEAD")
+    files = git(published["clones"]["untouched"], "ls-files").split()
+    assert "exercises/04_exercises.ipynb" in files and "exercises/05_exercises.ipynb" not in files
+
+
+def test_students_have_only_what_they_edit(published):
+    """Item 5: no jupytext .py twin beside a notebook, and no pairing metadata that would write one on save."""
+    clone = published["clones"]["untouched"]
+    files = git(clone, "ls-files").split()
+    notebooks = [f for f in files if f.startswith(("notebooks/", "exercises/"))]
+    assert notebooks and all(f.endswith(".ipynb") for f in notebooks), [f for f in notebooks if f.endswith(".py")]
+    for name in notebooks:
+        assert "jupytext" not in json.loads((clone / name).read_text())["metadata"], name
+
+
+def test_a_save_in_jupyterlab_changes_only_the_saved_notebook(published, tmp_path):
+    """JupyterLab's contents manager with jupytext (as ./course lab runs it) saving an exercise: one file changes."""
+    import shutil
+
+    from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
+    from jupyter_server.services.contents.largefilemanager import LargeFileManager
+
+    clone = Path(shutil.copytree(published["clones"]["untouched"], tmp_path / "clone"))
+    manager = build_sync_jupytext_contents_manager_class(LargeFileManager)(root_dir=str(clone))
+    model = manager.get("exercises/01_exercises.ipynb")
+    model["content"].cells[-1].source += "\n# my note"
+    manager.save(model, "exercises/01_exercises.ipynb")
+    assert git(clone, "status", "--porcelain", "--untracked-files=all").splitlines() == [
+        " M exercises/01_exercises.ipynb"]
+
+
+def test_releasing_the_next_lesson_is_a_fast_forward_for_students(published, tmp_path):
+    dest, clones = published["dest"], published["clones"]
+    answer = "# my answer\nclass Mul:\n    pass\n"
+    edit_notebook(clones["committed"] / "exercises" / "01_exercises.ipynb", answer)
+    git(clones["committed"], *STUDENT, "commit", "-qam", "my mul")
+    edit_notebook(clones["unsaved"] / "exercises" / "02_exercises.ipynb", answer)  # work not committed
+    before = git(dest, "rev-parse", "HEAD").strip()
+
+    out = publish_cli(dest, published["bare"], "--up-to", "5")
+    assert f"updated the student edition in {dest}" in out and f"  cd {dest}\n  git push\n" in out
+    run_printed(out)
+    assert git(dest, "rev-parse", "HEAD~1").strip() == before  # on top of the last release
+    changed = git(dest, "diff", "--name-only", before, "HEAD").split()
+    assert "exercises/05_exercises.ipynb" in changed
+    assert not [f for f in changed if re.match(r"(notebooks|exercises)/0[1-4]_", f)], changed  # earlier lessons untouched
+
+    git(clones["untouched"], "pull", "-q", "--ff-only")
+    assert (clones["untouched"] / "exercises" / "05_exercises.ipynb").exists()
+    git(clones["unsaved"], "pull", "-q", "--ff-only")
+    assert answer.splitlines()[1] in (clones["unsaved"] / "exercises" / "02_exercises.ipynb").read_text()
+    git(clones["committed"], *STUDENT, "pull", "-q", "--no-rebase", "--no-edit")
+    assert git(clones["committed"], "status", "--porcelain") == ""
+    assert answer.splitlines()[1] in (clones["committed"] / "exercises" / "01_exercises.ipynb").read_text()
+    assert (clones["committed"] / "exercises" / "05_exercises.ipynb").exists()
+
+    again = publish_cli(dest, published["bare"], "--up-to", "5")
+    assert "already holds this edition: nothing to release" in again
+    assert git(dest, "rev-parse", "HEAD~1").strip() == before
+
+
+def test_a_release_refuses_what_it_would_break(published, tmp_path):
+    dest = published["dest"]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(CourseError, match="is not a student edition made by ./course release"):
+        publish.release_repository(tmp_path / "other", REPO, up_to=4)
+    with pytest.raises(CourseError, match=r"would take lessons? 04.* away from students who have it: give --up-to 0[45]"):
+        publish.release_repository(dest, REPO, up_to=3)
+    (dest / "README.md").write_text("edited by hand")
+    try:
+        with pytest.raises(CourseError, match="has uncommitted changes"):
+            publish.release_repository(dest, REPO, up_to=5)
+    finally:
+        git(dest, "checkout", "README.md")
