@@ -130,6 +130,40 @@ def test_no_package_function_answers_a_released_lesson09_exercise(graded, tmp_pa
     assert any(h.startswith("rmsnorm <- course_utils.capstone.functions.RMSNorm") for h in report["hits"])
 
 
+def scan_edition(dest: Path, ids: list[str], workers: int = 2) -> dict:
+    """tests/edition_scan.py in the edition (its package only), the exercises split over ``workers`` processes."""
+    import json
+
+    scan = Path(__file__).with_name("edition_scan.py")
+    env = {"PYTHONPATH": str(dest), "PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1",
+           "MPLBACKEND": "Agg", "HOME": str(dest)}
+    procs = [subprocess.Popen([sys.executable, str(scan), ",".join(ids[k::workers])], cwd=dest, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+             for k in range(workers)]
+    parts = [json.loads(p.communicate(timeout=1800)[0].splitlines()[-1]) for p in procs]
+    return {"candidates": parts[0]["candidates"], "full_marks": [h for p in parts for h in p["full_marks"]],
+            "crashed": [c for p in parts for c in p["crashed"]]}
+
+
+@pytest.mark.slow
+def test_nothing_the_edition_ships_passes_an_exercise(tmp_path):
+    """Issue 47 item 1: every class and function of the full edition's package, and every reference its checks hold,
+    handed to every exercise's check as itself (a reference Function renamed and pasted earned log1mexp 3/3, lambert_w
+    4/4, clip_grad 3/3) and as a Function's forward with autograd doing the backward: none earns full marks, except
+    the autograd paste with the checks' flag for a backward that asks autograd (a reviewer sees it)."""
+    from course_utils.checks import EXERCISES
+
+    full = tmp_path / "full"
+    release.student_edition(full, REPO)
+    report = scan_edition(full, list(EXERCISES))
+    names = set(report["candidates"])
+    assert len(names) > 400 and {"course_utils.checks.references.clip_grad", "course_utils.checks.lesson05."
+                                 "CLIP_GRAD.reference", "course_utils.checks.lesson09.LAMBERT.reference",
+                                 "course_utils.gradients._BuggyTanh"} <= names
+    unflagged = [h for h in report["full_marks"] if h["how"] != "forward, backward by autograd" or not h["flagged"]]
+    assert unflagged == [], unflagged
+
+
 def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(graded):
     """No three lines of an answer (release.leaks), and no single long line an answer has that no lesson shows.
 
