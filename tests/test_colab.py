@@ -303,14 +303,17 @@ def test_the_edition_in_a_colab_with_only_colabs_packages(tmp_path):
         assert done.returncode == 0, f"{path.name} failed in the Colab-like venv:\n{done.stderr[-4000:]}"
         results[path.name] = nbformat.read(out, as_version=4)
 
-    verdicts = {}
+    from course_utils.checks import EXERCISES
+
+    verdicts = {}  # exercise -> (points: the check cell's value, the verdict as shown)
     for cell in results["03_exercises.ipynb"].cells:
         called = re.search(r'check\("(\w+)"', cell.source) if cell.cell_type == "code" else None
         if called:
-            verdicts[called.group(1)] = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")
-                                                for o in cell.outputs)
-    assert re.search(r"\b2/2\b", verdicts["exp"]), verdicts["exp"]
-    assert not re.search(r"\b(\d+)/\1\b", verdicts["sigmoid"]) and "gradient" in verdicts["sigmoid"], verdicts["sigmoid"]
+            data = next(o["data"] for o in cell.outputs if o.get("output_type") == "execute_result")
+            verdicts[called.group(1)] = (float(data["text/plain"]), data.get("text/html", ""))
+    assert verdicts["exp"][0] == EXERCISES["exp"].points, verdicts["exp"]
+    points, shown = verdicts["sigmoid"]
+    assert 0 < points < EXERCISES["sigmoid"].points and "gradient" in shown and "not attempted" not in shown, shown
     installed = subprocess.run([str(python), "-c", "import course_utils, torchviz; print(course_utils.__file__)"],
                                capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert str(tmp_path / "venv") in installed  # installed by the set-up cell, from the students' repository
