@@ -138,3 +138,48 @@ def test_a_release_refuses_what_it_would_break(published, tmp_path):
             publish.release_repository(dest, REPO, up_to=5)
     finally:
         git(dest, "checkout", "README.md")
+
+
+def test_every_link_and_the_setup_cell_point_at_the_students_repository(published):
+    """Item 3: Colab, Binder, install links and the set-up cell (build.setup_cell_source, the one writer of that cell,
+    given the students' URL) open the students' repository, never the instructors' (often private) one."""
+    from course_utils import build, release
+    from course_utils.paths import ROOT
+
+    clone = published["clones"]["untouched"]
+    instructors = release._repo_of(ROOT)
+    owner_name = instructors.removeprefix("https://github.com/")
+    tracked = [clone / f for f in git(clone, "ls-files").split()]
+    assert [str(p) for p in tracked if owner_name in p.read_text(errors="replace")] == []
+    wanted = build.setup_cell_source(REPO)
+    for path in tracked:
+        if path.suffix == ".ipynb" and path.parent.name in ("notebooks", "exercises"):
+            cells = json.loads(path.read_text())["cells"]
+            first = next("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+            assert first == wanted, path.name
+    readme = (clone / "README.md").read_text()
+    assert "colab.research.google.com/github/my-uni/autograd-2027/blob/main/exercises/04_exercises.ipynb" in readme
+    assert f'Repository = "{REPO}"' in (clone / "pyproject.toml").read_text()
+
+
+@pytest.mark.slow
+def test_the_edition_builds_its_own_site(published, tmp_path):
+    """Item 3: ``./course site`` in the edition (its own course_utils, its committed files): every Colab link opens
+    the students' repository, and there is no instructors' page (its README has no such section)."""
+    import os
+    import sys
+
+    from course_utils import release
+    from course_utils.paths import ROOT
+
+    dest = published["dest"]
+    done = subprocess.run([sys.executable, "-m", "course_utils.site", "--out", str(tmp_path / "site")], cwd=dest,
+                          env={**os.environ, "PYTHONPATH": str(dest)}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    html = tmp_path / "site" / "html"
+    pages = {p.relative_to(html).as_posix(): p.read_text(errors="replace") for p in html.rglob("*.html")}
+    assert "exercises/04_exercises.html" in pages and "instructors.html" not in pages
+    lesson = next(text for name, text in pages.items() if name.startswith("notebooks/01_"))
+    assert "colab.research.google.com/github/my-uni/autograd-2027/blob/main/notebooks/01_" in lesson
+    owner_name = release._repo_of(ROOT).removeprefix("https://github.com/")
+    assert [name for name, text in pages.items() if owner_name in text] == []
