@@ -239,6 +239,7 @@ def test_the_full_edition_readme_explains_fix_true(tmp_path):
     release.student_edition(tmp_path / "e", REPO)
     readme = (tmp_path / "e" / "README.md").read_text()
     assert 'fix=True' in readme and "Show the fix" in readme and "lessons up to" not in readme
+    assert "`g++` and `ninja` (lesson 10 builds a C++ extension)" in readme  # lesson 10 is in the full edition
 
 
 def documented_commands(dest: Path) -> set[str]:

@@ -159,6 +159,7 @@ def test_every_link_and_the_setup_cell_point_at_the_students_repository(publishe
             assert first == wanted, path.name
     readme = (clone / "README.md").read_text()
     assert "colab.research.google.com/github/my-uni/autograd-2027/blob/main/exercises/04_exercises.ipynb" in readme
+    assert "g++" not in readme and "ninja" not in readme  # item 6: lesson 10's tools, not in an edition up to 04
     assert f'Repository = "{REPO}"' in (clone / "pyproject.toml").read_text()
 
 
@@ -183,3 +184,32 @@ def test_the_edition_builds_its_own_site(published, tmp_path):
     assert "colab.research.google.com/github/my-uni/autograd-2027/blob/main/notebooks/01_" in lesson
     owner_name = release._repo_of(ROOT).removeprefix("https://github.com/")
     assert [name for name, text in pages.items() if owner_name in text] == []
+
+
+def test_honest_answers_in_the_edition_notebooks_carry_no_flag(published):
+    """Must hold: the solutions' answers typed into the edition's exercise notebooks (lessons 01-04) earn full marks,
+    and no check raises a flag for them (the references the edition ships are no answers, and nothing in an honest
+    notebook looks like a paste)."""
+    import jupytext
+    from check_helpers import run_code_cells
+
+    from course_utils.checks import EXERCISES, run_check
+    from course_utils.paths import ROOT
+    from course_utils.release import BEGIN, END
+
+    clone, checked = published["clones"]["untouched"], []
+    for path in sorted((clone / "exercises").glob("0[1-4]_exercises.ipynb")):
+        solution = jupytext.read(ROOT / "solutions" / path.with_suffix(".py").name)
+        answers = ["\n".join(x for x in c.source.splitlines() if x.strip() not in (BEGIN, END))
+                   for c in solution.cells if c.cell_type == "code" and BEGIN in c.source]
+        nb = jupytext.read(path)
+        cells = [c for c in nb.cells if c.cell_type == "code" and "answer" in c.metadata.get("tags", [])]
+        assert len(cells) == len(answers) > 0, path.name
+        for cell, answer in zip(cells, answers):
+            cell.source = answer
+        namespace = run_code_cells(nb)
+        for gid in re.findall(r'check\("(\w+)"', "\n".join(c.source for c in nb.cells)):
+            result = run_check(gid, namespace)
+            assert (result.points, result.flags) == (EXERCISES[gid].points, []), (gid, result.report())
+            checked.append(gid)
+    assert {"mul", "exp", "linear_function"} <= set(checked)
