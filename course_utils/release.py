@@ -165,7 +165,7 @@ def release_all() -> list[Path]:
 
 
 # --------------------------------------------------------------------------- the student edition
-# ``python -m course_utils.release DIR [--branch NAME] [--repository URL]`` (``./course release``)
+# ``student_edition`` (``./course release``, through ``publish``: a git repository ready to push)
 SHIPPED_PATHS = ("notebooks", "exercises", "course_utils", "lab", "README.md", "LICENSE", "requirements.txt",
                  "requirements-colab.txt", "environment.yml", "pyproject.toml", "course", "nbval_sanitize.cfg",
                  ".gitignore")  # never solutions/, tests/ (they hold answers), benchmarks/, .ci/
