@@ -6,8 +6,8 @@ and prints the exact commands left to run (a push). Releasing again into the sam
 ``--up-to``, fixed lessons) writes the edition anew and commits only what changed, on top of the last
 release: students who pull get a fast-forward, and their own commits merge, since the edition never
 changes a file whose lesson did not change (its notebooks are the instructors' committed ones less their
-jupytext pairing, written the same way every time: ``edition.notebooks_only``). ``--branch`` instead commits the edition as a branch of the
-instructors' own repository (``release.publish_branch``).
+jupytext pairing, written the same way every time: ``edition.notebooks_only``). ``--branch`` instead
+commits the edition as a branch of the instructors' own repository (``release.publish_branch``).
 """
 from __future__ import annotations
 
