@@ -43,11 +43,12 @@ JUPYTEXT_META = {"formats": "ipynb,py:percent", "cell_metadata_filter": "nbgrade
 SOURCE_VARIABLE = "COURSE_UTILS_SOURCE"  # overrides where Colab installs course_utils from (tests use it)
 
 
-def setup_cell_source() -> str:
+def setup_cell_source(url: str | None = None) -> str:
     """The first code cell of every notebook: a no-op locally, installs what Colab lacks.
 
-    course_utils comes from the repository URL (pyproject.toml) unless the environment
-    variable ``COURSE_UTILS_SOURCE`` names another pip source, e.g. a local checkout.
+    course_utils comes from ``url`` (default: the repository URL of pyproject.toml; the student
+    edition's is the students' repository) unless the environment variable ``COURSE_UTILS_SOURCE``
+    names another pip source, e.g. a local checkout.
     """
     return (
         f"{SETUP_MARK}: does nothing on your machine (`./course lab` installed everything).\n"
@@ -55,7 +56,7 @@ def setup_cell_source() -> str:
         "import os, subprocess, sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    source = os.environ.get("{SOURCE_VARIABLE}", "git+{repo_url()}")\n'
+        f'    source = os.environ.get("{SOURCE_VARIABLE}", "git+{url or repo_url()}")\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)'
     )

@@ -90,6 +90,36 @@ def trim_start_page(stage: Path, up_to: int) -> None:
         nbformat.write(nb, page)
 
 
+STUDENT_FOLDERS = ("notebooks", "exercises")  # what students open; the only files they edit
+
+
+def notebooks_only(stage: Path) -> list[str]:
+    """Leave students only what they edit: every notebook without its jupytext ``.py`` twin and pairing.
+
+    The instructors keep each notebook as a ``.py`` twin (the source ``./course build`` executes). In the
+    edition a twin is a second copy of a file students edit: JupyterLab's jupytext rewrites it on every
+    save (the file browser hides it), so ``git status`` lists files the student never opened and a pull
+    conflicts in them. The edition's notebooks are its sources instead: ``release`` writes them again
+    from the instructors' committed ones, byte for byte the same when unchanged, so releasing the next
+    lesson changes only the files it changes. Returns the twins removed.
+    """
+    import json
+
+    removed = []
+    for folder in STUDENT_FOLDERS:
+        for notebook in sorted((stage / folder).glob("*.ipynb")):
+            twin = notebook.with_suffix(".py")
+            if twin.exists():
+                twin.unlink()
+                removed.append(twin.relative_to(stage).as_posix())
+            data = json.loads(notebook.read_text(encoding="utf-8"))
+            jupytext = data.get("metadata", {}).pop("jupytext", None)
+            if jupytext is not None:  # "formats" would make jupytext write the twin back on the first save
+                text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"  # as Jupyter writes
+                notebook.write_text(text, encoding="utf-8")
+    return removed
+
+
 def _fix_spans(tree: ast.Module) -> list[ast.expr]:
     """Every expression that is a level-2 fix: ``fix=...`` arguments and the module constants they name."""
     values: list[ast.expr] = []
@@ -155,6 +185,13 @@ def _lesson_rows(readme: str, kept: list[int]) -> str:
     return "\n".join([*table[:2], *rows])
 
 
+def _tools(stage: Path) -> str:
+    """The system tools the edition's set-up installs (lab/setup.sh): g++ and ninja only where lesson 10 is."""
+    if (stage / "course_utils" / "kernels").is_dir():
+        return "Graphviz's `dot`, `g++` and `ninja` (lesson 10 builds a C++ extension)"
+    return "Graphviz's `dot` (the graph drawings)"
+
+
 def student_files(stage: Path, head: Path, *, repository: str, fixes: bool, up_to: int | None) -> None:
     """Write the edition's README.md (its lesson table, what help it gives) and course script from ``edition/``."""
     kept = lessons_in(stage)
@@ -169,7 +206,7 @@ def student_files(stage: Path, head: Path, *, repository: str, fixes: bool, up_t
     later = "" if up_to is None else (f"This edition holds lessons up to {up_to:02d}; the next ones come when "
                                       "they are released (`git pull`).")
     text = (template.replace("{{lessons}}", _lesson_rows((head / "README.md").read_text(encoding="utf-8"), kept))
-            .replace("{{help}}", help_text).replace("{{later}}", later)
+            .replace("{{help}}", help_text).replace("{{later}}", later).replace("{{tools}}", _tools(stage))
             .replace("{{repository}}", repository).replace("{{name}}", repository.rstrip("/").rsplit("/", 1)[-1]))
     left = re.findall(r"\{\{\w+\}\}", text)
     if left:

@@ -24,30 +24,28 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 # --------------------------------------------------------------------------- built-in examples
-class _Exp(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.exp(x)
-        ctx.save_for_backward(y)
-        return y
+def with_backward(x: torch.Tensor, y: torch.Tensor, backward: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``y`` (computed from ``x`` without a graph) whose gradient for ``x`` is ``backward(grad_output)``.
 
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
+    A backward written by hand, attached with a tensor hook instead of a ``torch.autograd.Function``:
+    the explorers' correct examples are the course's exercises (exp, tanh), and a Function here would
+    be an answer any student could import. This form only works where autograd records (a hook
+    cannot be registered inside a Function's forward), so it cannot be handed in as one.
+    """
+    bridge = x - x.detach()  # zero; its gradient for x is grad_output itself
+    if bridge.requires_grad:
+        bridge.register_hook(backward)
+    return y.detach() + bridge
 
 
-class _Tanh(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.tanh(x)
-        ctx.save_for_backward(y)
-        return y
+def _exp(x: torch.Tensor) -> torch.Tensor:
+    y = torch.exp(x.detach())
+    return with_backward(x, y, lambda g: g * y)
 
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * (1 - y * y)
+
+def _tanh(x: torch.Tensor) -> torch.Tensor:
+    y = torch.tanh(x.detach())
+    return with_backward(x, y, lambda g: g * (1 - y * y))
 
 
 class _Abs(torch.autograd.Function):
@@ -110,8 +108,8 @@ class Case:
 
 
 BUILTIN: dict[str, Case] = {
-    "exp": Case(_Exp.apply, torch.exp, (-3.0, 3.0), (-10.0, 10.0)),
-    "tanh": Case(_Tanh.apply, torch.tanh, (-4.0, 4.0), (-10.0, 10.0)),
+    "exp": Case(_exp, torch.exp, (-3.0, 3.0), (-10.0, 10.0)),
+    "tanh": Case(_tanh, torch.tanh, (-4.0, 4.0), (-10.0, 10.0)),
     "abs (kink at 0)": Case(_Abs.apply, torch.abs, (-2.0, 2.0), (-5.0, 5.0)),
     "tanh with a bug in backward": Case(_BuggyTanh.apply, torch.tanh, (-4.0, 4.0), (-10.0, 10.0)),
     # up to 100: exp(x) overflows float32 from x = 89, which is what this case is about

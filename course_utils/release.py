@@ -8,8 +8,8 @@ check, which then reports "not attempted yet") and the rest of the notebook stil
 ``python -m course_utils.release`` rewrites ``exercises/*.py``; ``./course build`` does this
 and then executes them.
 
-``./course release DIR --repository URL`` (``student_edition``) writes the student edition of
-the committed course: lessons, exercises, the package without the grader and set-up files,
+``student_edition`` writes the student edition of the committed course (``./course release``, which
+``publish`` makes a git repository ready to push): lessons, exercises, the package without the grader and set-up files,
 never ``solutions/`` or ``tests/``; lesson by lesson and without fixes on request (``edition``);
 it refuses when any file would hold solution text (``leaks``), points every link at the
 students' repository, and can commit the edition as a branch (``publish_branch``).
@@ -165,7 +165,7 @@ def release_all() -> list[Path]:
 
 
 # --------------------------------------------------------------------------- the student edition
-# ``python -m course_utils.release DIR [--branch NAME] [--repository URL]`` (``./course release``)
+# ``student_edition`` (``./course release``, through ``publish``: a git repository ready to push)
 SHIPPED_PATHS = ("notebooks", "exercises", "course_utils", "lab", "README.md", "LICENSE", "requirements.txt",
                  "requirements-colab.txt", "environment.yml", "pyproject.toml", "course", "nbval_sanitize.cfg",
                  ".gitignore")  # never solutions/, tests/ (they hold answers), benchmarks/, .ci/
@@ -284,6 +284,7 @@ def student_edition(dest: Path, repository: str | None = None, course: Path = RO
                 stage.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, stage / name)
         edition.keep_lessons(stage, up_to)
+        edition.notebooks_only(stage)
         if not fixes:
             edition.strip_fixes(stage)
         edition.student_files(stage, head, repository=(repository or _repo_of(head)).rstrip("/"), fixes=fixes, up_to=up_to)
@@ -343,43 +344,7 @@ def publish_branch(folder: Path, branch: str, repo: Path = ROOT, message: str = 
     return commit
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="./course release", description="Write the student edition of the committed "
-                                "course (lessons, exercises, course_utils without the grader, its own README and "
-                                "./course; no solutions, no tests) into DIR.")
-    p.add_argument("dir", type=Path, help="a new (or empty) folder")
-    p.add_argument("--repository", help="the students' repository URL (required): Colab, Binder and install links "
-                   "point at it")
-    p.add_argument("--keep-links", action="store_true", help="release without --repository: links keep opening this "
-                   "(instructors') repository")
-    p.add_argument("--up-to", type=int, metavar="N", help="only lessons 00 to N (release lesson by lesson: later "
-                   "lessons hold earlier exercises' answers)")
-    p.add_argument("--no-fixes", action="store_true", help="leave out the level-2 fixes (check(..., fix=True)) for a "
-                   "graded course: the checks give hints only")
-    p.add_argument("--branch", help="also commit the edition as this branch of this repository (e.g. student)")
-    args = p.parse_args(argv)
-    try:
-        files = student_edition(args.dir, args.repository, keep_links=args.keep_links, up_to=args.up_to,
-                                fixes=not args.no_fixes)
-        commit = publish_branch(args.dir, args.branch) if args.branch else ""
-    except CourseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not args.repository:
-        print(f"WARNING: every Colab, Binder and install link in {args.dir} opens {_repo_of(ROOT)} (--keep-links): "
-              "students cannot open them if that repository is private.", file=sys.stderr)
-    print(f"wrote the student edition ({len(files)} files"
-          + (f", lessons up to {args.up_to:02d}" if args.up_to is not None else "")
-          + (", without fixes" if args.no_fixes else "") + f") to {args.dir}"
-          + (f"; branch {args.branch} is at {commit[:12]}" if commit else ""), file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    if sys.argv[1:]:  # ./course release DIR ...: the student edition
-        sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # the student edition is ./course release (course_utils/publish.py)
     for path in release_all():
         print("wrote", path.relative_to(ROOT))
     sys.exit(0)

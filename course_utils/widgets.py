@@ -178,7 +178,7 @@ class _Explorer:
 
         display({"text/html": f'<p class="widget-summary" role="note">{html.escape(self.SUMMARY)}</p>',
                  "text/plain": self.SUMMARY}, raw=True)
-        display(self.controls)
+        display(widget_bundle(self.controls), raw=True)
         self._handle = display(self.plot, display_id=True)
 
     def _set_limits(self, slider, limits: tuple[float, float], value) -> None:
@@ -190,6 +190,18 @@ class _Explorer:
 
     def _ipython_display_(self) -> None:
         self.show()
+
+
+def widget_bundle(widget: Any) -> dict:
+    """A widget's display data without its text form.
+
+    ipywidgets puts the widget's repr ("VBox(children=(HBox(children=(Dropdown(...") beside its view;
+    JupyterLab shows that text until its widget manager has loaded and drawn the controls (about
+    1.5 s the first time), so the controls appeared as a line of code first. Empty text shows
+    nothing until the controls are drawn (ipywidgets 7, Colab's, and 8 alike).
+    """
+    return {"text/plain": "", "application/vnd.jupyter.widget-view+json": {
+        "version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
 
 
 def _span(known) -> tuple[float, float]:

@@ -61,8 +61,8 @@ def widgets7_site() -> Path:
     return target
 
 
-def make_venv(folder: Path, extra: list[Path] = (), startup: str = "") -> Path:
-    """A venv in ``folder`` seeing ``extra`` then the main .venv's packages; returns its python.
+def make_venv(folder: Path, extra: list[Path] = (), startup: str = "", main: bool = True) -> Path:
+    """A venv in ``folder`` seeing ``extra`` then (``main``) the main .venv's packages; returns its python.
 
     ``startup`` is a line of Python run at every interpreter start (via a ``.pth`` file).
     """
@@ -71,7 +71,7 @@ def make_venv(folder: Path, extra: list[Path] = (), startup: str = "") -> Path:
     python = folder / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
-    lines = [str(p) for p in extra] + [str(MAIN_SITE)]
+    lines = [str(p) for p in extra] + ([str(MAIN_SITE)] if main else [])
     (site / "zz_course_paths.pth").write_text("\n".join(lines) + "\n")
     if startup:
         (site / "zzz_course_startup.pth").write_text(f"import sys; exec({startup!r})\n")
@@ -100,3 +100,93 @@ def kernel_spec_dir(python: Path, scratch: Path) -> Path:
         '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
         '"display_name": "colab-like", "language": "python"}' % python)
     return spec.parent
+
+
+# --------------------------------------------------------------------------- only what Colab preinstalls
+# Colab's own packages the course relies on (its image has many more; none of the course's tools): the roots, whose
+# dependencies come along. The ipywidgets 7 stack comes from widgets7_site(); torchviz is not preinstalled in Colab.
+COLAB_ROOTS = ("torch", "numpy", "matplotlib", "ipykernel", "ipython", "pip", "setuptools", "graphviz")
+NOT_COLABS = {"ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "torchviz"}
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _closure(roots: tuple[str, ...]) -> dict[str, object]:
+    """name -> distribution, for ``roots`` and everything they require (markers evaluated, no extras)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    found: dict[str, object] = {}
+    todo = list(roots)
+    while todo:
+        name = _norm(todo.pop())
+        if name in found or name in NOT_COLABS:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        found[name] = dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return found
+
+
+def colab_only_site() -> Path:
+    """A folder that holds (as links into the main .venv) only Colab's preinstalled packages and their dependencies.
+
+    No jupytext, nbformat, jupyterlab or course tool, no course_utils: whatever the course needs beyond these
+    must come from the notebook's set-up cell, as in Colab. Made once per stamp, in .cache/.
+    """
+    target = CACHE / f"colab-only-{_stamp()}"
+    if (target / ".complete").exists():
+        return target
+    CACHE.mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="colab-only-", dir=CACHE))
+    for dist in _closure(COLAB_ROOTS).values():
+        for top in {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}:
+            source = MAIN_SITE / top
+            if source.exists() and not (scratch / top).exists() and not top.endswith(".pth") and top != "__pycache__":
+                (scratch / top).symlink_to(source)
+    (scratch / ".complete").write_text("\n".join(sorted(p.name for p in scratch.iterdir())))
+    try:
+        scratch.rename(target)
+    except OSError:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def wheel_of_installed(name: str, folder: Path) -> Path:
+    """A wheel of the installed pure-Python distribution ``name`` in ``folder`` (pip then installs it offline)."""
+    import base64
+    import zipfile
+    from importlib import metadata
+
+    dist = metadata.distribution(name)
+    version = dist.version
+    wheel = folder / f"{_norm(name).replace('-', '_')}-{version}-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    with zipfile.ZipFile(wheel, "w") as out:
+        for f in dist.files or []:
+            rel = str(f)
+            path = MAIN_SITE / rel
+            if rel.startswith("..") or rel.endswith(("RECORD", "INSTALLER", "direct_url.json")) or \
+                    "__pycache__" in rel or not path.is_file():
+                continue
+            data = path.read_bytes()
+            out.writestr(rel, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            records.append(f"{rel},sha256={digest},{len(data)}")
+        info = next(str(f).split("/")[0] for f in dist.files if ".dist-info/" in str(f))
+        if not any(r.startswith(f"{info}/WHEEL,") for r in records):
+            text = "Wheel-Version: 1.0\nGenerator: colab_env\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+            out.writestr(f"{info}/WHEEL", text)
+            records.append(f"{info}/WHEEL,,")
+        out.writestr(f"{info}/RECORD", "\n".join([*records, f"{info}/RECORD,,"]) + "\n")
+    return wheel

@@ -229,3 +229,91 @@ def test_notebooks_run_to_the_end_in_colab(colab):
     failures = {str(p.relative_to(ROOT)): err for p, err in results if err}
     assert not failures, "\n\n".join(f"{name} failed in the Colab-like environment:\n{err}"
                                      for name, err in failures.items())
+
+
+# --------------------------------------------------------------------------- the student edition, as in Colab
+EDITION_REPO = "https://github.com/my-uni/autograd-2027"
+RIGHT_AND_WRONG = "exp", "sigmoid"  # lesson 03's exercises: one answered right, one with a wrong gradient
+
+
+def _answer(number: str, cls: str, edit: tuple[str, str] | None = None) -> str:
+    from check_helpers import solution_answer
+
+    text = "\n".join(line for line in solution_answer(number, cls).splitlines()
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    if edit:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    return text
+
+
+@pytest.mark.slow
+def test_the_edition_in_a_colab_with_only_colabs_packages(tmp_path):
+    """Issue 47: the edition's set-up cell installs course_utils from the students' repository (a local git URL here)
+    into a fresh venv holding only what Colab preinstalls (torch, numpy, matplotlib, ipykernel, ipywidgets 7; no
+    course repository, no jupytext or course tool on the path; torchviz from a local wheel, as pip would fetch it);
+    lesson 03 (its widgets) and exercise notebook 03 run there, the checks giving the right verdicts."""
+    from course_utils import publish
+
+    bare = tmp_path / "students.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    dest = tmp_path / "edition"
+    publish.release_repository(dest, EDITION_REPO, remote=str(bare), up_to=3)
+    subprocess.run(["git", "-C", str(dest), "push", "-q", "origin", "main"], check=True, capture_output=True)
+    clone = tmp_path / "clone"  # what Colab opens: the students' repository's notebooks
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
+
+    standin = tmp_path / "standin" / "google" / "colab"
+    standin.mkdir(parents=True)
+    (standin / "__init__.py").write_text(STANDIN)
+    python = colab_env.make_venv(tmp_path / "venv", [tmp_path / "standin", colab_env.widgets7_site(),
+                                                     colab_env.colab_only_site()], startup="import google.colab",
+                                 main=False)
+    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print([m for m in ('course_utils', "
+                            "'jupytext', 'nbformat', 'torchviz') if u.find_spec(m)], __import__('torch').__version__)"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert probe.stdout.split("]")[0] == "[", f"beyond Colab's packages: {probe.stdout}"
+    wheels = tmp_path / "wheels"
+    colab_env.wheel_of_installed("torchviz", wheels)
+
+    exercises = clone / "exercises" / "03_exercises.ipynb"
+    nb = nbformat.read(exercises, as_version=4)
+    answers = {"exp": _answer("03", "Exp"),
+               "sigmoid": _answer("03", "Sigmoid", ("grad_output * s * (1 - s)", "grad_output * s"))}
+    for cell in nb.cells:
+        owner = next((gid for gid in answers if cell.source.startswith(f"# ✎ Your answer for `{gid}`")), None)
+        if owner:
+            cell.source = answers[owner]
+    answered = tmp_path / "03_exercises.ipynb"
+    nbformat.write(nb, answered)
+    assert first_code_cell(nb) == build.setup_cell_source(EDITION_REPO)
+
+    specs = colab_env.kernel_spec_dir(python, tmp_path)
+    env = {**os.environ, build.SOURCE_VARIABLE: f"git+file://{bare}", "PIP_NO_INDEX": "1",
+           "PIP_FIND_LINKS": str(wheels), "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "PYTHONPATH": ""}
+    results = {}
+    for path in (clone / "notebooks" / "03_exp_save_the_output.ipynb", answered):
+        content = tmp_path / f"content-{path.stem}"  # Colab's empty /content
+        content.mkdir()
+        out = content / "executed.ipynb"
+        runner = RUNNER + "nbformat.write(nb, sys.argv[4])\n"
+        done = subprocess.run([sys.executable, "-c", runner, str(path), str(specs), str(content), str(out)],
+                              env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"{path.name} failed in the Colab-like venv:\n{done.stderr[-4000:]}"
+        results[path.name] = nbformat.read(out, as_version=4)
+
+    from course_utils.checks import EXERCISES
+
+    verdicts = {}  # exercise -> (points: the check cell's value, the verdict as shown)
+    for cell in results["03_exercises.ipynb"].cells:
+        called = re.search(r'check\("(\w+)"', cell.source) if cell.cell_type == "code" else None
+        if called:
+            data = next(o["data"] for o in cell.outputs if o.get("output_type") == "execute_result")
+            verdicts[called.group(1)] = (float(data["text/plain"]), data.get("text/html", ""))
+    assert verdicts["exp"][0] == EXERCISES["exp"].points, verdicts["exp"]
+    points, shown = verdicts["sigmoid"]
+    assert 0 < points < EXERCISES["sigmoid"].points and "gradient" in shown and "not attempted" not in shown, shown
+    installed = subprocess.run([str(python), "-c", "import course_utils, torchviz; print(course_utils.__file__)"],
+                               capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert str(tmp_path / "venv") in installed  # installed by the set-up cell, from the students' repository

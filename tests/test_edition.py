@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_port
 
-from course_utils import edition, release
+from course_utils import edition, publish, release
 from course_utils.errors import CourseError
 
 REPO = "https://github.com/my-uni/autograd-2027"
@@ -45,10 +45,10 @@ def test_a_release_without_the_students_repository_is_refused(tmp_path):
 
 
 def test_keep_links_releases_with_a_loud_warning(tmp_path, capsys):
-    assert release.main([str(tmp_path / "e"), "--keep-links", "--up-to", "2"]) == 0
+    assert publish.main([str(tmp_path / "e"), "--keep-links", "--up-to", "2"]) == 0
     err = capsys.readouterr().err
     assert "WARNING: every Colab, Binder and install link" in err and release._repo_of(ROOT) in err
-    assert release.main([str(tmp_path / "f")]) == 2
+    assert publish.main([str(tmp_path / "f")]) == 2
     assert "give --repository" in capsys.readouterr().err
 
 
@@ -130,6 +130,40 @@ def test_no_package_function_answers_a_released_lesson09_exercise(graded, tmp_pa
     assert any(h.startswith("rmsnorm <- course_utils.capstone.functions.RMSNorm") for h in report["hits"])
 
 
+def scan_edition(dest: Path, ids: list[str], workers: int = 2) -> dict:
+    """tests/edition_scan.py in the edition (its package only), the exercises split over ``workers`` processes."""
+    import json
+
+    scan = Path(__file__).with_name("edition_scan.py")
+    env = {"PYTHONPATH": str(dest), "PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1",
+           "MPLBACKEND": "Agg", "HOME": str(dest)}
+    procs = [subprocess.Popen([sys.executable, str(scan), ",".join(ids[k::workers])], cwd=dest, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+             for k in range(workers)]
+    parts = [json.loads(p.communicate(timeout=1800)[0].splitlines()[-1]) for p in procs]
+    return {"candidates": parts[0]["candidates"], "full_marks": [h for p in parts for h in p["full_marks"]],
+            "crashed": [c for p in parts for c in p["crashed"]]}
+
+
+@pytest.mark.slow
+def test_nothing_the_edition_ships_passes_an_exercise(tmp_path):
+    """Issue 47 item 1: every class and function of the full edition's package, and every reference its checks hold,
+    handed to every exercise's check as itself (a reference Function renamed and pasted earned log1mexp 3/3, lambert_w
+    4/4, clip_grad 3/3) and as a Function's forward with autograd doing the backward: none earns full marks, except
+    the autograd paste with the checks' flag for a backward that asks autograd (a reviewer sees it)."""
+    from course_utils.checks import EXERCISES
+
+    full = tmp_path / "full"
+    release.student_edition(full, REPO)
+    report = scan_edition(full, list(EXERCISES))
+    names = set(report["candidates"])
+    assert len(names) > 400 and {"course_utils.checks.references.clip_grad", "course_utils.checks.lesson05."
+                                 "CLIP_GRAD.reference", "course_utils.checks.lesson09.LAMBERT.reference",
+                                 "course_utils.gradients._BuggyTanh"} <= names
+    unflagged = [h for h in report["full_marks"] if h["how"] != "forward, backward by autograd" or not h["flagged"]]
+    assert unflagged == [], unflagged
+
+
 def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(graded):
     """No three lines of an answer (release.leaks), and no single long line an answer has that no lesson shows.
 
@@ -137,7 +171,7 @@ def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(grad
     ``x / vector_norm(x)``, the forward the exercise describes (its skill is the backward).
     """
     assert release.leaks(graded, release.solution_regions(ROOT)) == []
-    shown = {release._norm(line.split("  #")[0]) for p in (graded / "notebooks").glob("*.py")
+    shown = {release._norm(line.split("  #")[0]) for p in (ROOT / "notebooks").glob("*.py")
              for line in p.read_text().splitlines()}
     own = {n for _, lines in release.solution_regions(ROOT) for n in lines if len(n) > 30 and n not in shown}
     assert len(own) > 20
@@ -174,7 +208,7 @@ def test_a_graded_edition_holds_no_fix_text_and_check_fix_true_says_so(graded):
     texts = {t.strip() for folder in ("checks", "probes") for p in (ROOT / "course_utils" / folder).glob("*.py")
              for t in edition.fix_texts(p.read_text()) if len(t.strip()) > 12}
     assert len(texts) > 50  # the course has fixes: this test can fail
-    lessons = "\n".join(p.read_text() for p in (graded / "notebooks").glob("*.py"))
+    lessons = "\n".join(p.read_text() for p in (ROOT / "notebooks").glob("*.py"))
     texts = {t for t in texts if t not in lessons}  # a fix's fragment a lesson shows anyway (f-string pieces)
     shipped = "\n".join(p.read_text() for p in (graded / "course_utils").rglob("*.py"))
     assert [t for t in texts if t in shipped] == []
@@ -205,6 +239,7 @@ def test_the_full_edition_readme_explains_fix_true(tmp_path):
     release.student_edition(tmp_path / "e", REPO)
     readme = (tmp_path / "e" / "README.md").read_text()
     assert 'fix=True' in readme and "Show the fix" in readme and "lessons up to" not in readme
+    assert "`g++` and `ninja` (lesson 10 builds a C++ extension)" in readme  # lesson 10 is in the full edition
 
 
 def documented_commands(dest: Path) -> set[str]:

@@ -345,6 +345,8 @@ def test_each_explorer_says_in_one_line_what_it_shows(explorer):
     first = published[0]
     assert first["text/plain"] == explorer.SUMMARY and "\n" not in explorer.SUMMARY and len(explorer.SUMMARY) > 60
     assert 'role="note"' in first["text/html"] and "application/vnd.jupyter.widget-view+json" not in first
+    controls = published[1]  # issue 47: its repr ("VBox(children=...") showed in JupyterLab until the view was drawn
+    assert controls["text/plain"] == "" and controls["application/vnd.jupyter.widget-view+json"]["model_id"]
 
 
 def test_sliders_span_what_is_worth_seeing_for_the_function_shown():

@@ -113,12 +113,14 @@ def _own(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str]) -> Ce
     return _latest(lambda r: r.exercise == grade_id or (r.exercise is None and not r.setup and bool(r.names & mine)))
 
 
-def provenance(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str]) -> str:
+def provenance(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str], passed: bool = False) -> str:
     """What a graded verdict says about the code it graded, in a Jupyter kernel ("" elsewhere).
 
     A name last defined by a cell other than the answer cell is named (it was graded, not the answer
-    cell); under Jupyter Server the verdict also says which run it graded, and that an edit is seen
-    only once the notebook is saved.
+    cell). Under Jupyter Server, a verdict short of full marks (``passed`` False) on a run the saved
+    notebook does not yet hold says which run it graded and to save, as an edit made since is seen
+    only once saved; a pass, or a run the notebook was saved after (the check sees edits then), gets
+    no such note: said on every verdict, it would be noise students learn to skip.
     """
     if notebook_shell() is None or not RUNS:
         return ""
@@ -134,11 +136,12 @@ def provenance(grade_id: str, names: tuple[str, ...], owners: Mapping[str, str])
             notes.append(f"`{name}` was last defined by another cell{_at(last)}, not your answer cell: that is "
                          "what was graded")
     own = _own(grade_id, names, owners)
-    if not notes and own is not None and own.number and os.environ.get("JPY_SESSION_NAME", "").endswith(".ipynb"):
+    if not notes and not passed and own is not None and own.number and \
+            os.environ.get("JPY_SESSION_NAME", "").endswith(".ipynb"):
         saved = _saved_at()
-        notes.append(f"graded the version that ran at In[{own.number}]" + (
-            "" if saved is not None and saved > own.at else
-            "; save the notebook (Ctrl+S) so the check can tell when you edit it without running it"))
+        if saved is None or saved <= own.at:
+            notes.append(f"graded the version that ran at In[{own.number}]; save the notebook (Ctrl+S) so the "
+                         "check can tell when you edit it without running it")
     return "; ".join(notes)
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import torch
 
+from . import references
 from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from .op_record import judge_own_backward
@@ -52,27 +53,6 @@ catalogue({
 })
 
 
-class _ClipReference(torch.autograd.Function):
-    """The course's reference: identity forward, backward clips grad_output to norm max_norm."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, max_norm: float) -> torch.Tensor:
-        ctx.max_norm = max_norm
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
-        return grad_output * (ctx.max_norm / grad_output.norm()).clamp(max=1), None
-
-
-class _ClipReferenceEps(_ClipReference):
-    """clip_grad_norm_'s own spelling, also correct: the scale max_norm / (norm + 1e-6), clamped to 1."""
-
-    @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
-        return grad_output * (ctx.max_norm / (grad_output.norm() + 1e-6)).clamp(max=1), None
-
-
 def _clip_cases(base: int):
     # the second argument is a ratio here; _clip_request turns it into max_norm = ratio * norm(grad_output)
     return [
@@ -116,10 +96,10 @@ def _clip_diagnose(i, got, want, args, g):
     return None
 
 
-CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=_ClipReference.apply,
+CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("x", "max_norm"), reference=references.clip_grad,
                          cases=_clip_cases,
                          describe="x unchanged (gradient clipped in backward)", diagnose=_clip_diagnose,
-                         also_correct=(_ClipReferenceEps.apply,),
+                         also_correct=(references.clip_grad_eps,),
                          # not "gradcheck": the exercise says gradcheck fails, as it must for a clipped gradient
                          backward_name="backward returns grad_output clipped to norm max_norm, the whole tensor's norm "
                          "(several shapes, float32/float64)")

@@ -57,7 +57,8 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
             result = Result(grade_id, 0.0, ex.points, FAILED, problem="interrupted: nothing was graded (run the "
                             "check again once your code finishes).", problem_codes=["interrupted"])
     # which code was graded (another cell's redefinition, the run it graded): the student's view only, no grade
-    footer = provenance(grade_id, ex.names, OWNERS) if ex is not None and not problem else ""
+    footer = provenance(grade_id, ex.names, OWNERS, passed=result.points >= result.max) if ex is not None and not problem \
+        else ""
     if notebook_shell() is None:
         print(result.report(fix=fix))
     return Verdict(EXERCISES[grade_id], result, show_fix=fix, footer=footer)

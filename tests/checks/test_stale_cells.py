@@ -248,19 +248,32 @@ def test_an_edit_saved_after_a_failing_run_wins_over_the_old_error(kernel, saved
     saved.unlink()
 
 
-def test_a_graded_verdict_says_which_run_it_graded_and_to_save(kernel, saved):
-    """Finding 5: an edit neither saved nor run cannot be seen: the verdict says which run it graded, and to save."""
+def test_a_failing_verdict_on_an_unsaved_run_says_which_run_it_graded_and_to_save(kernel, saved):
+    """Finding 5: an edit neither saved nor run cannot be seen: a verdict short of full marks says which run it graded,
+    and to save; once saved after that run (the check sees edits then) nothing is said (issue 47: only where it matters)."""
+    fresh(kernel)
+    if saved.exists():
+        saved.unlink()
+    run(kernel, SETUP, "setup")
+    wrong = mutate(MUL, SWAPPED_AS_TAUGHT)
+    run(kernel, wrong, "answer-mul")
+    points, shown = verdict(kernel, "mul")
+    assert points < 2.0 and re.search(r"graded the version that ran at In\[\d+\]; save the notebook", shown), shown
+    save(saved, {"setup": SETUP, "answer-mul": wrong})
+    points, shown = verdict(kernel, "mul")
+    assert points < 2.0 and "graded the version" not in shown and "save the notebook" not in shown, shown
+    saved.unlink()
+
+
+def test_a_pass_says_nothing_about_runs_or_saving(kernel, saved):
+    """Issue 47: every verdict, passes included, ended with 'graded the version that ran at In[N]; save the notebook'."""
     fresh(kernel)
     if saved.exists():
         saved.unlink()
     run(kernel, SETUP, "setup")
     run(kernel, MUL, "answer-mul")
     points, shown = verdict(kernel, "mul")
-    assert points == 2.0 and re.search(r"graded the version that ran at In\[\d+\]; save the notebook", shown), shown
-    save(saved, {"setup": SETUP, "answer-mul": MUL})
-    points, shown = verdict(kernel, "mul")
-    assert re.search(r"graded the version that ran at In\[\d+\]\.", shown) and "save the notebook" not in shown
-    saved.unlink()
+    assert points == 2.0 and "graded the version" not in shown and "save the notebook" not in shown, shown
 
 
 def test_without_banners_the_answer_cell_is_not_called_another_cell(kernel):
