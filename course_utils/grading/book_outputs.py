@@ -43,8 +43,9 @@ class Inputs:
 
     def absolute(self) -> Inputs:
         """The same files named from anywhere (a decision may be made from another folder)."""
-        return Inputs(*(str(Path(p).resolve()) if p else "" for p in (self.roster, self.due, self.times)),
-                      self.use_mtime)
+        def full(p: str) -> str:
+            return str(Path(p).resolve()) if p else ""
+        return Inputs(full(self.roster), full(self.due), full(self.times), self.use_mtime)
 
 
 @dataclass
@@ -105,12 +106,13 @@ def write(book: str | None, batch: Batch, targets: dict[str, str | None], inputs
                   lateness(batch.rows, inputs, chosen))
     written = write_all(batch, targets)
     if book and any(targets.values()):
-        spec = {"targets": {k: str(Path(v).resolve()) for k, v in targets.items() if v}, "root": batch.root,
+        full = {k: str(Path(v).resolve()) for k, v in targets.items() if v}
+        spec = {"targets": full, "root": batch.root,
                 "submissions": [r.submission for r in batch.rows], "inputs": asdict(inputs.absolute()),
                 "pairs": _pairs_json(batch.pairs),
                 "similarity_html": str(Path(batch.similarity_html).resolve()) if batch.similarity_html else ""}
         with GradeBook(book) as gb:
-            remember(gb, "grade", spec["targets"], spec)
+            remember(gb, "grade", full, spec)
     return written
 
 
