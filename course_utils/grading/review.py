@@ -22,7 +22,7 @@ import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -37,9 +37,10 @@ from .gradebook import GradeBook
 from .results import SubmissionResult
 from .submission import read
 
+# same-origin referrers: with no-referrer, Chromium sends "Origin: null" on our own forms
 HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
            "frame-ancestors 'none'; base-uri 'none'", "X-Content-Type-Options": "nosniff",
-           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store", "X-Frame-Options": "DENY"}
+           "Referrer-Policy": "same-origin", "Cache-Control": "no-store", "X-Frame-Options": "DENY"}
 KINDS = ("accept", "override", "dismiss")
 
 
@@ -80,7 +81,8 @@ def _guard(run: Run, request: Request) -> Response | None:
         return _refuse(403, "This page answers only at 127.0.0.1 (or localhost) on its own port.")
     given = request.query_params.get("token", "")
     if given and secrets.compare_digest(given, run.token):  # the printed address: trade the token for a cookie
-        back = RedirectResponse(request.url.path, status_code=303, headers=HEADERS)
+        rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        back = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303, headers=HEADERS)
         back.set_cookie(run.cookie, run.token, httponly=True, samesite="strict", path="/")
         return back
     if not secrets.compare_digest(request.cookies.get(run.cookie, ""), run.token):
