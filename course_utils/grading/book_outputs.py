@@ -138,10 +138,12 @@ def course_assignments() -> set[str]:
         return set()
 
 
-def export_entries(gb: GradeBook, inputs: Inputs, fmt: str) -> tuple[list[lms.Entry], Placed]:
-    """The entries ``export`` writes in ``fmt`` (csv: with a line per file the roster could not place)."""
-    rows = gb.final_rows()
-    placed = place(rows, inputs, gb.chosen(), course_assignments())
+def export_entries(gb: GradeBook, inputs: Inputs, fmt: str, rows: list[SubmissionResult] | None = None,
+                   placed: Placed | None = None) -> tuple[list[lms.Entry], Placed]:
+    """The entries ``export`` writes in ``fmt`` (csv: with a line per file the roster could not place);
+    ``rows``: the book's final rows, ``placed``: their entries, when the caller has them already."""
+    rows = gb.final_rows() if rows is None else rows
+    placed = placed or place(rows, inputs, gb.chosen(), course_assignments())
     found = list(placed.found)
     if fmt == "csv":  # the detailed export also lists what the roster could not place, as rows
         by = {r.submission: r for r in rows}
@@ -153,13 +155,11 @@ def export_entries(gb: GradeBook, inputs: Inputs, fmt: str) -> tuple[list[lms.En
     return found, placed
 
 
-def write_export(gb: GradeBook, out: str, fmt: str, inputs: Inputs) -> list[lms.Entry]:
-    """Write one export from the book and remember it (a decision writes it again); its entries."""
-    found, _ = export_entries(gb, inputs, fmt)
+def write_export(gb: GradeBook, out: str, fmt: str, inputs: Inputs, found: list[lms.Entry]) -> None:
+    """Write one export (``found``: ``export_entries``) and remember it: a decision writes it again."""
     atomic_write(Path(out), lms.write(fmt, found))
     target = str(Path(out).resolve())
     remember(gb, "export", {"out": target}, {"out": target, "format": fmt, "inputs": asdict(inputs.absolute())})
-    return found
 
 
 def decide(gb: GradeBook, row: SubmissionResult, kind: str, reason: str, exercise: str = "",
@@ -176,12 +176,18 @@ def refresh(gb: GradeBook, decided: set[str]) -> list[str]:
     An output that cannot be written any more (its folder removed, a CSV it reads now refused) is
     said on stderr, one sentence each: the decision itself is already in the book.
     """
+    wanted = remembered(gb)
+    if not wanted:
+        return []
     rows = {r.submission: r for r in gb.final_rows()}
     chosen, done = gb.chosen(), []
-    for kind, spec in remembered(gb):
+    placed: dict[Inputs, Placed] = {}  # several exports of one roster and due dates: placed once
+    for kind, spec in wanted:
         try:
             if kind == "export":  # every student's line may change (a choice among several files)
-                found, _ = export_entries(gb, Inputs(**spec["inputs"]), spec["format"])
+                inputs = Inputs(**spec["inputs"])
+                found, placed[inputs] = export_entries(gb, inputs, spec["format"], list(rows.values()),
+                                                       placed.get(inputs))
                 atomic_write(Path(spec["out"]), lms.write(spec["format"], found))
                 done.append(spec["out"])
                 continue

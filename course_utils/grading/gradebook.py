@@ -259,7 +259,7 @@ class GradeBook:
         by: dict[str, list[Decision]] = {}
         for d in self.decisions():
             by.setdefault(d.submission, []).append(d)
-        return [final(r, by.get(r.submission, [])) for r in self.results()]
+        return [final(r, by.get(r.submission, []), copy=False) for r in self.results()]  # fresh from JSON: ours
 
 
 def unique(rows: list[SubmissionResult]) -> None:
@@ -328,7 +328,7 @@ def copy_of(row: SubmissionResult) -> SubmissionResult:
                                            stages=[replace(s) for s in e.stages]) for gid, e in row.exercises.items()})
 
 
-def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
+def final(row: SubmissionResult, decisions: list[Decision], copy: bool = True) -> SubmissionResult:
     """``row`` with the decisions made on its bytes applied, in order; the others are listed as stale.
 
     accept: a held or ungradable submission counts (with the points the checks gave) and every flag
@@ -336,9 +336,13 @@ def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
     dismiss: one flag is withdrawn (it leaves the row's flags; the decision keeps it in the history);
     regrade: cancels the earlier overrides it covers (the new result stands); choose: changes nothing
     here (the export counts that file among the student's several). ``resolved`` lists the flags a
-    decision settled, so the review queue (``attention``) no longer holds them.
+    decision settled, so the review queue (``attention``) no longer holds them. ``copy=False``: ``row`` is
+    the caller's own (read from the book just now) and is changed in place; without decisions it is returned.
     """
-    out = copy_of(row)
+    if not decisions and not copy:
+        return row
+    out = copy_of(row) if copy else row
+    flags = list(row.flags)
     overrides: dict[str, Decision] = {}
     notes, resolved, dismissed = [], [], set()
     for d in decisions:
@@ -350,16 +354,16 @@ def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
             if out.status != GRADED:
                 notes[-1] += f" (status was: {out.status})"
             out.status = GRADED
-            resolved += row.flags
+            resolved += flags
         elif d.kind == "override":
             overrides[d.exercise] = d
-            resolved += [f for f in row.flags if about(f, d.exercise)]
+            resolved += [f for f in flags if about(f, d.exercise)]
         elif d.kind == "dismiss":
             dismissed.add(d.flag)
         elif d.kind == "regrade":
             overrides = {} if not d.exercise else {k: v for k, v in overrides.items() if k != d.exercise}
     if overrides:
-        out.checked = row.provisional
+        out.checked = out.provisional
     for gid, d in overrides.items():
         if gid in out.exercises and d.points is not None:
             e = out.exercises[gid]

@@ -78,7 +78,7 @@ class SubmissionResult:
         """Rebuild a stored result; ValueError when ``data`` is not one (it is then graded again)."""
         if not isinstance(data, dict) or not isinstance(data.get("submission"), str):
             raise ValueError("not a stored result")
-        known = {f.name for f in fields(cls)} | {"total", "max"}
+        known = KNOWN
         if set(data) - known:
             raise ValueError(f"unknown fields {sorted(set(data) - known)}")
         exercises = data.get("exercises", {})
@@ -90,6 +90,9 @@ class SubmissionResult:
             return cls(**values, status=SubmissionStatus(data.get("status", GRADED)), exercises=parsed)
         except (TypeError, AttributeError) as exc:
             raise ValueError(str(exc)) from None
+
+
+KNOWN = frozenset({f.name for f in fields(SubmissionResult)} | {"total", "max"})  # a stored row's keys, once
 
 
 def exercise_ids(rows: list[SubmissionResult]) -> list[str]:
