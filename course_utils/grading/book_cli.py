@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
             from . import review  # the instructors' web stack, only for this command
 
             return review.main(args.book, args.port, not args.no_browser)
-        with GradeBook(args.book) as gb, paused_gc(args.command == "export"):
+        with GradeBook(args.book) as gb, paused_gc(True):  # a decision's refresh reads every row too
             code = {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
                     "dismiss": dismiss, "export": export}[args.command](gb, args)
             if args.command != "export" and code == 0:
@@ -157,7 +157,8 @@ def paused_gc(pause: bool) -> Iterator[None]:
     An export builds tens of objects per row that all live until it ends and form no cycles; the
     collector would rescan them again and again as they pile up, so the cost per row grew with the
     class (1.4x per row from 100 to 1,000 students, benchmarks/gradebook.py). Only the command line's
-    export pauses it, in its own single-threaded process; the review page never does.
+    book commands pause it (an export, a decision's refresh), each in its own single-threaded process;
+    the review page never does.
     """
     was = gc.isenabled()
     if pause:

@@ -48,6 +48,14 @@ class Inputs:
         return Inputs(full(self.roster), full(self.due), full(self.times), self.use_mtime)
 
 
+def check(inputs: Inputs) -> None:
+    """UsageError now (before any grading) for a due-dates or times CSV that cannot be read."""
+    if inputs.due:
+        read_due(inputs.due, course_assignments() or None)
+    if inputs.times:
+        read_times(inputs.times)
+
+
 @dataclass
 class Placed:
     """What ``export`` computes before it writes: the roster, its matches, the due dates, the times, the entries."""

@@ -147,6 +147,7 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError("give either --book or --no-book, not both.")
     outputs = [args.out, args.report, args.feedback_dir]
     book_cli.check_early(args.book, args.roster, tuple(o for o in outputs if o), args.no_book)  # fails now, not later
+    book_outputs.check(_inputs(args))
     if args.similarity:
         similarity.require()  # a missing optional dependency fails now, not after the batch
     targets = {"out": args.out, "feedback_dir": args.feedback_dir, "report": args.report}
