@@ -52,7 +52,8 @@ class Run:
     port: int
     token: str = ""
     csrf: str = ""
-    message: str = ""
+    message: str = ""  # what the last decision did, shown once on the next page
+    refused: str = ""  # why the last decision was refused, shown once on the row's page
     assignments: dict | None = None
 
     def __post_init__(self) -> None:
@@ -145,14 +146,14 @@ def _row(run: Run, request: Request) -> Response:
     position = f"{at + 1} of {len(queue)} in the queue" if at is not None else \
         f"not in the queue ({len(queue)} waiting)"
     message, run.message = run.message, ""
-    error = request.query_params.get("error", "")[:300]
+    refused, run.refused = run.refused, ""
     following = (later or others)[:1]
     return _html(review_page.row_page(row, decisions, _evidence(run, row), run.csrf, position,
-                                      following[0] if following else None, message, error))
+                                      following[0] if following else None, message, refused))
 
 
-def _where(submission: str, error: str = "") -> str:
-    return f"/row?s={quote(submission, safe='')}" + (f"&error={quote(error, safe='')}" if error else "")
+def _where(submission: str) -> str:
+    return f"/row?s={quote(submission, safe='')}"
 
 
 async def _decide(run: Run, request: Request) -> Response:
@@ -174,8 +175,9 @@ async def _decide(run: Run, request: Request) -> Response:
             points = float(field["points"]) if field["kind"] == "override" else None
             d, written = book_outputs.decide(gb, stored, field["kind"], field["reason"], field["exercise"], points,
                                              who=None, flag=field["flag"])
-        except (UsageError, ValueError) as exc:
-            return RedirectResponse(_where(stored.submission, str(exc)), status_code=303, headers=HEADERS)
+        except (UsageError, ValueError) as exc:  # said on the row's page (kept here, never in a link)
+            run.refused = str(exc)
+            return RedirectResponse(_where(stored.submission), status_code=303, headers=HEADERS)
         _, queue = _rows(gb)
     run.message = (f"{stored.submission}: {d.describe()}. " + (f"Rewritten from the book: {', '.join(written)}."
                                                                if written else "No output remembers this submission."))
