@@ -122,7 +122,16 @@ def _evidence(run: Run, row: SubmissionResult) -> review_page.Evidence:
     if parsed.sha256 != row.sha256:
         return review_page.Evidence({}, solutions, "The answer cells are not shown: the file changed since it was "
                                                    "graded (regrade it to decide on what it holds now).")
-    return review_page.Evidence(dict(parsed.answers), solutions)
+    return review_page.Evidence(dict(parsed.answers), solutions, lessons=_lessons(row.assignment))
+
+
+def _lessons(assignment: str) -> dict[str, str]:
+    """The lessons taught up to ``assignment`` (``04_exercises``: lessons 01 to 04), by file name."""
+    number = assignment[:2]
+    if not number.isdigit():
+        return {}
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+            if "01" <= p.name[:2] <= number}
 
 
 def _queue(run: Run, request: Request) -> Response:

@@ -65,6 +65,7 @@ class Evidence:
 
     answers: Mapping[str, str] = field(default_factory=dict)  # answer cell id -> the student's source
     solutions: Mapping[str, str] = field(default_factory=dict)  # answer cell id -> the solution's source
+    lessons: Mapping[str, str] = field(default_factory=dict)  # a lesson taught before the assignment -> its source
     problem: str = ""  # why the answers cannot be shown (the file is gone or changed)
 
 
@@ -84,8 +85,19 @@ def _flag_evidence(flag: str, row: SubmissionResult, ev: Evidence) -> str:
         mine, theirs = ev.answers.get(gid, ""), ev.solutions.get(gid, "")
         out.append(f"<div class='pair'><figure><figcaption>The student's {esc(gid)} (lines also in the solution "
                    f"marked)</figcaption><pre>{_marked(mine, theirs)}</pre></figure><figure><figcaption>The solution's "
-                   f"{esc(gid)}</figcaption><pre>{_marked(theirs, mine) if theirs else 'not loaded'}</pre></figure></div>")
+                   f"{esc(gid)}</figcaption><pre>{_marked(theirs, mine) if theirs else 'not loaded'}</pre></figure></div>"
+                   + _in_lessons(mine, ev.lessons))
     return "".join(out)
+
+
+def _in_lessons(answer: str, lessons: Mapping[str, str]) -> str:
+    """The student's lines that a lesson taught before the assignment shows too, each with the lessons holding it."""
+    taught = {name: {x.strip() for x in source.splitlines()} for name, source in lessons.items()}
+    found = [(line, [n for n, lines in taught.items() if line.strip() in lines]) for line in answer.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    shown = "".join(f"<li><code>{esc(line.strip())}</code>: {esc(', '.join(where))}</li>" for line, where in found if where)
+    return (f"<p>{sum(1 for _, w in found if w)} of the answer's {len(found)} code lines are in the lessons taught "
+            f"before it:</p><ul class='lessons'>{shown}</ul>" if lessons else "")
 
 
 def _form(action: str, row: SubmissionResult, csrf: str, legend: str, fields: str, button: str, ident: str) -> str:

@@ -133,6 +133,8 @@ def test_everything_a_student_wrote_is_escaped_and_the_copy_flag_shows_its_evide
     copied = [x.strip() for x in solution("mul_answer").splitlines() if x.strip() and "<" not in x and "&" not in x]
     shown = page.replace("&#x27;", "'").replace("&quot;", '"')
     assert re.search(r"<mark>\s*" + re.escape(copied[-1]), shown)  # the lines the solution holds too are marked
+    assert re.search(r"\d+ of the answer's \d+ code lines are in the lessons taught before it", page)
+    assert "02_first_function_mul.py" in page  # the lesson that shows the same lines, named
     assert "forward" in page and "grad of x" in page  # each stage's verdict
     assert page.count("name='reason'") == 1 + 2 + 2  # accept, dismiss each flag, override each exercise
 
