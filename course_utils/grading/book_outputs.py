@@ -118,6 +118,7 @@ def write(book: str | None, batch: Batch, targets: dict[str, str | None], inputs
         spec = {"targets": full, "root": batch.root,
                 "submissions": [r.submission for r in batch.rows], "inputs": asdict(inputs.absolute()),
                 "pairs": _pairs_json(batch.pairs),
+                "unbooked": [r.to_json() for r in batch.rows if not r.sha256],  # skipped files: never in the book
                 "similarity_html": str(Path(batch.similarity_html).resolve()) if batch.similarity_html else ""}
         with GradeBook(book) as gb:
             remember(gb, "grade", full, spec)
@@ -201,7 +202,8 @@ def refresh(gb: GradeBook, decided: set[str]) -> list[str]:
                 continue
             if not decided & set(spec["submissions"]):
                 continue
-            mine = [rows[s] for s in spec["submissions"] if s in rows]
+            unbooked = {r.submission: r for r in map(SubmissionResult.from_json, spec.get("unbooked", []))}
+            mine = [rows.get(s) or unbooked[s] for s in spec["submissions"] if s in rows or s in unbooked]
             targets = spec["targets"]
             batch = Batch(mine, spec["root"], _pairs(spec["pairs"]),
                           Path(spec["similarity_html"]) if spec["similarity_html"] else None,

@@ -120,7 +120,8 @@ def feedback(targets, name) -> str:
     ["override", "cid.ipynb", "mul", "2"], ["accept", "bob.ipynb"], ["dismiss", "dee.ipynb", "locked cell"]])
 def test_every_output_agrees_with_the_book_after_every_decision_without_a_rerun(tmp_path, command, capsys):
     """Item 5: the decision reaches grades.csv, the dashboard, the feedback files and an earlier LMS export."""
-    book, targets = graded_run(tmp_path, ROWS)
+    skipped = SubmissionResult("class/link.ipynb", status="skipped", flags=["skipped: a symbolic link"])
+    book, targets = graded_run(tmp_path, [*ROWS, skipped])
     export = tmp_path / "all.csv"
     assert book_cli.main(["export", "--book", book, "--format", "csv", "--out", str(export)]) == 0
     before = export.read_text()
@@ -129,6 +130,7 @@ def test_every_output_agrees_with_the_book_after_every_decision_without_a_rerun(
     with GradeBook(book) as gb:
         truth = {r.submission: r for r in gb.final_rows()}
     table = grades(targets["out"])
+    assert table["class/link.ipynb"]["status"] == "skipped"  # a row the book never holds stays in the outputs
     for name, row in truth.items():
         assert table[name]["total"] == (f"{row.total:g}" if row.graded else ""), name
         assert table[name]["decisions"] == " | ".join(row.decisions)
