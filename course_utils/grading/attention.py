@@ -13,6 +13,8 @@ from __future__ import annotations
 from ..status import SubmissionStatus
 from .results import SubmissionResult
 
+DISMISSED = "flag dismissed"  # how a dismissal opens in a row's history (``gradebook.Decision.describe``)
+
 # flags that are facts about how a row was graded, not questions for the instructor (by their opening words)
 REMARKS = ("graded WITHOUT the sandbox", "skipped: ")
 REMARK_PARTS = ("is missing from the submission (graded as not attempted)", "characters (discarded)",

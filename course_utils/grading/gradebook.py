@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .attention import DISMISSED
 from .collect import UsageError
 from .results import GRADED, SubmissionResult
 
@@ -73,7 +74,7 @@ class Decision:
         what = {"accept": "accepted", "override": f"{self.exercise} set to {self.points:g}" if self.points is not None
                 else "override", "regrade": f"regraded {self.exercise or 'all exercises'}",
                 "choose": "chosen as the submission that counts",
-                "dismiss": f"flag dismissed ({self.flag})"}[self.kind]
+                "dismiss": f"{DISMISSED} ({self.flag})"}[self.kind]
         return f"{what} by {self.who} at {self.at}: {self.reason}"
 
 

@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from .attention import DISMISSED
 from .results import Batch, Lateness, SubmissionResult, exercise_ids
 from .store import atomic_write
 
@@ -56,7 +57,8 @@ def feedback_text(row: SubmissionResult, late: Lateness | None = None) -> str:
     """What the student reads: the result as the grade book holds it (decisions and the late policy applied).
 
     An exercise whose points a decision set says so above the checks' own verdict, which is then
-    labelled as what the checks found (never a stale score read as the result).
+    labelled as what the checks found (never a stale score read as the result). A dismissed flag is
+    gone from the flags and its dismissal is not listed: the accusation is withdrawn, not repeated.
     """
     result = f"Result: {row.status}, {row.total:g}/{row.max:g} points"
     if late is not None and late.days:
@@ -64,8 +66,9 @@ def feedback_text(row: SubmissionResult, late: Lateness | None = None) -> str:
         result += (f"; {late.days} day(s) late (due {late.due}, submitted {late.submitted}): -{late.penalty:g} "
                    f"points" + (f", {score:g}/{row.max:g} after the late penalty" if score is not None else ""))
     lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}", result, ""]
-    if row.decisions:
-        lines[-1:-1] = ["Instructor's decisions:"] + [f"  - {d}" for d in row.decisions]
+    told = [d for d in row.decisions if DISMISSED not in d]  # a withdrawn accusation is not repeated to the student
+    if told:
+        lines[-1:-1] = ["Instructor's decisions:"] + [f"  - {d}" for d in told]
     if row.review and not row.graded:
         lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
                         "its answer code " + "; ".join(row.review) + "."]
