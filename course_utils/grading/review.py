@@ -116,12 +116,12 @@ def _evidence(run: Run, row: SubmissionResult) -> review_page.Evidence:
     try:
         parsed = read(Path(row.submission), run.assignments)
     except (NotebookError, OSError, ValueError, RecursionError, MemoryError) as exc:  # the page says why
-        return review_page.Evidence({}, solutions, f"The answer cells cannot be shown: {row.submission} cannot be "
-                                                   f"read here ({type(exc).__name__}); run the page from the folder "
-                                                   "you graded from.")
+        why = (f"The answer cells cannot be shown: {row.submission} cannot be read here ({type(exc).__name__}); run "
+               "the page from the folder you graded from.")
+        return review_page.Evidence({}, solutions, problem=why)
     if parsed.sha256 != row.sha256:
-        return review_page.Evidence({}, solutions, "The answer cells are not shown: the file changed since it was "
-                                                   "graded (regrade it to decide on what it holds now).")
+        return review_page.Evidence({}, solutions, problem="The answer cells are not shown: the file changed since it "
+                                                           "was graded (regrade it to decide on what it holds now).")
     return review_page.Evidence(dict(parsed.answers), solutions, lessons=_lessons(row.assignment))
 
 

@@ -139,6 +139,17 @@ def test_everything_a_student_wrote_is_escaped_and_the_copy_flag_shows_its_evide
     assert page.count("name='reason'") == 1 + 2 + 2  # accept, dismiss each flag, override each exercise
 
 
+def test_answers_of_a_file_changed_or_gone_since_grading_are_not_shown_and_the_page_says_why(course):
+    _, book, rows = course
+    run = review.Run(book, 8123)
+    c = signed_in(run)
+    Path(rows[0].submission).write_text(Path(rows[0].submission).read_text().replace("Mul", "Mull"))
+    page = c.get("/row", params={"s": rows[0].submission}).text
+    assert "the file changed since it was graded" in page and "The student's mul_answer" not in page
+    Path(rows[2].submission).unlink()
+    assert "cannot be read here" in c.get("/row", params={"s": rows[2].submission}).text
+
+
 def test_a_decision_on_the_page_is_in_the_book_and_every_output_and_the_row_leaves_the_queue(course):
     tmp_path, book, rows = course
     run = review.Run(book, 8123)
