@@ -192,3 +192,44 @@ def test_lateness_shows_in_the_table_the_dashboard_and_the_feedback_as_the_expor
 def test_a_table_without_due_dates_scores_the_total():
     table = {r["submission"]: r for r in csv.DictReader(io.StringIO(reports.table_csv(ROWS[:1])))}
     assert (table["class/ann.ipynb"]["score"], table["class/ann.ipynb"]["days_late"]) == ("12", "0")
+
+
+@pytest.mark.slow  # runs the grader on one notebook twice (~10 s): CI and COURSE_SLOW=1 run it
+def test_a_real_batch_override_then_rerun_every_output_agrees_with_the_book(tmp_path):
+    """The issue's walk-through: grade with --book (and --due/--times), override, read the outputs without a rerun,
+    then rerun: the feedback never shows the checks' score as the result above an overridden exercise."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nb = json.loads((ROOT / "exercises" / "02_exercises.ipynb").read_text())  # as released: nothing attempted
+    (subs / "ann.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "due.csv").write_text(DUE)
+    (tmp_path / "times.csv").write_text("submission,submitted_at\nann.ipynb,2027-03-03T12:00:00+00:00\n")
+    args = [str(subs), "--book", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "grades.csv"),
+            "--report", str(tmp_path / "report.html"), "--feedback-dir", str(tmp_path / "feedback"),
+            "--due", str(tmp_path / "due.csv"), "--times", str(tmp_path / "times.csv"), "--timeout", "60"]
+
+    def grade(*extra: str) -> None:
+        proc = subprocess.run([sys.executable, "-m", "course_utils.grade", *extra], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600, check=False)
+        assert proc.returncode == 0, proc.stderr
+
+    grade(*args)
+    name = str(subs / "ann.ipynb")
+    assert grades(tmp_path / "grades.csv")[name]["total"] == "0"
+    grade("override", "--book", str(tmp_path / "b.sqlite"), "ann.ipynb", "mul", "2", "--reason", "asked in class")
+    targets = {"feedback_dir": str(tmp_path / "feedback")}
+    for when in ("after the decision", "after a rerun"):
+        row = grades(tmp_path / "grades.csv")[name]
+        assert (row["total"], row["days_late"], row["late_penalty"]) == ("2", "2", "1"), (when, row)
+        assert row["score"] == "1" and "asked in class" in row["decisions"], when
+        text = feedback(targets, "ann")
+        assert "Result: graded, 2/5 points" in text and "mul: 2/2 points, set by the instructor" in text, when
+        assert "asked in class" in (tmp_path / "report.html").read_text(), when
+        grade(*args)
