@@ -148,9 +148,12 @@ class ExerciseResult:
         stages = data.get("stages", data.get("parts", []))
         if not isinstance(stages, list) or not all(isinstance(s, dict) for s in stages):
             raise ValueError(f"exercise {grade_id!r}: its stages are not a list of records")
-        unknown = set(values) - {f.name for f in fields(cls)}
+        unknown = set(values) - FIELDS
         if unknown:
             raise ValueError(f"exercise {grade_id!r}: unknown fields {sorted(unknown)}")
         values["status"] = exercise_status(values.get("status", CheckStatus.NOT_GRADED))
         return cls(grade_id, **values, stages=[StageOutcome(**dict(s, status=CheckStatus(
             s.get("status", CheckStatus.NOT_GRADED)))) for s in stages])
+
+
+FIELDS = frozenset(f.name for f in fields(ExerciseResult))  # once: a book's export reads every stored exercise

@@ -5,30 +5,34 @@
     ./course grade override --book grading/course.sqlite alice.ipynb linear_function 3 --reason "..."
     ./course grade regrade --book grading/course.sqlite alice.ipynb [--exercise linear_function] --reason "..."
     ./course grade choose  --book grading/course.sqlite alice_02_exercises-1.ipynb --reason "her resubmission"
+    ./course grade dismiss --book grading/course.sqlite alice.ipynb "locked cell" --reason "the edition's URL"
     ./course grade export  --book grading/course.sqlite --format canvas --roster roster.csv --out canvas.csv
+    ./course grade review  --book grading/course.sqlite   # the review page: walk the queue in a browser
 
-Every decision is stored with who made it, when, why and on which bytes (see ``gradebook``).
+Every decision is stored with who made it, when, why and on which bytes (see ``gradebook``); after
+each, every output the book remembers is rewritten from it (``book_outputs``).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..paths import ROOT
-from . import lms, roster
-from .collect import UsageError, load_assignments
+from . import book_outputs, lms, roster
+from .collect import UsageError
 from .gradebook import Decision, GradeBook, books_beside, check_reason, final
-from .late import read_due, read_times
-from .records import place_all
 from .results import SubmissionResult
-from .store import atomic_write, file_digest
+from .store import file_digest
 
-COMMANDS = ("accept", "override", "regrade", "choose", "export")
+COMMANDS = ("accept", "override", "regrade", "choose", "dismiss", "export", "review")
 
 
 def record_and_apply(book: str | None, rows: list[SubmissionResult]) -> list[SubmissionResult]:
@@ -100,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "(the others are kept as history); without it, the latest recorded time decides.")
     c.add_argument("submission")
     decision(c)
+    c = command("dismiss", "Withdraw one flag of one submission (it leaves the review queue and the outputs; "
+                "the decision keeps it in the row's history).")
+    c.add_argument("submission")
+    c.add_argument("flag", help="the flag's text, or a part of it that only one of the row's flags holds")
+    decision(c)
+    c = command("review", "Serve the review page on 127.0.0.1: walk the queue, read the evidence, decide.")
+    c.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    c.add_argument("--no-browser", action="store_true", help="only print the page's address")
     c = command("export", "Write the final scores (decisions and late penalties applied) for import elsewhere.")
     c.add_argument("--out", required=True, help="the file to write")
     c.add_argument("--format", choices=lms.FORMATS, default="csv",
@@ -118,17 +130,61 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command != "export":
+        if args.command not in ("export", "review"):
             check_reason(args.reason)  # before anything is run or written
         if not Path(args.book).exists():  # a typo would make an empty book (export: everyone missing)
             raise UsageError(f"there is no grade book at {args.book}: give the .sqlite file that "
                              "`./course grade --book` wrote.")
-        with GradeBook(args.book) as gb:
-            return {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
-                    "export": export}[args.command](gb, args)
+        if args.command == "review":
+            from . import review  # the instructors' web stack, only for this command
+
+            return review.main(args.book, args.port, not args.no_browser)
+        with GradeBook(args.book) as gb, paused_gc(True):  # a decision's refresh reads every row too
+            code = {"accept": accept, "override": override, "regrade": regrade, "choose": choose,
+                    "dismiss": dismiss, "export": export}[args.command](gb, args)
+            if args.command != "export" and code == 0:
+                refreshed(book_outputs.refresh(gb, {gb.find(args.submission).submission}))
+            return code
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def paused_gc(pause: bool) -> Iterator[None]:
+    """Pause the cyclic garbage collector for a whole export (``pause``), restoring it after.
+
+    An export builds tens of objects per row that all live until it ends and form no cycles; the
+    collector would rescan them again and again as they pile up, so the cost per row grew with the
+    class (1.4x per row from 100 to 1,000 students, benchmarks/gradebook.py). Only the command line's
+    book commands pause it (an export, a decision's refresh), each in its own single-threaded process;
+    the review page never does.
+    """
+    was = gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was:
+            gc.enable()
+
+
+def refreshed(written: list[str]) -> None:
+    """Say which outputs now show the decision (none: the book remembers no output of that submission)."""
+    if written:
+        print(f"rewritten from the book: {', '.join(written)}", file=sys.stderr)
+
+
+def dismiss(gb: GradeBook, args: argparse.Namespace) -> int:
+    row = gb.find(args.submission)
+    hits = [f for f in row.flags if f == args.flag] or [f for f in row.flags if args.flag in f]
+    if len(hits) != 1:
+        raise UsageError(f"{args.flag!r} matches {len(hits)} of the flags of {row.submission}: give one of them "
+                         f"({' | '.join(row.flags) or 'it has none'}).")
+    d = gb.decide(row, "dismiss", args.reason, who=args.who, flag=hits[0])
+    print(f"{row.submission}: {d.describe()}", file=sys.stderr)
+    return 0
 
 
 def accept(gb: GradeBook, args: argparse.Namespace) -> int:
@@ -184,54 +240,30 @@ def choose(gb: GradeBook, args: argparse.Namespace) -> int:
     return 0
 
 
-def course_assignments() -> set[str]:
-    """The assignments of this course (its exercise notebooks), or none when they are not built."""
-    try:
-        return set(load_assignments(ROOT))
-    except UsageError:
-        return set()
-
-
 def export(gb: GradeBook, args: argparse.Namespace) -> int:
+    inputs = book_outputs.Inputs(args.roster or "", args.due or "", args.times or "", args.use_mtime)
     rows = gb.final_rows()
-    subs = [r.submission for r in rows]
-    students = roster.read(args.roster) if args.roster else [roster.Student(s, "", "", s) for s in subs]
-    matched = roster.match(students, subs) if args.roster else \
-        roster.Matched(files={s: [s] for s in subs})
-    graded = sorted({r.assignment for r in rows if r.assignment})
-    policies, extensions = read_due(args.due, set(graded) | course_assignments()) if args.due else ({}, [])
-    for a in graded if args.due else []:
-        if a not in policies:
+    found, p = book_outputs.export_entries(gb, inputs, args.format, rows)  # all read and checked before writing
+    for a in sorted({r.assignment for r in rows if r.assignment}) if args.due else []:
+        if a not in p.policies:
             print(f"warning: --due gives no due date for {a} ({sum(r.assignment == a for r in rows)} submission(s)): "
                   "no late penalty", file=sys.stderr)
-    placed = place_all(read_times(args.times) if args.times else [], extensions, students, matched,
-                       {r.submission: r.assignment for r in rows if r.assignment}, per_file=not args.roster)
-    for line in placed.notices:
+    for line in p.placed.notices:
         print(f"note: {line}", file=sys.stderr)
-    for (sid, a), (policy, where) in placed.extensions.items():
-        if policy.due + policy.grace < policies[a].due + policies[a].grace:
+    for (sid, a), (policy, where) in p.placed.extensions.items():
+        if policy.due + policy.grace < p.policies[a].due + p.policies[a].grace:
             print(f"warning: {where}: the extension of {a} for {sid} ends before the class's due date (dates "
                   "swapped?): that student is late sooner than the others", file=sys.stderr)
-    found = lms.entries(rows, students, matched, policies, placed, args.use_mtime, per_file=not args.roster,
-                        chosen=gb.chosen())
     for e in found:
         for note in e.notes.split("; "):
-            if note.startswith(lms.WARNINGS):
+            if e.student.id and note.startswith(lms.WARNINGS):
                 print(f"warning: {e.student.id} {e.assignment}: {note}", file=sys.stderr)
     untimed = [e for e in found if e.due and e.submission and e.late.submitted is None]
     if untimed:
         print(f"warning: {len(untimed)} submission(s) with a due date have no recorded time, so no late penalty "
               f"(e.g. {untimed[0].submission}): give --times, or see the notes of `--format csv`", file=sys.stderr)
-    if args.format == "csv":  # the detailed export also lists what the roster could not place, as rows
-        by = {r.submission: r for r in rows}
-        nobody = roster.Student("", "", "", "")
-        found += [lms.Entry(nobody, by[f].assignment, f, by[f].status, None, by[f].provisional, by[f].max,
-                            lms.Late(None, ""),
-                            problem) for f, problem in
-                  [(f, "unknown file: no roster pattern matches it") for f in matched.unknown]
-                  + [(f, f"ambiguous file: matches {', '.join(ids)}") for f, ids in matched.ambiguous.items()]]
-    atomic_write(Path(args.out), lms.write(args.format, found))
-    for line in matched.problems():
+    book_outputs.write_export(gb, args.out, args.format, inputs, found)
+    for line in p.matched.problems():
         print(f"roster: {line}", file=sys.stderr)
     final = sum(e.score is not None for e in found)
     print(f"exported {final} final score(s) of {len(found)} ({args.format}) to {args.out}"

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, gradescope_archive, sandbox, similarity, submission
+from . import book_cli, book_outputs, gradescope_archive, sandbox, similarity, submission
 from .batch import grade_batch
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
 from .limits import cap_judge_memory
@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "next to them (otherwise refused: they would lose its decisions)")
     p.add_argument("--roster", metavar="ROSTER.csv", help="the class list (id,name,email,pattern): lists the files no "
                    "student's pattern matches and the students with no file (export applies it: see export --help)")
+    p.add_argument("--due", help="due dates CSV (as export --due): the table, dashboard and feedback show the score "
+                   "after the late policy, as the export writes it")
+    p.add_argument("--times", help="submission times CSV (as export --times)")
+    p.add_argument("--use-mtime", action="store_true", help="as export --use-mtime")
     p.add_argument("--course", default=str(ROOT), help=argparse.SUPPRESS)
     return p
 
@@ -143,6 +147,7 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError("give either --book or --no-book, not both.")
     outputs = [args.out, args.report, args.feedback_dir]
     book_cli.check_early(args.book, args.roster, tuple(o for o in outputs if o), args.no_book)  # fails now, not later
+    book_outputs.check(_inputs(args))
     if args.similarity:
         similarity.require()  # a missing optional dependency fails now, not after the batch
     targets = {"out": args.out, "feedback_dir": args.feedback_dir, "report": args.report}
@@ -159,8 +164,9 @@ def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     """``--merge``: the shards' result folders as one batch, through the grade book, to every output."""
     merged = merge([Path(f) for f in args.merge], *_course_facts(Path(args.course)))
     merged = book_cli.record_and_apply(args.book, merged)
-    write_all(Batch(merged, common_root([r.submission for r in merged]),
-                    feedback_dir=Path(args.feedback_dir) if args.feedback_dir else None), targets)
+    book_outputs.write(args.book, Batch(merged, common_root([r.submission for r in merged]),
+                                        feedback_dir=Path(args.feedback_dir) if args.feedback_dir else None),
+                       targets, _inputs(args))
     for r in merged if args.json else []:
         print(json_line(r))
     print(f"merged {len(merged)} results", file=sys.stderr)
@@ -284,13 +290,18 @@ def _write(args: argparse.Namespace, targets: dict[str, Any], rows: list[Submiss
               file=sys.stderr)
     rows = book_cli.record_and_apply(args.book, rows)
     book_cli.report_roster(args.roster, rows)
-    write_all(Batch(rows, root, pairs, written[0] if written else None,
-                    Path(args.feedback_dir) if args.feedback_dir else None), targets)
+    book_outputs.write(args.book, Batch(rows, root, pairs, written[0] if written else None,
+                                        Path(args.feedback_dir) if args.feedback_dir else None), targets, _inputs(args))
     if args.report:
         print(f"dashboard: {args.report}", file=sys.stderr)
     graded = [r for r in rows if r.graded]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
+
+
+def _inputs(args: argparse.Namespace) -> book_outputs.Inputs:
+    """The files the late policy reads (book_outputs: every output shows the score the export sends)."""
+    return book_outputs.Inputs(args.roster or "", args.due or "", args.times or "", args.use_mtime)
 
 
 def one_name_each(files: list[tuple[Path, str | None]]) -> None:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..status import Share
-from .reports import feedback_name, page
+from . import attention
+from .reports import NOT_LATE, feedback_name, page
 from .results import Batch, Pair, SubmissionResult, exercise_ids
 from .similarity import SHOWN
 from .store import atomic_write
@@ -149,17 +150,9 @@ def similarity_section(pairs: list[Pair], report: str) -> list[str]:
     return out + ["</tbody></table></section>"]
 
 
-def needs_attention(row: SubmissionResult) -> bool:
-    """Not simply graded, or graded yet flagged or held (an accepted hold stays listed, with its decision)."""
-    return not row.graded or bool(row.flags or row.review)
-
-
 def _why(row: SubmissionResult) -> str:
-    """Every reason at once: the hold, the status and each flag (a row may have all three)."""
-    parts = [row.reason()] + (list(row.flags) if row.review else [])
-    if row.decisions:
-        parts.append("decided: " + " | ".join(row.decisions))
-    return "; ".join(parts)
+    """Everything in the row that still waits for a decision (a row may have a hold, a status and flags)."""
+    return "; ".join(attention.open_items(row))
 
 
 def _head(*columns: str) -> str:
@@ -211,18 +204,24 @@ def _feedback_link(row: SubmissionResult, batch: Batch | None, here: Path | None
 def students_section(rows: list[SubmissionResult], batch: Batch | None = None, here: Path | None = None) -> list[str]:
     """One row per submission: final total (empty until it counts), provisional, exercises, flags, decisions."""
     gids = exercise_ids(rows)
+    late = (batch.late if batch is not None else None) or {}
     out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading (or Tab to it and press Enter) "
            "to sort by it. The total is empty while a submission is held or could not be graded: record a decision "
-           "(<code>./course grade accept</code>) to make it count.</p>",
+           "(<code>./course grade accept</code>) to make it count. The score is the total after the late policy "
+           "(<code>--due</code>), as the export writes it.</p>",
            "<table class='students sortable'><caption>Every submission with its points per exercise"
            "<span class='sorted' aria-live='polite'></span></caption>"
-           + _head("submission", "assignment", "status", "total", "provisional", "max", *gids, "flags", "decisions")
+           + _head("submission", "assignment", "status", "total", "days late", "score", "provisional", "max", *gids,
+                   "flags", "decisions")
            + "<tbody>"]
     for r in sorted(rows, key=lambda r: r.submission):
         cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
+        lr = late.get(r.submission, NOT_LATE)
+        score = lr.score(r)
         out.append(f"<tr data-submission='{html.escape(r.submission)}'><td>{_feedback_link(r, batch, here)}</td>"
                    f"<td>{html.escape(r.assignment)}</td><td>{html.escape(r.status)}</td>"
-                   f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td>{r.provisional:g}</td>"
+                   f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td class='late'>{lr.days}</td>"
+                   f"<td class='score'>{'' if score is None else f'{score:g}'}</td><td>{r.provisional:g}</td>"
                    f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
                    f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
     return out + ["</tbody></table></section>"]
@@ -232,7 +231,7 @@ def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, s
                 batch: Batch | None = None, here: Path | None = None) -> str:
     """The whole dashboard page for ``rows`` (and the flagged similarity ``pairs``, if any)."""
     graded = [r for r in rows if r.graded]
-    others = sorted((r for r in rows if needs_attention(r)), key=lambda r: (r.graded, r.status, r.submission))
+    others = attention.queue(rows)
     counts = Counter(r.status for r in rows)
     body = ["<h1>Grading report</h1>",
             f"<p id='summary'>{len(rows)} submission(s): "
@@ -250,7 +249,7 @@ def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, s
                  f"<td>{html.escape(_why(r))}</td></tr>" for r in others]
         body.append("</tbody></table>")
     else:
-        body.append("<p>Nothing: every submission was graded, with no flag.</p>")
+        body.append("<p>Nothing waits for a decision.</p>")
     body.append("</section>")
     for name in sorted({r.assignment for r in graded if r.assignment}):  # an accepted unreadable file has none
         body += _assignment_section(name, [r for r in graded if r.assignment == name])

@@ -18,19 +18,23 @@ import fnmatch
 import getpass
 import json
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .attention import DISMISSED
 from .collect import UsageError
 from .results import GRADED, SubmissionResult
 
-KINDS = ("accept", "override", "regrade", "choose")
+KINDS = ("accept", "override", "regrade", "choose", "dismiss")
 DECISIONS = """CREATE TABLE IF NOT EXISTS decisions (
     id INTEGER PRIMARY KEY AUTOINCREMENT, submission TEXT NOT NULL, sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('accept', 'override', 'regrade', 'choose')), exercise TEXT NOT NULL DEFAULT '',
-    points REAL, reason TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL)"""
+    kind TEXT NOT NULL CHECK (kind IN ('accept', 'override', 'regrade', 'choose', 'dismiss')),
+    exercise TEXT NOT NULL DEFAULT '', points REAL, reason TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL,
+    flag TEXT NOT NULL DEFAULT '')"""
+COLUMNS = "id, submission, sha256, kind, exercise, points, reason, who, at"  # every book's decisions have these
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     submission TEXT PRIMARY KEY, assignment TEXT NOT NULL, sha256 TEXT NOT NULL, status TEXT NOT NULL,
@@ -64,11 +68,13 @@ class Decision:
     reason: str
     who: str
     at: str
+    flag: str = ""  # the flag a ``dismiss`` clears, as the row states it
 
     def describe(self) -> str:
         what = {"accept": "accepted", "override": f"{self.exercise} set to {self.points:g}" if self.points is not None
                 else "override", "regrade": f"regraded {self.exercise or 'all exercises'}",
-                "choose": "chosen as the submission that counts"}[self.kind]
+                "choose": "chosen as the submission that counts",
+                "dismiss": f"{DISMISSED} ({self.flag})"}[self.kind]
         return f"{what} by {self.who} at {self.at}: {self.reason}"
 
 
@@ -89,15 +95,16 @@ class GradeBook:
                              "`./course grade --book` wrote.") from None
 
     def _migrate(self) -> None:
-        """A book written before ``choose`` existed gets the decisions table that allows it (its rows kept)."""
+        """A book written before ``choose`` or ``dismiss`` existed gets the decisions table that allows them
+        (its rows kept)."""
         found = self.db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'decisions'").fetchone()
-        if found is None or "'choose'" in found[0]:
+        if found is None or "'dismiss'" in found[0]:
             return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("ALTER TABLE decisions RENAME TO decisions_old")
             self.db.execute(DECISIONS)
-            self.db.execute("INSERT INTO decisions SELECT * FROM decisions_old")
+            self.db.execute(f"INSERT INTO decisions ({COLUMNS}) SELECT {COLUMNS} FROM decisions_old")
             self.db.execute("DROP TABLE decisions_old")
             self.db.commit()
         except sqlite3.DatabaseError:
@@ -192,11 +199,27 @@ class GradeBook:
 
     # ------------------------------------------------------------------ decisions
     def decide(self, row: SubmissionResult, kind: str, reason: str, exercise: str = "",
-               points: float | None = None, who: str | None = None) -> Decision:
-        """Record one decision about ``row`` (as graded now: its bytes' hash is kept with it)."""
+               points: float | None = None, who: str | None = None, flag: str = "") -> Decision:
+        """Record one decision about ``row`` (as graded now: its bytes' hash is kept with it).
+
+        The decision and the result it rests on are one transaction: when the book no longer holds
+        ``row``'s bytes (a rerun or a regrade replaced them since ``row`` was read), nothing is written
+        (UsageError): the decision would be about a result nobody looked at.
+        """
         self._check(row, kind, reason, exercise, points)
-        with self.db:
-            self._insert(row, kind, reason, exercise, points, who)
+        if kind == "dismiss" and flag not in row.flags:
+            raise UsageError(f"{row.submission} has no flag {flag!r}; its flags: {' | '.join(row.flags) or 'none'}.")
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            stored = self.db.execute("SELECT sha256 FROM results WHERE submission = ?", (row.submission,)).fetchone()
+            if stored is None or stored[0] != row.sha256:
+                raise UsageError(f"{row.submission} was graded again since it was read (the book holds other bytes "
+                                 "or no result): read it again and decide on what it holds now; nothing was written.")
+            self._insert(row, kind, reason, exercise, points, who, flag)
+            self.db.commit()
+        except BaseException:
+            self.db.rollback()
+            raise
         return self.decisions(row.submission)[-1]
 
     @staticmethod
@@ -216,13 +239,14 @@ class GradeBook:
                              "it cannot be the one that counts.")
 
     def _insert(self, row: SubmissionResult, kind: str, reason: str, exercise: str, points: float | None,
-                who: str | None) -> None:
-        self.db.execute("INSERT INTO decisions (submission, sha256, kind, exercise, points, reason, who, at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (row.submission, row.sha256, kind, exercise, points,
-                                                             reason.strip(), who or whoami(), now()))
+                who: str | None, flag: str = "") -> None:
+        self.db.execute("INSERT INTO decisions (submission, sha256, kind, exercise, points, reason, who, at, flag) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (row.submission, row.sha256, kind, exercise, points,
+                                                                reason.strip(), who or whoami(), now(), flag))
 
     def decisions(self, submission: str | None = None) -> list[Decision]:
-        query = "SELECT * FROM decisions" + (" WHERE submission = ?" if submission is not None else "") + " ORDER BY id"
+        where = " WHERE submission = ?" if submission is not None else ""
+        query = f"SELECT {COLUMNS}, flag FROM decisions{where} ORDER BY id"
         return [Decision(*r) for r in self.db.execute(query, () if submission is None else (submission,))]
 
     def chosen(self) -> dict[str, int]:
@@ -236,7 +260,7 @@ class GradeBook:
         by: dict[str, list[Decision]] = {}
         for d in self.decisions():
             by.setdefault(d.submission, []).append(d)
-        return [final(r, by.get(r.submission, [])) for r in self.results()]
+        return [final(r, by.get(r.submission, []), copy=False) for r in self.results()]  # fresh from JSON: ours
 
 
 def unique(rows: list[SubmissionResult]) -> None:
@@ -305,16 +329,23 @@ def copy_of(row: SubmissionResult) -> SubmissionResult:
                                            stages=[replace(s) for s in e.stages]) for gid, e in row.exercises.items()})
 
 
-def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
+def final(row: SubmissionResult, decisions: list[Decision], copy: bool = True) -> SubmissionResult:
     """``row`` with the decisions made on its bytes applied, in order; the others are listed as stale.
 
-    accept: a held or ungradable submission counts (with the points the checks gave); override:
-    one exercise's points; regrade: cancels the earlier overrides it covers (the new result stands);
-    choose: changes nothing here (the export counts that file among the student's several).
+    accept: a held or ungradable submission counts (with the points the checks gave) and every flag
+    it had is decided; override: one exercise's points (the flags about that exercise are decided);
+    dismiss: one flag is withdrawn (it leaves the row's flags; the decision keeps it in the history);
+    regrade: cancels the earlier overrides it covers (the new result stands); choose: changes nothing
+    here (the export counts that file among the student's several). ``resolved`` lists the flags a
+    decision settled, so the review queue (``attention``) no longer holds them. ``copy=False``: ``row`` is
+    the caller's own (read from the book just now) and is changed in place; without decisions it is returned.
     """
-    out = copy_of(row)
+    if not decisions and not copy:
+        return row
+    out = copy_of(row) if copy else row
+    flags = list(row.flags)
     overrides: dict[str, Decision] = {}
-    notes = []
+    notes, resolved, dismissed = [], [], set()
     for d in decisions:
         if d.sha256 != row.sha256:
             notes.append(f"not applied (made on an earlier version of the file): {d.describe()}")
@@ -324,15 +355,26 @@ def final(row: SubmissionResult, decisions: list[Decision]) -> SubmissionResult:
             if out.status != GRADED:
                 notes[-1] += f" (status was: {out.status})"
             out.status = GRADED
+            resolved += flags
         elif d.kind == "override":
             overrides[d.exercise] = d
+            resolved += [f for f in flags if about(f, d.exercise)]
+        elif d.kind == "dismiss":
+            dismissed.add(d.flag)
         elif d.kind == "regrade":
             overrides = {} if not d.exercise else {k: v for k, v in overrides.items() if k != d.exercise}
     if overrides:
-        out.checked = row.provisional
+        out.checked = out.provisional
     for gid, d in overrides.items():
         if gid in out.exercises and d.points is not None:
             e = out.exercises[gid]
             e.points, e.overridden = d.points, True
+    out.flags = [f for f in out.flags if f not in dismissed]
+    out.resolved = list(dict.fromkeys(f for f in resolved if f in out.flags))
     out.decisions = notes
     return out
+
+
+def about(flag: str, exercise: str) -> bool:
+    """Whether ``flag`` is about ``exercise`` (names it as a word: "the answer to linear_module", "mul: ...")."""
+    return bool(exercise) and re.search(rf"(?<!\w){re.escape(exercise)}(_answer)?(?!\w)", flag) is not None

@@ -13,7 +13,8 @@ import os
 import re
 from pathlib import Path
 
-from .results import Batch, SubmissionResult, exercise_ids
+from .attention import DISMISSED
+from .results import Batch, Lateness, SubmissionResult, exercise_ids
 from .store import atomic_write
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
@@ -52,21 +53,37 @@ def feedback_name(submission: str, root: str) -> str:
     return f"{readable}--{hashlib.sha256(full.encode()).hexdigest()[:8]}.txt"
 
 
-def feedback_text(row: SubmissionResult) -> str:
-    lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}",
-             f"Result: {row.status}, {row.total:g}/{row.max:g} points", ""]
-    if row.decisions:
-        lines[-1:-1] = ["Instructor's decisions:"] + [f"  - {d}" for d in row.decisions]
-    if row.review:
+def feedback_text(row: SubmissionResult, late: Lateness | None = None) -> str:
+    """What the student reads: the result as the grade book holds it (decisions and the late policy applied).
+
+    An exercise whose points a decision set says so above the checks' own verdict, which is then
+    labelled as what the checks found (never a stale score read as the result). A dismissed flag is
+    gone from the flags and its dismissal is not listed: the accusation is withdrawn, not repeated.
+    """
+    result = f"Result: {row.status}, {row.total:g}/{row.max:g} points"
+    if late is not None and late.days:
+        score = late.score(row)
+        result += (f"; {late.days} day(s) late (due {late.due}, submitted {late.submitted}): -{late.penalty:g} "
+                   f"points" + (f", {score:g}/{row.max:g} after the late penalty" if score is not None else ""))
+    lines = [f"Submission: {row.submission}", f"Assignment: {row.assignment or '-'}", result, ""]
+    told = [d for d in row.decisions if DISMISSED not in d]  # a withdrawn accusation is not repeated to the student
+    if told:
+        lines[-1:-1] = ["Instructor's decisions:"] + [f"  - {d}" for d in told]
+    if row.review and not row.graded:
         lines[-1:-1] = ["Held for review: an instructor looks at this submission before its points count, because "
                         "its answer code " + "; ".join(row.review) + "."]
     for gid, e in row.exercises.items():
-        lines += [e.feedback or f"{gid}: {e.label}", ""]
+        text = e.feedback or f"{gid}: {e.label}"
+        if e.overridden:
+            text = (f"{gid}: {e.points:g}/{e.max:g} points, set by the instructor (see the decisions above). "
+                    "What the checks found:\n  " + text.replace("\n", "\n  "))
+        lines += [text, ""]
     if row.flags:
         lines += ["Flags:"] + [f"  - {f}" for f in row.flags]
     return "\n".join(lines).rstrip() + "\n"
 
 
+NOT_LATE = Lateness()
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
@@ -76,16 +93,20 @@ def neutral(value: object) -> str:
     return "'" + text if text.lstrip(" ")[:1] in FORMULA_START else text
 
 
-def table_csv(rows: list[SubmissionResult]) -> str:
+def table_csv(rows: list[SubmissionResult], late: dict[str, Lateness] | None = None) -> str:
     ids = exercise_ids(rows)
+    late = late or {}
     buf = io.StringIO()
     w = csv.writer(buf)
     # total: only what counts (empty while held or ungradable, until a decision in the grade book);
-    # provisional: what the checks gave, whatever the status
-    w.writerow(["submission", "assignment", "status", "total", "provisional", "max", *ids, "review", "flags",
-                "decisions"])
+    # score: the total after the late policy (as ``export`` writes it); provisional: what the checks gave
+    w.writerow(["submission", "assignment", "status", "total", "days_late", "late_penalty", "score", "provisional",
+                "max", *ids, "review", "flags", "decisions"])
     for r in sorted(rows, key=lambda r: r.submission):
+        lr = late.get(r.submission, NOT_LATE)
+        score = lr.score(r)
         w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}" if r.graded else "",
+                    lr.days, f"{lr.penalty:g}", "" if score is None else f"{score:g}",
                     f"{r.provisional:g}", f"{r.max:g}", *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
                     " | ".join(r.review), " | ".join(r.flags), " | ".join(r.decisions)]])
     return buf.getvalue()
@@ -93,12 +114,13 @@ def table_csv(rows: list[SubmissionResult]) -> str:
 
 def write_table(batch: Batch, out: str) -> Path:
     """The grade table: one row per submission, one column per exercise (``--out``)."""
-    atomic_write(Path(out), table_csv(batch.rows))
+    atomic_write(Path(out), table_csv(batch.rows, batch.late))
     return Path(out)
 
 
 def write_feedback(batch: Batch, folder: str) -> Path:
     """One text file per submission, named after its path (``--feedback-dir``)."""
     for r in batch.rows:
-        atomic_write(Path(folder) / feedback_name(r.submission, batch.root), feedback_text(r))
+        atomic_write(Path(folder) / feedback_name(r.submission, batch.root),
+                     feedback_text(r, (batch.late or {}).get(r.submission)))
     return Path(folder)

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..exercise_result import ExerciseResult, StageOutcome
 from ..status import SubmissionStatus
 
-__all__ = ["Answer", "Batch", "ExerciseResult", "Pair", "StageOutcome", "Status", "SubmissionResult", "Writer",
+__all__ = ["Answer", "Batch", "ExerciseResult", "Lateness", "Pair", "StageOutcome", "Status", "SubmissionResult", "Writer",
            "exercise_ids"]
 
 
@@ -40,6 +40,7 @@ class SubmissionResult:
     sandbox: str = ""  # how its code ran: root | user | none (--no-sandbox) | "" (never ran)
     options: str = ""  # every grading option that changes a grade (store.options_key): merges compare it
     checked: float | None = None  # the total the checks gave, where an override changed it (gradebook.final)
+    resolved: list[str] = field(default_factory=list)  # flags a decision settled (gradebook.final; never stored)
 
     @property
     def total(self) -> float:
@@ -68,6 +69,7 @@ class SubmissionResult:
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(flags=list(self.flags), review=list(self.review), decisions=list(self.decisions),
+                    resolved=list(self.resolved),
                     exercises={gid: e.to_json() for gid, e in self.exercises.items()}, total=self.total, max=self.max)
         return data
 
@@ -76,7 +78,7 @@ class SubmissionResult:
         """Rebuild a stored result; ValueError when ``data`` is not one (it is then graded again)."""
         if not isinstance(data, dict) or not isinstance(data.get("submission"), str):
             raise ValueError("not a stored result")
-        known = {f.name for f in fields(cls)} | {"total", "max"}
+        known = KNOWN
         if set(data) - known:
             raise ValueError(f"unknown fields {sorted(set(data) - known)}")
         exercises = data.get("exercises", {})
@@ -88,6 +90,9 @@ class SubmissionResult:
             return cls(**values, status=SubmissionStatus(data.get("status", GRADED)), exercises=parsed)
         except (TypeError, AttributeError) as exc:
             raise ValueError(str(exc)) from None
+
+
+KNOWN = frozenset({f.name for f in fields(SubmissionResult)} | {"total", "max"})  # a stored row's keys, once
 
 
 def exercise_ids(rows: list[SubmissionResult]) -> list[str]:
@@ -129,6 +134,22 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class Lateness:
+    """How late one submission was by the late policy and what it cost (``book_outputs`` computes it as
+    ``export`` does, so the grade table, the dashboard and the feedback show the exported score)."""
+
+    days: int = 0
+    penalty: float = 0.0
+    submitted: str = ""  # ISO 8601, '' when no time was recorded
+    source: str = ""  # where the time came from
+    due: str = ""  # the due time that applied (an extension's, when the student has one)
+
+    def score(self, row: SubmissionResult) -> float | None:
+        """The points that count after the penalty (None while the row's points do not count)."""
+        return max(0.0, row.total - self.penalty) if row.graded else None
+
+
+@dataclass(frozen=True)
 class Batch:
     """Everything an output format may read: the results, and what the run found beside them."""
 
@@ -137,6 +158,7 @@ class Batch:
     pairs: list[Pair] | None = None  # similar answers, when a similarity report was asked for
     similarity_html: Path | None = None  # that report's page
     feedback_dir: Path | None = None  # where the feedback files are (the dashboard links to them)
+    late: dict[str, Lateness] | None = None  # submission -> its lateness, when due dates were given (--due)
 
 
 Writer = Callable[[Batch, str], Path]  # every output format: (batch, where to) -> what it wrote

@@ -127,11 +127,15 @@ FLAGGED[1].flags = ["an edited locked cell", "autograd inside backward"]  # grad
 FLAGGED[3].review, FLAGGED[3].decisions = ["x"], ["accepted by prof at 2026-01-01T00:00:00+00:00: fine"]
 
 
-def test_attention_lists_every_flagged_row_and_the_table_has_no_total_while_held(tmp_path):
+def test_attention_lists_every_row_waiting_for_a_decision_and_the_table_has_no_total_while_held(tmp_path):
+    """Issue 46 item 4: the queue holds the held and the flagged rows; a decided (accepted) one has left it,
+    and its decision is in the row's history (the submissions table)."""
     page = dashboard.report_html(FLAGGED, batch=Batch(FLAGGED, "", feedback_dir=tmp_path / "fb"), here=tmp_path)
     attention = page.split("id='attention'")[1].split("</section>")[0]
-    assert all(n in attention for n in ("a-held", "b-flagged", "d-decided")) and "c-plain" not in attention
-    assert "an edited locked cell" in attention and "accepted by prof" in attention
+    assert all(n in attention for n in ("a-held", "b-flagged")) and "c-plain" not in attention
+    assert "d-decided" not in attention and "an edited locked cell" in attention
+    decided = re.search(r"<tr data-submission='d-decided.ipynb'>(.*?)</tr>", page).group(1)
+    assert "accepted by prof" in decided
     held = re.search(r"<tr data-submission='a-held.ipynb'>(.*?)</tr>", page).group(1)
     assert "<td class='total'></td>" in held and "href='fb/a-held--" in held
 
@@ -178,7 +182,7 @@ def test_student_table_sorts_offline_in_chromium(tmp_path):
         assert column("provisional")[-1] == "1"
         table.locator("th", has_text="total").first.click()
         assert column("total")[-1] == "", column("total")  # held: no total, sorted last
-        assert page.locator("#attention tr").count() == 1 + 3
+        assert page.locator("#attention tr").count() == 1 + 2
         browser.close()
     assert not outside and not errors, (outside, errors)
 

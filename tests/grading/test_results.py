@@ -97,7 +97,8 @@ def test_every_output_is_a_writer_of_the_same_batch(tmp_path):
     written = outputs.write_all(batch, {"out": str(tmp_path / "g.csv"), "feedback_dir": str(tmp_path / "fb"),
                                         "report": None})
     assert [p.name for p in written] == ["g.csv", "fb"]
-    assert "s/a.ipynb,02_exercises,graded,4,4,5,1,3" in (tmp_path / "g.csv").read_text()  # total, provisional, max
+    # total, days late, late penalty, score, provisional, max
+    assert "s/a.ipynb,02_exercises,graded,4,0,0,4,4,5,1,3" in (tmp_path / "g.csv").read_text()
     assert "4/5 points" in reports.feedback_text(batch.rows[0])
     with pytest.raises(ValueError, match="no writer"):
         outputs.write_all(batch, {"pdf": "x.pdf"})
@@ -149,5 +150,5 @@ def test_outputs_take_titles_and_order_from_the_model_without_importing_the_chec
     assert proc.returncode == 0, proc.stderr
     heavy, header, names = json.loads(proc.stdout.strip().splitlines()[-1])
     assert heavy == []
-    assert header.split(",")[6:8] == ["first", "second"]  # the course's order, not the row's
+    assert header.split(",")[9:11] == ["first", "second"]  # the course's order, not the row's
     assert names == ["second: Second one", "first: First one"]
