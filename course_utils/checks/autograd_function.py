@@ -14,6 +14,7 @@ import torch
 
 from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
+from .compare import close, describe_input, fmt, max_err, reducible
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 
 catalogue({
@@ -30,6 +31,7 @@ catalogue({
     "missing_gradient": "backward returned None for an input that needs a gradient",
     "grad_output_inplace": "backward modified grad_output in place",
     "wrong_shape": "a gradient has the wrong shape",
+    "squeezed_gradient": "a gradient has the right values but lost a dimension of size 1 (a squeeze at one feature)",
     "wrong_dtype": "a gradient has the wrong dtype",
     "nan_gradient": "a gradient contains NaN or inf",
     "gradient_wrong": "a gradient does not match the reference",
@@ -41,7 +43,8 @@ catalogue({
 
 
 # --------------------------------------------------------------------------- inputs (judge side)
-__all__ = ["grad_output", "materialize"]  # shared with the probes: the same inputs on both sides
+# grad_output, materialize: shared with the probes (the same inputs on both sides); the rest from compare.py
+__all__ = ["close", "describe_input", "fmt", "grad_output", "materialize", "max_err", "reducible"]
 
 
 def tensor_arg(shape, seed: int, dtype=torch.float64, grad: bool = True, low: float | None = None,
@@ -60,34 +63,6 @@ def fixed_arg(values, dtype=torch.float64, grad: bool = True) -> dict:
 
 def value_arg(value: object) -> dict:
     return {"v": value}
-
-
-# --------------------------------------------------------------------------- comparisons
-def fmt(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
-
-
-def close(a: object, b: torch.Tensor, dtype: torch.dtype) -> bool:
-    if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.is_complex() or a.dtype == torch.bool:
-        return False
-    tol = 1e-5 if dtype == torch.float32 else 1e-10
-    return bool(torch.allclose(a.double(), b.double(), rtol=tol * 10, atol=tol))
-
-
-def reducible(got: torch.Size, want: torch.Size) -> bool:
-    try:
-        torch.zeros(got).sum_to_size(want)
-        return True
-    except RuntimeError:
-        return False
-
-
-def describe_input(names: tuple[str, ...], i: int) -> str:
-    return f"input {i} (`{names[i]}`)" if i < len(names) else f"input {i}"
 
 
 # --------------------------------------------------------------------------- the spec
@@ -269,6 +244,7 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
                       f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
                       "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
     if got_g.shape != args[i].shape:
+        _judge_squeezed(spec, i, got_g, want_g, label)
         mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
         if mistake is not None:
             raise mistake
@@ -290,6 +266,21 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
     raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
                   f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
                   "and multiply by grad_output.")
+
+
+def _judge_squeezed(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, label: str) -> None:
+    """The right values with a dimension of size 1 dropped (``.squeeze()`` at one output feature): autograd raises
+    "invalid gradient" in training, so it is named, not reduced."""
+    shape = want_g.shape
+    if reducible(got_g.shape, shape) or got_g.numel() != want_g.numel() or not close(got_g.reshape(shape), want_g,
+                                                                                      want_g.dtype):
+        return
+    raise Mistake("squeezed_gradient", f"{spec.grade_id}: the gradient for {describe_input(spec.arg_names, i)} has "
+                  f"shape {tuple(got_g.shape)}, the input has shape {tuple(shape)} ({label}): the values are right "
+                  "but a dimension of size 1 is missing (a squeeze or an index drops it when that size happens to be "
+                  "1), and autograd refuses such a gradient (\"invalid gradient\") in training.",
+                  fix="give the gradient its input's shape: squeeze no dimension that the input has, or reshape to "
+                  "the input's shape at the end.")
 
 
 def _ones_grad(cache: list, want: torch.Tensor, inputs: list[torch.Tensor], g: torch.Tensor,
