@@ -87,6 +87,8 @@ class FunctionSpec:
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
     grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
+    # what backward returns, for a wrong gradient's hint, where it is not the derivative of describe (clip_grad)
+    gradient_rule: str = ""
 
 
 def request(spec: FunctionSpec, seed: int) -> dict:
@@ -263,9 +265,9 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
         mistake = _generic_diagnosis(spec, i, got_g, want_g, g, label, ones_grad)
     if mistake is not None:
         raise mistake
+    rule = spec.gradient_rule or f"re-derive d({spec.describe})/d{names[i]} and multiply by grad_output"
     raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
-                  f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
-                  "and multiply by grad_output.")
+                  f"(largest error {fmt(max_err(got_g, want_g))}); {rule}.")
 
 
 def _judge_squeezed(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, label: str) -> None:
