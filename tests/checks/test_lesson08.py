@@ -15,6 +15,8 @@ class FuncSoftmax(Function):
     generate_vmap_rule = True
     @staticmethod
     def forward(x):
+        if x.shape[-1] == 0:
+            return x.clone()
         e = torch.exp(x - x.amax(-1, keepdim=True))
         return e / e.sum(-1, keepdim=True)
     @staticmethod
@@ -30,6 +32,7 @@ class FuncSoftmax(Function):
         (y,) = ctx.saved_tensors
         return y * (x_tangent - (x_tangent * y).sum(-1, keepdim=True))
 """
+EMPTY_ROWS = "        if x.shape[-1] == 0:\n            return x.clone()\n"  # SIG's first lines of forward
 
 OP = '''
 import numpy as np
@@ -97,6 +100,10 @@ class FuncSoftmax(Function):
                           ["torch.func.jvp gives the wrong tangent", "diagonal of the Jacobian"]),
     "softmax_unstable": ("func_softmax", sig("e = torch.exp(x - x.amax(-1, keepdim=True))", "e = torch.exp(x)"),
                          ["nan or inf", "overflows"]),
+    # issue 49, item 8: the task says "wherever torch.softmax does", and torch.softmax returns an empty last dim
+    "softmax_empty_row": ("func_softmax", sig(EMPTY_ROWS, ""),
+                          ["shape (2, 3, 0) (an empty last dimension) raised", "returns an empty tensor",
+                           "x.shape[-1] == 0"]),
     "softmax_jacobian": ("func_softmax", sig(VJP, JACOBIAN_BACKWARD), ["16777216 elements", "forms the Jacobian"]),
     "softmax_elementwise": ("func_softmax", sig(VJP, "return grad_output * y * (1 - y)"),
                             ["diagonal of the Jacobian only", "a sum over the row"]),
