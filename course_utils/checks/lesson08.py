@@ -134,18 +134,23 @@ def _judge_eager(req: dict, facts: dict) -> None:
                           "through ctx.save_for_backward / ctx.save_for_forward in setup_context.")
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
-    _judge_empty(req["empty"], facts["empty"], style)
 
 
-def _judge_empty(x: torch.Tensor, record: Any, style: dict) -> None:
-    """An empty last dimension (issue 49): torch.softmax returns an empty tensor there, so FuncSoftmax must too."""
+def _judge_empty(req: dict, facts: dict) -> None:
+    """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
+    FuncSoftmax must too. Its own stage, last: an answer right everywhere else keeps those points."""
+    x, record, style = req["empty"], facts["empty"], facts["style"]
     what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
     if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":
         raise Mistake("softmax_empty_row", f"{GID}: {what} raised {str(record['error']).split(' (in ')[0]}, where "
                       "torch.softmax returns an empty tensor of the same shape: a reduction over an empty dimension "
                       "(a maximum of no numbers) has no value.", fix="return the empty input's copy (x.clone()) "
                       "when x.shape[-1] == 0, before any reduction over the last dimension.")
-    _compare(_value_of(record, what, style), torch.softmax(x, -1), f"forward ({what})", "forward_wrong")
+    got = _value_of(record, what, style)
+    if not isinstance(got, list) or len(got) != 2:
+        raise Malformed("no output and gradient for the empty input")
+    _compare(got[0], torch.softmax(x, -1), f"forward ({what})", "forward_wrong")
+    _compare(got[1], torch.zeros_like(x), f"the gradient ({what})")
 
 
 SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
@@ -266,6 +271,8 @@ FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",
           probe="func", judge=_judge_func),
     Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", points=1,
           probe="forward_mode", judge=_judge_forward_mode),
+    Stage(name="wherever torch.softmax works: an empty last dimension gives an empty output and gradient", points=1,
+          probe="empty", judge=_judge_empty),
 ), request=_request)
 
 EXERCISES = [FUNC_SOFTMAX]

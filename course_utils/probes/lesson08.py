@@ -74,9 +74,20 @@ def softmax_eager(ns, req: dict) -> dict:
         if node is not None:
             case["ctx_tensors"] = sorted(k for k, v in vars(node).items() if tensors_on(v))
         cases.append(case)
-    empty = req["empty"]  # an empty last dimension, where torch.softmax returns an empty tensor
-    out = outcome("FuncSoftmax.apply", lambda: cls.apply(empty.clone().requires_grad_()))
-    return {"style": _style(cls), "cases": cases, "empty": {k: detached(v) for k, v in out.items()}}
+    return {"style": _style(cls), "cases": cases}
+
+
+def softmax_empty(ns, req: dict) -> dict:
+    """Forward and backward on an empty last dimension, where torch.softmax returns an empty tensor."""
+    cls = _softmax_class(ns)
+
+    def run() -> list:
+        x = req["empty"].clone().requires_grad_()
+        y = cls.apply(x)
+        (grad,) = torch.autograd.grad(y, x, torch.zeros_like(y))
+        return [y, grad]
+    out = outcome("FuncSoftmax.apply", run)
+    return {"style": _style(cls), "empty": {k: detached(v) for k, v in out.items()}}
 
 
 def softmax_backward(ns, req: dict) -> dict:
@@ -168,4 +179,4 @@ def softmax_forward(ns, req: dict) -> dict:
 
 
 PROBES = {"func_softmax": {"eager": softmax_eager, "backward": softmax_backward, "func": softmax_func,
-                          "forward_mode": softmax_forward}}
+                          "forward_mode": softmax_forward, "empty": softmax_empty}}
