@@ -16,6 +16,8 @@ from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
 from .compare import close, describe_input, fmt, max_err, reducible
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .precision import Precision, precision_stage
+from .precision import request as precision_request
 
 catalogue({
     "forward_wrong": "forward does not match the reference",
@@ -89,6 +91,7 @@ class FunctionSpec:
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
     # what backward returns, for a wrong gradient's hint, where it is not the derivative of describe (clip_grad)
     gradient_rule: str = ""
+    precision: Precision | None = None  # a wide-grid relative-precision stage (one-input numerics exercises)
 
 
 def request(spec: FunctionSpec, seed: int) -> dict:
@@ -99,7 +102,8 @@ def request(spec: FunctionSpec, seed: int) -> dict:
         cases.append({"args": args, "label": label, "g": grad_output(want.shape, want.dtype, base + k)})
     return {"gid": spec.grade_id, "cls": spec.cls_name, "cases": cases,
             "gradcheck": spec.gradcheck_args(base) if spec.gradcheck_args else None,
-            "patterns": [list(p) for p in spec.patterns]}
+            "patterns": [list(p) for p in spec.patterns],
+            **({"precision": precision_request(spec.precision)} if spec.precision else {})}
 
 
 # --------------------------------------------------------------------------- judges (apart from student code)
@@ -373,7 +377,7 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
 
 
 def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, backward_points: float,
-                      needs_input_grad_points: float = 0) -> Exercise:
+                      needs_input_grad_points: float = 0, precision_points: float = 0) -> Exercise:
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
               probe="forward", judge=lambda req, f: judge_forward(spec, req, f)),
@@ -384,5 +388,9 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
                             probe="needs_input_grad", judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+    if precision_points:
+        if spec.precision is None:
+            raise ValueError(f"{spec.grade_id}: precision_points needs FunctionSpec(precision=Precision(...))")
+        stages.append(precision_stage(spec.precision, spec.reference, spec.grade_id, spec.cls_name, precision_points))
     return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages),
                     request=lambda seed: request(spec, seed))
