@@ -7,7 +7,7 @@ at the default tolerance but fails the precision stage; the accurate ones pass i
 import pytest
 import torch
 from answers import mutate
-from check_helpers import ns_from
+from check_helpers import assert_diagnosed, ns_from
 
 from course_utils import checks, probes
 from course_utils.checks import precision
@@ -66,10 +66,17 @@ def test_the_cancelling_backward_fails_only_the_precision_stage(logsigmoid):
     assert "expm1" in result.report(fix=True)
 
 
-def test_an_overflowing_forward_fails_it_on_values(logsigmoid):
-    source = mutate(LOGSIGMOID, ("y = torch.nn.functional.logsigmoid(x)", "y = -torch.log(1 + torch.exp(-x))"))
-    result = checks.run_check("logsigmoid_demo", ns_from(source))
-    assert "imprecise_value" in result.mistakes or "forward_wrong" in result.mistakes, result.report()
+BUGS = {  # found by tests/checks/test_autograd_function.py's test_every_catalogue_entry_is_tested
+    "imprecise_gradient": ("logsigmoid_demo", CANCELLING, ["the gradient for float", "nearly equal numbers"]),
+    "imprecise_value": ("logsigmoid_demo", mutate(LOGSIGMOID, ("y = torch.nn.functional.logsigmoid(x)",
+                                                               "y = -torch.log(1 + torch.exp(-x))")),
+                        ["the value for float", "LogSigmoid.forward loses its digits"]),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BUGS))
+def test_each_mistake_gets_its_hint(logsigmoid, code):
+    assert_diagnosed(code, *BUGS[code])
 
 
 def test_the_grid_spans_the_dtype_and_holds_only_its_numbers():
