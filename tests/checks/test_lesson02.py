@@ -1,6 +1,6 @@
 """Lesson 02 checks: the transfer exercise div."""
 import pytest
-from answers import DIV, DIV_GRADS, MUL, MUL_GRADS, mutate
+from answers import DIV, DIV_GRADS, MUL, MUL_GRADS, SAVES_B_ONLY_FOR_B, mutate
 
 from course_utils import checks
 from check_helpers import assert_diagnosed, ns_from
@@ -55,10 +55,7 @@ def test_other_wrong_denominator_gradient_is_generic():
 
 
 # issue 49, item 3: research code that saves b only when b needs a gradient, and so has no b for a's gradient
-MUL_SAVES_B_ONLY_FOR_B = mutate(MUL, ("ctx.save_for_backward(a, b)",
-                                      "ctx.save_for_backward(a, b) if b.requires_grad else ctx.save_for_backward(a)"),
-                                ("a, b = ctx.saved_tensors\n        " + MUL_GRADS,
-                                 "a, *b = ctx.saved_tensors\n        return (g * b[0] if b else None), g * a"))
+MUL_SAVES_B_ONLY_FOR_B = mutate(MUL, *SAVES_B_ONLY_FOR_B)
 
 
 def test_a_gradient_lost_when_only_one_input_requires_grad_fails():

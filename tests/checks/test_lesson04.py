@@ -1,7 +1,7 @@
 """Lesson 04's transfer exercise `linear_nd`: each catalogued mistake gets its diagnosis."""
 import pytest
 import torch
-from answers import LINEAR_FUNCTION, mutate
+from answers import LINEAR_FUNCTION, SQUEEZED_BIAS, mutate
 
 from course_utils import checks
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from, solution_namespace
@@ -107,7 +107,7 @@ BUGS = {
     "forgot_grad_output": ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_INPUT, "gi = torch.ones_like(g).mm(weight)")),
                            ["input 0 (`input`)", "missing the factor grad_output", "grad_output = 1"]),
     # issue 49, item 1: research code's bias gradient, 0-d at one output feature ("invalid gradient ... got []")
-    "squeezed_gradient": ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_BIAS, "gb = g.sum(0).squeeze(0)")),
+    "squeezed_gradient": ("linear_function", mutate(LINEAR_FUNCTION, SQUEEZED_BIAS),
                           ["input 2 (`bias`)", "shape (), the input has shape (1,)", "one output feature",
                            "a dimension of size 1 is missing", "invalid gradient"]),
     # issue 49, item 2: an answer that requires a bias is told so, not blamed for its (right) leading dims
