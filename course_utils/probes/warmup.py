@@ -2,12 +2,13 @@
 
 The first ``torch.autograd.grad`` or ``.backward`` given an explicit gradient imports
 ``torch.fx.experimental.symbolic_shapes`` and with it SymPy: 1 to 2 s of a 2-5 s first check, once per
-kernel; the first ``torch.func`` transform, ``opcheck`` or ``torch.compile`` imports ``torch._dynamo``
-(2 to 5 s of lesson 08's checks). Every check does it (the probes call backward with their grad_output; gradcheck does), so the first
-check of every notebook paid it and the ones after it did not. The shared set-up cell of each exercise
-notebook imports ``probes.cells``, which in a Jupyter kernel (and only there: never in the grader's
-sandbox or in a test) starts this in a daemon thread. A check that comes before the thread is done waits
-for the same import, no longer than without it.
+kernel. Every check does it (the probes call backward with their grad_output; gradcheck does), so the
+first check of every notebook paid it and the ones after it did not. The first ``torch.func`` transform,
+``opcheck`` or ``torch.compile`` imports ``torch._dynamo`` (2 to 5 s of lesson 08's checks).
+
+The shared set-up cell of each exercise notebook imports ``probes.cells``, which in a Jupyter kernel (and
+only there: never in the grader's sandbox or in a test) starts this in a daemon thread. A check that comes
+before the thread is done waits for the same import, no longer than without it.
 """
 from __future__ import annotations
 
