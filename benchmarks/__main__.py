@@ -8,11 +8,11 @@ import re
 import sys
 from pathlib import Path
 
-from . import fused_ce, gradebook, grading, implicit, kernels, linear, silu, widgets
+from . import checks, fused_ce, gradebook, grading, implicit, kernels, linear, silu, widgets
 
 BENCHMARKS = {"linear": linear.run, "grading": grading.run, "silu": silu.run, "implicit": implicit.run,
               "widgets": widgets.run, "kernels": kernels.run,
-              "fused_ce": fused_ce.run, "gradebook": gradebook.run}
+              "fused_ce": fused_ce.run, "gradebook": gradebook.run, "checks": checks.run}
 HEADER = "# Benchmark results\n\nWritten by `./course bench` (`./course bench NAME...` reruns only those sections).\n"
 OUT = Path(__file__).with_name("results.md")
 

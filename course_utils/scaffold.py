@@ -41,6 +41,7 @@ class NewExercise:
     args: tuple[str, ...]
     reference: str  # a Python expression of ``args``
     title: str
+    precision: tuple[float, float] | None = None  # a relative-precision stage over [low, high] (checks/precision.py)
 
     @property
     def module(self) -> str:
@@ -107,6 +108,9 @@ def validate(ex: NewExercise, root: Path) -> None:
         raise Refused(f"--reference never uses {', '.join(sorted(set(ex.args) - used))}: every argument of --args "
                       "must appear in it (or leave that argument out of --args).")
     _try_reference(ex, tree)
+    if ex.precision is not None and len(ex.args) != 1:
+        raise Refused(f"--precision judges a function of one input over a grid, and --args names {len(ex.args)}: "
+                      "leave --precision out, or give the exercise one argument.")
     _contract_table(root)
 
 
@@ -152,6 +156,13 @@ def _try_reference(ex: NewExercise, tree: ast.Expression) -> None:
 # --------------------------------------------------------------------------- the files' text
 def check_text(ex: NewExercise) -> str:
     arg_list = ", ".join(ex.args)
+    precision_import = precision_arg = precision_points = ""
+    if ex.precision is not None:  # values and gradients to a relative tolerance over a wide grid (issue 49)
+        low, high = ex.precision
+        precision_import = "\nfrom .precision import Precision, wide_grid"
+        precision_arg = (f",\n                    precision=Precision(grid=wide_grid({low!r}, {high!r}), "
+                         f"where=\"{ex.args[0]} from {low:g} to {high:g}\")")
+        precision_points = ", precision_points=1"
     case = lambda shape, k, extra="": ", ".join(  # noqa: E731 - one tensor per argument
         f"tensor_arg({shape}, base + {k + 10 * i}{extra})" for i in range(len(ex.args)))
     return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}``: ``{ex.cls}``, a custom Function computing ``{ex.reference}``.
@@ -166,7 +177,7 @@ import math  # noqa: F401 - for a reference that needs it
 
 import torch
 
-from .autograd_function import FunctionSpec, function_exercise, tensor_arg
+from .autograd_function import FunctionSpec, function_exercise, tensor_arg{precision_import}
 
 
 def _cases(base: int):
@@ -183,8 +194,8 @@ def _reference({arg_list}):
 
 SPEC = FunctionSpec(grade_id="{ex.grade_id}", cls_name="{ex.cls}", arg_names={ex.args!r},
                     reference=_reference, cases=_cases, describe="{ex.reference}",
-                    gradcheck_args=lambda base: [{case("(4,)", 4)}])
-EXERCISES = [function_exercise(spec=SPEC, title="{ex.title}", forward_points=1, backward_points=1)]
+                    gradcheck_args=lambda base: [{case("(4,)", 4)}]{precision_arg})
+EXERCISES = [function_exercise(spec=SPEC, title="{ex.title}", forward_points=1, backward_points=1{precision_points})]
 '''
 
 
@@ -195,7 +206,7 @@ Its stages name these probes (``Stage(probe="forward")``); add a probe here for 
 """
 from . import autograd_function as f
 
-PROBES = {{"{ex.grade_id}": f.STAGES}}
+PROBES = {{"{ex.grade_id}": f.{"WITH_PRECISION" if ex.precision else "STAGES"}}}
 '''
 
 
@@ -237,7 +248,7 @@ def test_each_mistake_gets_its_hint(code):
 
 def test_it_is_registered_with_its_probes():
     ex = checks.EXERCISES["{ex.grade_id}"]
-    assert ex.names == ("{ex.cls}",) and ex.probe_names == ("forward", "backward")
+    assert ex.names == ("{ex.cls}",) and ex.probe_names == ("forward", "backward"{', "precision"' if ex.precision else ""})
 
 
 def test_the_solution_earns_every_point():
@@ -256,7 +267,7 @@ def solution_cells(ex: NewExercise) -> str:
     return f'''
 
 # %% [markdown]
-# ## Exercise `{ex.grade_id}` (2 points)
+# ## Exercise `{ex.grade_id}` ({3 if ex.precision else 2} points)
 #
 # `{ex.cls}.apply({args})` must return `{ex.reference}`, with a backward you derive by hand.
 
@@ -327,14 +338,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what forward must compute, one expression of the arguments, e.g. 'torch.sin(x)'")
     p.add_argument("--args", default="x", help="forward's tensor arguments, comma-separated (default: x)")
     p.add_argument("--title", help="the exercise's title (default: the class name)")
+    p.add_argument("--precision", metavar="LOW,HIGH", type=_interval,
+                   help="add a stage (1 point) that wants values and gradients accurate relative to themselves on a "
+                   "wide grid of x in [LOW, HIGH], e.g. --precision=-1e4,1e4 (numerics exercises of one input)")
     return p
+
+
+def _interval(text: str) -> tuple[float, float]:
+    """--precision's LOW,HIGH: two finite numbers, LOW below HIGH."""
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--precision takes LOW,HIGH, two numbers such as -1e4,1e4, not {text!r}") \
+            from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise argparse.ArgumentTypeError(f"--precision needs finite LOW < HIGH, not {text!r}")
+    return low, high
 
 
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = build_parser().parse_args(argv)
     lesson = args.lesson.zfill(2) if args.lesson.isdigit() else args.lesson
     ex = NewExercise(args.grade_id, lesson, args.defines, tuple(a.strip() for a in args.args.split(",")),
-                     args.reference, args.title or args.defines)
+                     args.reference, args.title or args.defines, args.precision)
     try:
         done = write(ex, root)
     except Refused as refused:

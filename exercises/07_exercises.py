@@ -92,11 +92,16 @@ check("relu_inplace", globals())
 # returns **two** tensors `(y, mask)`:
 #
 # * `y` equals `x.clamp(lo, hi)`, and its gradient matches `torch.clamp`'s, **including at
-#   the boundaries** $x = \text{lo}$ and $x = \text{hi}$ (find out what PyTorch does there);
-# * `mask` is a float tensor of `x`'s dtype, 1.0 where $\text{lo} \le x \le \text{hi}$ and 0.0
-#   elsewhere. It has no meaningful gradient, so `mask.requires_grad` must be `False`;
+#   the boundaries** $x = \text{lo}$ and $x = \text{hi}$;
+# * `mask` is a float tensor of `x`'s dtype, 1.0 where `torch.clamp` lets the gradient of
+#   `x` through and 0.0 elsewhere. It has no meaningful gradient, so `mask.requires_grad`
+#   must be `False`;
 # * backward returns `None` for `lo` and `hi`.
 #
+# Between the boundaries the gradient passes, outside it does not; at the boundaries
+# themselves the rule changed in torch 2.14 (lessons 06 and 09), and the check follows the
+# torch it runs on. Find out what yours does, with autograd on `torch.clamp` itself; inside
+# `forward` autograd is off, and `with torch.enable_grad():` turns it back on.
 # Backward receives one gradient per output. The mask you compute in forward is also
 # exactly what backward needs.
 

@@ -294,6 +294,7 @@ for name, norm_grad in norm_grads.items():
     (again,) = torch.autograd.grad(value.sum(), rows)  # differentiate the gradient formula once more
     print(f"{name:30s} value {rows4(value)}, differentiated again {rows4(again)}")
 
+# %% [markdown]
 # ## `torch.func` on the new `Exp`
 #
 # With `setup_context`, reverse-mode transforms work: `grad` (above) and `jacrev`, which

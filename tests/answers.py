@@ -133,3 +133,13 @@ def recomputed_by(grad: str) -> Edit:
     return (MUL_GRADS, "with torch.enable_grad():\n"
                        "            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
                        f"            return {grad}(a2 * b2, (a2, b2), g)")
+
+
+# --------------------------------------------------------------------------- outside answers, issue 49 (second batch)
+# research code and public answers, as edits of the bases: each passed a check that could not tell it was wrong
+SQUEEZED_BIAS: Edit = ("gb = g.sum(0)", "gb = g.sum(0).squeeze(0)")  # LINEAR_FUNCTION's bias: 0-d at out_features 1
+# MUL that saves b only when b needs a gradient, and so has no b for a's gradient when only a needs one
+SAVES_B_ONLY_FOR_B: tuple[Edit, Edit] = (
+    ("ctx.save_for_backward(a, b)", "ctx.save_for_backward(a, b) if b.requires_grad else ctx.save_for_backward(a)"),
+    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "a, *b = ctx.saved_tensors\n        return (g * b[0] if b else None), g * a"),
+)

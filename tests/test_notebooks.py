@@ -83,6 +83,15 @@ def test_first_code_cell_is_the_setup_cell(py: Path):
     assert first.source == build.setup_cell_source()
 
 
+@pytest.mark.parametrize("py", SOURCES, ids=IDS)
+def test_no_heading_hides_as_a_comment_in_a_code_cell(py: Path):
+    """A heading written as `# ## Title` inside a code cell (a missing `# %% [markdown]` marker) renders as a comment
+    and is missing from the lesson's outline (issue 49, item 8: lesson 08's `torch.func` on the new `Exp`)."""
+    hidden = [line for c in jupytext.read(py).cells if c.cell_type == "code"
+              for line in c.source.splitlines() if re.match(r"# #{1,4} \S", line)]
+    assert not hidden, f"{py.name}: headings inside code cells (add a `# %% [markdown]` line above them): {hidden}"
+
+
 def test_setup_cell_installs_from_the_one_repository_url():
     url = build.repo_url()
     assert url.startswith("https://github.com/")

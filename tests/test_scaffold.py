@@ -136,3 +136,58 @@ def test_contributing_map_names_every_folder_and_module():
     unnamed = sorted(f for f in folders if f"`{f}/" not in section and f"`{f}`" not in section and f"`{f}/`" not in section)
     unnamed += sorted(m for m in modules if f"`{m}`" not in section and f"`{m.rsplit('/', 1)[1]}`" not in section)
     assert unnamed == [], f"CONTRIBUTING's map has no row for {unnamed}"
+
+
+PRECISION_PROBE = """
+import json, torch
+from torch.autograd import Function
+from course_utils import checks
+ex = checks.EXERCISES["logsigmoid"]
+cell = '''
+class LogSigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.nn.functional.logsigmoid(x)
+        ctx.save_for_backward(y)
+        return y
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return BACKWARD
+'''
+out = {"stages": [s.name for s in ex.stages], "probes": list(ex.probe_names)}
+for name, backward in (("cancelling", "grad_output * (1 - torch.exp(y))"), ("accurate", "-grad_output * torch.expm1(y)")):
+    ns = {"torch": torch, "Function": Function}
+    exec(cell.replace("BACKWARD", backward), ns)
+    r = checks.run_check("logsigmoid", ns)
+    out[name] = [r.points, r.max, r.mistakes]
+print(json.dumps(out))
+"""
+
+
+def test_a_numerics_exercise_gets_the_precision_stage(copy, capsys):
+    """Issue 49, item 5: `--precision=LOW,HIGH` gives the new exercise FunctionSpec's relative-precision stage; the
+    cancelling logsigmoid backward grad_output * (1 - exp(y)) earns forward and backward but fails it, the accurate
+    one passes."""
+    import json
+
+    copy, _ = copy
+    argv = ["logsigmoid", "--lesson", "3", "--defines", "LogSigmoid", "--reference",
+            "torch.nn.functional.logsigmoid(x)", "--precision=-1e4,1e4"]
+    assert new_exercise.main(argv, root=copy) == 0, capsys.readouterr().err
+    assert "## Exercise `logsigmoid` (3 points)" in (copy / "solutions" / "03_exercises.py").read_text()
+    run = subprocess.run([sys.executable, "-c", PRECISION_PROBE], cwd=copy, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["probes"] == ["forward", "backward", "precision"] and "x from -10000 to 10000" in got["stages"][-1]
+    assert got["cancelling"] == [2.0, 3, ["imprecise_gradient"]] and got["accurate"] == [3.0, 3, []], got
+
+
+def test_precision_wants_one_argument_and_an_interval(copy, capsys):
+    copy, _ = copy
+    base = ["cos", "--lesson", "3", "--defines", "Cos", "--reference", "torch.cos(x) * y", "--args", "x,y"]
+    assert new_exercise.main([*base, "--precision=-1,1"], root=copy) == 2
+    assert "--precision judges a function of one input" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        new_exercise.main([*COS, "--precision=1,-1"], root=copy)
+    assert "needs finite LOW < HIGH" in capsys.readouterr().err

@@ -14,7 +14,10 @@ import torch
 
 from ..probes.autograd_function import grad_output, materialize
 from ..wire import Opaque
+from .compare import close, describe_input, fmt, max_err, reducible
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .precision import Precision, precision_stage
+from .precision import request as precision_request
 
 catalogue({
     "forward_wrong": "forward does not match the reference",
@@ -30,6 +33,7 @@ catalogue({
     "missing_gradient": "backward returned None for an input that needs a gradient",
     "grad_output_inplace": "backward modified grad_output in place",
     "wrong_shape": "a gradient has the wrong shape",
+    "squeezed_gradient": "a gradient has the right values but lost a dimension of size 1 (a squeeze at one feature)",
     "wrong_dtype": "a gradient has the wrong dtype",
     "nan_gradient": "a gradient contains NaN or inf",
     "gradient_wrong": "a gradient does not match the reference",
@@ -41,7 +45,8 @@ catalogue({
 
 
 # --------------------------------------------------------------------------- inputs (judge side)
-__all__ = ["grad_output", "materialize"]  # shared with the probes: the same inputs on both sides
+# grad_output, materialize: shared with the probes (the same inputs on both sides); the rest from compare.py
+__all__ = ["close", "describe_input", "fmt", "grad_output", "materialize", "max_err", "reducible"]
 
 
 def tensor_arg(shape, seed: int, dtype=torch.float64, grad: bool = True, low: float | None = None,
@@ -60,34 +65,6 @@ def fixed_arg(values, dtype=torch.float64, grad: bool = True) -> dict:
 
 def value_arg(value: object) -> dict:
     return {"v": value}
-
-
-# --------------------------------------------------------------------------- comparisons
-def fmt(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
-
-
-def close(a: object, b: torch.Tensor, dtype: torch.dtype) -> bool:
-    if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.is_complex() or a.dtype == torch.bool:
-        return False
-    tol = 1e-5 if dtype == torch.float32 else 1e-10
-    return bool(torch.allclose(a.double(), b.double(), rtol=tol * 10, atol=tol))
-
-
-def reducible(got: torch.Size, want: torch.Size) -> bool:
-    try:
-        torch.zeros(got).sum_to_size(want)
-        return True
-    except RuntimeError:
-        return False
-
-
-def describe_input(names: tuple[str, ...], i: int) -> str:
-    return f"input {i} (`{names[i]}`)" if i < len(names) else f"input {i}"
 
 
 # --------------------------------------------------------------------------- the spec
@@ -112,6 +89,9 @@ class FunctionSpec:
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
     grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
+    # what backward returns, for a wrong gradient's hint, where it is not the derivative of describe (clip_grad)
+    gradient_rule: str = ""
+    precision: Precision | None = None  # a wide-grid relative-precision stage (one-input numerics exercises)
 
 
 def request(spec: FunctionSpec, seed: int) -> dict:
@@ -122,7 +102,8 @@ def request(spec: FunctionSpec, seed: int) -> dict:
         cases.append({"args": args, "label": label, "g": grad_output(want.shape, want.dtype, base + k)})
     return {"gid": spec.grade_id, "cls": spec.cls_name, "cases": cases,
             "gradcheck": spec.gradcheck_args(base) if spec.gradcheck_args else None,
-            "patterns": [list(p) for p in spec.patterns]}
+            "patterns": [list(p) for p in spec.patterns],
+            **({"precision": precision_request(spec.precision)} if spec.precision else {})}
 
 
 # --------------------------------------------------------------------------- judges (apart from student code)
@@ -269,6 +250,7 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
                       f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
                       "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
     if got_g.shape != args[i].shape:
+        _judge_squeezed(spec, i, got_g, want_g, label)
         mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
         if mistake is not None:
             raise mistake
@@ -287,9 +269,24 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
         mistake = _generic_diagnosis(spec, i, got_g, want_g, g, label, ones_grad)
     if mistake is not None:
         raise mistake
+    rule = spec.gradient_rule or f"re-derive d({spec.describe})/d{names[i]} and multiply by grad_output"
     raise Mistake("gradient_wrong", f"{gid}: the gradient for {what} is wrong for {label} "
-                  f"(largest error {fmt(max_err(got_g, want_g))}); re-derive d({spec.describe})/d{names[i]} "
-                  "and multiply by grad_output.")
+                  f"(largest error {fmt(max_err(got_g, want_g))}); {rule}.")
+
+
+def _judge_squeezed(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, label: str) -> None:
+    """The right values with a dimension of size 1 dropped (``.squeeze()`` at one output feature): autograd raises
+    "invalid gradient" in training, so it is named, not reduced."""
+    shape = want_g.shape
+    if reducible(got_g.shape, shape) or got_g.numel() != want_g.numel() or not close(got_g.reshape(shape), want_g,
+                                                                                      want_g.dtype):
+        return
+    raise Mistake("squeezed_gradient", f"{spec.grade_id}: the gradient for {describe_input(spec.arg_names, i)} has "
+                  f"shape {tuple(got_g.shape)}, the input has shape {tuple(shape)} ({label}): the values are right "
+                  "but a dimension of size 1 is missing (a squeeze or an index drops it when that size happens to be "
+                  "1), and autograd refuses such a gradient (\"invalid gradient\") in training.",
+                  fix="give the gradient its input's shape: squeeze no dimension that the input has, or reshape to "
+                  "the input's shape at the end.")
 
 
 def _ones_grad(cache: list, want: torch.Tensor, inputs: list[torch.Tensor], g: torch.Tensor,
@@ -380,7 +377,7 @@ def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
 
 
 def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, backward_points: float,
-                      needs_input_grad_points: float = 0) -> Exercise:
+                      needs_input_grad_points: float = 0, precision_points: float = 0) -> Exercise:
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
               probe="forward", judge=lambda req, f: judge_forward(spec, req, f)),
@@ -391,5 +388,9 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
                             probe="needs_input_grad", judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+    if precision_points:
+        if spec.precision is None:
+            raise ValueError(f"{spec.grade_id}: precision_points needs FunctionSpec(precision=Precision(...))")
+        stages.append(precision_stage(spec.precision, spec.reference, spec.grade_id, spec.cls_name, precision_points))
     return Exercise(grade_id=spec.grade_id, title=title, names=(spec.cls_name,), stages=tuple(stages),
                     request=lambda seed: request(spec, seed))

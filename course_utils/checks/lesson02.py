@@ -17,6 +17,9 @@ def _cases(base: int):
         ([tensor_arg((4, 3), base + 5, layout="t"), tensor_arg((4, 3), base + 6, layout="t")],
          "non-contiguous (transposed) inputs"),
         ([tensor_arg((1,), base + 7), tensor_arg((1,), base + 8)], "inputs of shape (1,)"),
+        # one input a constant: a backward that reads what forward saved only for the other input (issue 49)
+        ([tensor_arg((3,), base + 9), tensor_arg((3,), base + 10, grad=False)], "only a requires grad"),
+        ([tensor_arg((3,), base + 13, grad=False), tensor_arg((3,), base + 14)], "only b requires grad"),
     ]
 
 

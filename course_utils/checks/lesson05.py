@@ -100,6 +100,9 @@ CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("
                          cases=_clip_cases,
                          describe="x unchanged (gradient clipped in backward)", diagnose=_clip_diagnose,
                          also_correct=(references.clip_grad_eps,),
+                         gradient_rule="this backward is not a derivative: it returns grad_output itself when its "
+                         "norm (over the whole tensor) is at most max_norm, and grad_output scaled down to norm "
+                         "max_norm when it is larger",
                          # not "gradcheck": the exercise says gradcheck fails, as it must for a clipped gradient
                          backward_name="backward returns grad_output clipped to norm max_norm, the whole tensor's norm "
                          "(several shapes, float32/float64)")

@@ -23,7 +23,7 @@ catalogue({
     "relu_kink": "the ReLU gradient at x == 0 differs from torch.relu's (0)",
     "mask_differentiable": "a mask output is not marked non-differentiable",
     "mask_wrong": "the mask output has the wrong dtype or values",
-    "clamp_boundary": "the clamp mask or gradient at x == lo or x == hi differs from torch.clamp's (1)",
+    "clamp_boundary": "the clamp mask or gradient at x == lo or x == hi differs from the installed torch.clamp's",
 })
 
 F64, F32 = torch.float64, torch.float32
@@ -172,8 +172,22 @@ def _clamp_request(seed: int) -> dict:
 
 
 def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    x = case["x"]["t"]
-    return (x >= case["lo"]) & (x <= case["hi"]), (x == case["lo"]) | (x == case["hi"])
+    """Where the installed torch.clamp passes x's gradient through (1.0) or not (0.0), asked of torch.clamp itself
+    (at x == lo and x == hi: 1 up to torch 2.13, 0 from 2.14 on), and where x is a boundary."""
+    x = case["x"]["t"].detach().clone().requires_grad_()
+    with torch.enable_grad():  # grad mode is per thread: the judge's may be off
+        (through,) = torch.autograd.grad(x.clamp(case["lo"], case["hi"]).sum(), x)
+    x = x.detach()
+    return through, (x == case["lo"]) | (x == case["hi"])
+
+
+def _boundary_rule(through: torch.Tensor, edge: torch.Tensor) -> tuple[str, str]:
+    """What this torch's clamp does at the boundaries, in words, and the comparison that says it (for the fix)."""
+    if bool((through[edge] == 1).all()):
+        return "lets the gradient through at x == lo and x == hi", "lo <= x <= hi"
+    if not bool(through[edge].any()):
+        return "gives no gradient at x == lo and x == hi (its rule from torch 2.14 on)", "lo < x < hi"
+    return "gives the gradient values PyTorch's autograd shows at x == lo and x == hi", "torch.clamp's own gradient"
 
 
 def _judge_clamp_forward(req: dict, facts: dict) -> None:
@@ -194,19 +208,21 @@ def _judge_clamp_forward(req: dict, facts: dict) -> None:
         if got["node"] != "custom":
             raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
                           "return a tensor computed in forward and call the Function with .apply.")
-        inside, edge = _inside(case)
+        through, edge = _inside(case)
         if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
             raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
                           f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}.",
                           fix="convert the comparison with .to(x.dtype).")
-        want_mask = inside.to(x.dtype)
+        want_mask = through.to(x.dtype)
         if not torch.equal(mask, want_mask):
+            rule, comparison = _boundary_rule(through, edge)
             if torch.equal(mask[~edge], want_mask[~edge]):
-                raise Mistake("clamp_boundary", f"{gid}: the mask is 0 where x == lo or x == hi ({label}); the "
-                              "boundaries count as inside (strict comparisons?).",
-                              fix="use lo <= x <= hi, not strict comparisons.")
+                raise Mistake("clamp_boundary", f"{gid}: the mask differs from torch.clamp's gradient only where "
+                              f"x == lo or x == hi ({label}): the installed torch's clamp {rule}, and the mask "
+                              "marks where the gradient passes.", fix=f"use {comparison} for the mask.")
             raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
-                          "lo <= x <= hi and 0.0 elsewhere.")
+                          "torch.clamp lets x's gradient through (lo < x < hi, and the boundaries as this torch "
+                          "treats them) and 0.0 elsewhere.")
 
 
 def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
@@ -240,19 +256,20 @@ def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
             raise Mistake("wrong_shape" if grad is not None else "missing_gradient",
                           f"{gid}: the gradient for x is a {type_name(grad)} of shape "
                           f"{tuple(getattr(grad, 'shape', ()))}; it must be a tensor of x's shape {tuple(x.shape)}.")
-        inside, edge = _inside(case)
-        want = g * inside
+        through, edge = _inside(case)
+        want = g * through.to(g.dtype)
         if close(grad, want, x.dtype):
             continue
-        if close(grad[~edge], want[~edge], x.dtype) and not grad[edge].any():
+        if close(grad[~edge], want[~edge], x.dtype):
+            rule, comparison = _boundary_rule(through, edge)
             raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where x == lo or x == hi "
-                          f"({label}); torch.clamp lets the gradient through at the boundaries.",
-                          fix="use lo <= x <= hi for the mask.")
-        if close(grad, inside.to(x.dtype), x.dtype):
+                          f"({label}); the installed torch's clamp {rule}.", fix=f"use {comparison} for the mask.")
+        if close(grad, through.to(x.dtype), x.dtype):
             raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
                           "is only the local derivative (the mask).", fix="return grad_output * mask.")
         raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
-                      f"{fmt(max_err(grad, want))}); it is grad_output where lo <= x <= hi and 0 elsewhere.")
+                      f"{fmt(max_err(grad, want))}); it is grad_output where torch.clamp lets it through and 0 "
+                      "elsewhere.")
     return autograd_flags(gid, "ClampWithMask", [got for _, got in _pairs(req, facts)])  # issue 31
 
 

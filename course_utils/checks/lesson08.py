@@ -28,6 +28,7 @@ catalogue({
     "jvp_not_saved": "jvp reads ctx.saved_tensors but setup_context did not call save_for_forward",
     "jvp_wrong_tangent": "jvp returns the wrong tangent",
     "softmax_unstable": "softmax overflows for large inputs (exp of x without subtracting the row maximum)",
+    "softmax_empty_row": "forward fails on an empty last dimension, where torch.softmax returns an empty tensor",
     "softmax_jacobian": "backward forms the full Jacobian (or another tensor far larger than the input)",
     "softmax_elementwise": "backward treats softmax as elementwise: y (1 - y) g, without the sum over the row",
     "softmax_not_differentiable":
@@ -53,7 +54,7 @@ def _request(seed: int) -> dict:
     return {"xs": xs, "gs": [grad_output(x.shape, x.dtype, base + 10 + k) for k, x in enumerate(xs)],
             "big": t((64, 512), 4), "big_g": grad_output((64, 512), torch.float64, base + 5),
             "x": t((3, 5), 6), "batch": t((3, 2, 4), 7), "small": t((2, 4), 8), "tangent": t((3, 5), 9),
-            "gc": t((2, 4), 11)}
+            "gc": t((2, 4), 11), "empty": torch.zeros((2, 3, 0), dtype=torch.float64)}
 
 
 def softmax_vjp(y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -133,6 +134,23 @@ def _judge_eager(req: dict, facts: dict) -> None:
                           "through ctx.save_for_backward / ctx.save_for_forward in setup_context.")
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
+
+
+def _judge_empty(req: dict, facts: dict) -> None:
+    """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
+    FuncSoftmax must too. Its own stage, last: an answer right everywhere else keeps those points."""
+    x, record, style = req["empty"], facts["empty"], facts["style"]
+    what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
+    if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":
+        raise Mistake("softmax_empty_row", f"{GID}: {what} raised {str(record['error']).split(' (in ')[0]}, where "
+                      "torch.softmax returns an empty tensor of the same shape: a reduction over an empty dimension "
+                      "(a maximum of no numbers) has no value.", fix="return the empty input's copy (x.clone()) "
+                      "when x.shape[-1] == 0, before any reduction over the last dimension.")
+    got = _value_of(record, what, style)
+    if not isinstance(got, list) or len(got) != 2:
+        raise Malformed("no output and gradient for the empty input")
+    _compare(got[0], torch.softmax(x, -1), f"forward ({what})", "forward_wrong")
+    _compare(got[1], torch.zeros_like(x), f"the gradient ({what})")
 
 
 SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
@@ -253,6 +271,8 @@ FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",
           probe="func", judge=_judge_func),
     Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", points=1,
           probe="forward_mode", judge=_judge_forward_mode),
+    Stage(name="wherever torch.softmax works: an empty last dimension gives an empty output and gradient", points=1,
+          probe="empty", judge=_judge_empty),
 ), request=_request)
 
 EXERCISES = [FUNC_SOFTMAX]

@@ -25,6 +25,7 @@ catalogue({
     "log1mexp_large_x": "forward loses precision (or gives 0) for large x: the log of a number that rounds to 1",
     "log1mexp_gradient": "the gradient is inaccurate or not finite at one end: it should be 1 / expm1(x)",
     "lambert_not_converged": "forward stops iterating before W(x) has converged (a fixed number of steps)",
+    "lambert_stagnates": "forward's iteration stands still far from W(x) (a start far from W: w - 1 == w for a huge w)",
     "lambert_gradient": "backward is not the implicit-function derivative of W, or is not finite at x = 0",
     "lambert_records_iterations": "forward records its iterations for autograd (ops inside it save tensors)",
     "lambert_saves_iterates": "forward keeps more for backward the more iterations it takes (it saves iterates)",
@@ -204,14 +205,36 @@ def _judge_lambert_forward(req: dict, facts: dict) -> None:
         k = _worst(x, torch.nan_to_num(err, nan=1e300, posinf=1e300), bad)
         head = (f"lambert_w: forward gives {out[k].item():.10g} for {NAME[dtype]} x = {x[k].item():.3g}, W(x) = "
                 f"{want[k].item():.10g} (relative error allowed {LAMBERT_RTOL[dtype]:g})")
-        if torch.isfinite(out[k]):
-            raise Mistake("lambert_not_converged", f"{head}: the iteration stopped before it converged there "
-                          "(a fixed number of steps?); far-away x need more steps than x near 1.",
-                          fix="iterate until the relative change is below the dtype's eps (torch.finfo(x.dtype).eps), "
-                          "with a cap on the number of steps in case the last bit oscillates.")
-        raise Mistake("forward_not_finite", f"{head}: an intermediate overflows (exp(w) for a large start value?).",
-                      fix="start from log1p(x), which is never below W(x) and never overflows.")
+        raise _lambert_forward_mistake(head, out[k].item(), x[k].item(), want[k].item(), dtype)
     judge_forward(LAMBERT, req, facts["cases"])
+
+
+LAMBERT_START = ("start from log1p(x), which is never below W(x), never far above it, and never overflows; then "
+                 "iterate until the relative change is below the dtype's eps, with a cap on the number of steps.")
+
+
+def _lambert_forward_mistake(head: str, w: float, x: float, right: float, dtype: torch.dtype) -> Mistake:
+    """Why forward's W is wrong at x (issue 49, item 6): an iteration stopped early, one that stands still far from
+    W(x) (its Newton step below the last bit of w: a start far from W), or an overflow (an iterate far above W)."""
+    if not math.isfinite(w):
+        return Mistake("forward_not_finite", f"{head}: an intermediate overflows: exp(w) is inf for an iterate w far "
+                       f"above W(x) = {right:.3g}. A start far above W(x) (x itself) overflows at once, and Newton's "
+                       "first step from a start far below it overshoots far past W(x) for large x (from w = 1 it "
+                       "lands near x / (2e)): where the iteration starts decides whether it stays finite.",
+                       fix=LAMBERT_START)
+    wt, xt = torch.tensor(w, dtype=dtype), torch.tensor(x, dtype=dtype)
+    step = ((wt - xt * torch.exp(-wt)) / (wt + 1)).item()  # Newton's step on w e^w - x at the answer, in its dtype
+    if w != 0 and abs(step) <= 4 * torch.finfo(dtype).eps * abs(w):
+        return Mistake("lambert_stagnates", f"{head}: the iteration stands still there, far from W(x): at w = {w:.3g} "
+                       f"Newton's step ({step:.3g}) is below the last bit of w ({NAME[dtype]} w - 1 == w), so "
+                       "the relative change looks converged although w is wrong. The start is the cause: from 0 or "
+                       "from x itself the iterate for large x sits where a step of about 1 changes nothing.",
+                       fix=LAMBERT_START)
+    return Mistake("lambert_not_converged", f"{head}: the iteration stopped before it converged there (one more "
+                   f"Newton step still moves w by {abs(step) / max(abs(w), 1e-300):.2g} of itself): a fixed number "
+                   "of steps? Far-away x need more steps than x near 1.",
+                   fix="iterate until the relative change is below the dtype's eps (torch.finfo(x.dtype).eps), "
+                   "with a cap on the number of steps in case the last bit oscillates.")
 
 
 def _judge_kept(req: dict, facts: dict) -> None:

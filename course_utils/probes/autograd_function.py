@@ -143,5 +143,24 @@ def needs_input_grad(ns, req: dict) -> dict:
     return {"every": out[0], "patterns": out[1:]}
 
 
+def precision(ns, req: dict) -> dict:
+    """Forward and backward (grad_output = 1) on the wide grid of each dtype (``req["precision"]``)."""
+    cls, name = function_class(ns, req), req["cls"]
+    out = {}
+    for key, grid in req["precision"].items():
+        def one(grid=grid) -> dict:
+            x = grid.clone().requires_grad_(True)
+            y = call(f"{name}.forward", cls.apply, x)
+            node = custom_node(y)
+            if node is None:
+                return {"out": y, "grad": None}
+            with torch.no_grad():
+                raw = call(f"{name}.backward", node.apply, torch.ones_like(x))
+            return {"out": y, "grad": raw[0] if isinstance(raw, tuple) else raw}
+        out[key] = attempt(one)
+    return out
+
+
 STAGES = {"forward": forward, "backward": backward}  # a Function exercise's first two stages, by name
 WITH_NEEDS_INPUT_GRAD = {**STAGES, "needs_input_grad": needs_input_grad}
+WITH_PRECISION = {**STAGES, "precision": precision}

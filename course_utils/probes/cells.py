@@ -132,6 +132,9 @@ def watch_cells() -> None:
     if not getattr(shell, "_course_watch_cells", False):
         shell.events.register("post_run_cell", record)
         shell._course_watch_cells = True
+        from . import warmup
+
+        warmup.start()  # the first check's imports, while the student reads (issue 49)
 
 
 watch_cells()  # importing this module is what the shared set-up cell does for it

@@ -77,6 +77,19 @@ def softmax_eager(ns, req: dict) -> dict:
     return {"style": _style(cls), "cases": cases}
 
 
+def softmax_empty(ns, req: dict) -> dict:
+    """Forward and backward on an empty last dimension, where torch.softmax returns an empty tensor."""
+    cls = _softmax_class(ns)
+
+    def run() -> list:
+        x = req["empty"].clone().requires_grad_()
+        y = cls.apply(x)
+        (grad,) = torch.autograd.grad(y, x, torch.zeros_like(y))
+        return [y, grad]
+    out = outcome("FuncSoftmax.apply", run)
+    return {"style": _style(cls), "empty": {k: detached(v) for k, v in out.items()}}
+
+
 def softmax_backward(ns, req: dict) -> dict:
     """``.backward()`` on each case (the gradient that reaches x), then the ops of backward on a (64, 512) input."""
     cls = _softmax_class(ns)
@@ -166,4 +179,4 @@ def softmax_forward(ns, req: dict) -> dict:
 
 
 PROBES = {"func_softmax": {"eager": softmax_eager, "backward": softmax_backward, "func": softmax_func,
-                          "forward_mode": softmax_forward}}
+                          "forward_mode": softmax_forward, "empty": softmax_empty}}

@@ -5,7 +5,15 @@ that fails one grades wrongly. The docs' LinearFunction pair sits with lesson 04
 (tests/checks/test_lesson04.py), since the setup_context one fails by design (its bias is not optional).
 """
 import pytest
-from answers import MUL_AS_TAUGHT, TAUGHT_GRADS, mutate
+from answers import (
+    LINEAR_FUNCTION,
+    MUL,
+    MUL_AS_TAUGHT,
+    SAVES_B_ONLY_FOR_B,
+    SQUEEZED_BIAS,
+    TAUGHT_GRADS,
+    mutate,
+)
 from check_helpers import ns_from
 
 from course_utils import checks
@@ -93,6 +101,64 @@ class Log1mExp(torch.autograd.Function):
         return grad_output / torch.expm1(x)
 """),
 }
+
+
+# issue 49, the second batch: right answers others wrote, and the patterns a check used to pass although wrong
+EXTERNAL.update({
+    # a softmax written with logsumexp: stable, and right on an empty last dimension like torch.softmax
+    "func_softmax: logsumexp form": ("func_softmax", """
+class FuncSoftmax(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return torch.exp(x - torch.logsumexp(x, dim=-1, keepdim=True))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        y, = ctx.saved_tensors
+        return y * (grad_output - (grad_output * y).sum(-1, keepdim=True))
+
+    @staticmethod
+    def jvp(ctx, x_tangent):
+        y, = ctx.saved_tensors
+        return y * (x_tangent - (x_tangent * y).sum(-1, keepdim=True))
+"""),
+    # a clamp whose mask is what the installed torch.clamp's autograd says (whatever the release's boundary rule)
+    "clamp_with_mask: the rule asked of torch.clamp": ("clamp_with_mask", """
+class ClampWithMask(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        with torch.enable_grad():
+            probe = x.detach().requires_grad_()
+            (mask,) = torch.autograd.grad(probe.clamp(lo, hi).sum(), probe)
+        ctx.mark_non_differentiable(mask)
+        ctx.save_for_backward(mask)
+        return x.clamp(lo, hi), mask
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_mask):
+        mask, = ctx.saved_tensors
+        return grad_y * mask, None, None
+"""),
+})
+OUTSIDE_WRONG = {  # outside answer -> (exercise, its source, the mistake the check now names)
+    "linear_function: bias gradient squeezed to 0-d at one output": (
+        "linear_function", mutate(LINEAR_FUNCTION, SQUEEZED_BIAS), "squeezed_gradient"),
+    "mul: b saved only when b requires grad": ("mul", mutate(MUL, *SAVES_B_ONLY_FOR_B), "missing_gradient"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_WRONG))
+def test_an_outside_wrong_answer_fails_with_its_diagnosis(name):
+    grade_id, source, code = OUTSIDE_WRONG[name]
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == [code], result.report()
 
 
 @pytest.mark.parametrize("name", sorted(EXTERNAL))

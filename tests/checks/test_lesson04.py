@@ -1,7 +1,7 @@
 """Lesson 04's transfer exercise `linear_nd`: each catalogued mistake gets its diagnosis."""
 import pytest
 import torch
-from answers import LINEAR_FUNCTION, mutate
+from answers import LINEAR_FUNCTION, SQUEEZED_BIAS, mutate
 
 from course_utils import checks
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from, solution_namespace
@@ -77,6 +77,7 @@ class LinearFunction(Function):
 """
 
 GRAD_INPUT = "gi = g.mm(weight)"  # linear_function's (tests/answers.py) first gradient
+GRAD_BIAS = "gb = g.sum(0)"  # and its bias gradient
 
 
 def linear_nd(forward="input @ weight.t()", grad_weight="rows.t() @ input.reshape(-1, in_f)",
@@ -105,7 +106,31 @@ BUGS = {
                       ["input 0 (`input`)", "wrong sign everywhere", "exactly the negative"]),
     "forgot_grad_output": ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_INPUT, "gi = torch.ones_like(g).mm(weight)")),
                            ["input 0 (`input`)", "missing the factor grad_output", "grad_output = 1"]),
+    # issue 49, item 1: research code's bias gradient, 0-d at one output feature ("invalid gradient ... got []")
+    "squeezed_gradient": ("linear_function", mutate(LINEAR_FUNCTION, SQUEEZED_BIAS),
+                          ["input 2 (`bias`)", "shape (), the input has shape (1,)", "one output feature",
+                           "a dimension of size 1 is missing", "invalid gradient"]),
+    # issue 49, item 2: an answer that requires a bias is told so, not blamed for its (right) leading dims
+    "nd_bias_none": ("linear_nd", mutate(linear_nd(), ("return out if bias is None else out + bias", "return out + bias")),
+                     ["for input (5, 4) and bias=None", "LinearND.forward raised TypeError", "bias is optional"]),
 }
+
+
+def test_a_bias_that_is_required_is_not_blamed_on_the_leading_dims():
+    """Issue 49, item 2: the bias=None case has a 2-D input of its own, and the hint speaks of the bias only."""
+    result = checks.run_check("linear_nd", ns_from(BUGS["nd_bias_none"][1]))
+    said = f"{result.diagnosis} {result.fix}"
+    assert "assumes exactly one" not in said and "input @ weight.T" not in said, said
+
+
+@pytest.mark.parametrize("grade_id, source", [
+    ("linear_function", mutate(LINEAR_FUNCTION, (GRAD_BIAS, "gb = g.sum(0, keepdim=True).squeeze()"))),
+    ("linear_nd", linear_nd(grad_bias="rows.sum(0).squeeze()")),
+])
+def test_a_squeezed_bias_gradient_fails_on_one_output_feature(grade_id, source):
+    """Issue 49, item 1: the degenerate sizes are cases; one output feature shows the 0-d bias gradient."""
+    result = checks.run_check(grade_id, ns_from(source))
+    assert result.mistakes == ["squeezed_gradient"] and "one output feature" in result.report(), result.report()
 
 
 def test_the_view_hint_does_not_quote_the_fix():

@@ -162,3 +162,10 @@ def test_no_stage_of_clip_grad_promises_gradcheck():
     assert not [s.name for s in checks.EXERCISES["clip_grad"].stages if "gradcheck" in s.name]
     every = [ex for ex in checks.EXERCISES.values() for s in ex.stages if "gradcheck" in s.name]
     assert every  # the other Function exercises still name it: they run it
+
+
+def test_a_wrong_clip_is_not_told_to_re_derive_a_derivative():
+    """Issue 49, item 3: clip_grad's backward is deliberately no derivative, and its hint says so."""
+    result = checks.run_check("clip_grad", ns_from(clip("return g * 0.5, None")))
+    assert result.mistakes == ["gradient_wrong"], result.report()
+    assert "re-derive" not in result.report() and "not a derivative" in result.report()

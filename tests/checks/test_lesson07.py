@@ -1,5 +1,6 @@
 """Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
 import pytest
+import torch
 
 from course_utils import checks
 from answers import mutate
@@ -38,7 +39,19 @@ class ClampWithMask(Function):
 """
 
 
-def clamp(mask="((x >= lo) & (x <= hi)).to(x.dtype)", mark="ctx.mark_non_differentiable(mask)",
+def _clamp_passes_its_boundaries() -> bool:
+    """What the installed torch.clamp does at lo and hi (1 up to torch 2.13, 0 from 2.14 on): the tests ask it too."""
+    x = torch.tensor([-0.5, 0.75], requires_grad=True)
+    (d,) = torch.autograd.grad(x.clamp(-0.5, 0.75).sum(), x)
+    return bool(d.all())
+
+
+INCLUSIVE, STRICT = "((x >= lo) & (x <= hi)).to(x.dtype)", "((x > lo) & (x < hi)).to(x.dtype)"
+PASSES = _clamp_passes_its_boundaries()
+RIGHT_MASK, OTHER_MASK = (INCLUSIVE, STRICT) if PASSES else (STRICT, INCLUSIVE)  # this torch's rule, and the other
+
+
+def clamp(mask=RIGHT_MASK, mark="ctx.mark_non_differentiable(mask)",
           backward="grad_y * mask, None, None") -> str:
     return CLAMP.replace("MASK", mask).replace("MARK", mark).replace("BACKWARD", backward)
 
@@ -82,8 +95,10 @@ BUGS = {
                             ["mask.requires_grad is True", "ctx.mark_non_differentiable(mask)"]),
     "mask_wrong": ("clamp_with_mask", clamp(mask="(x >= lo) & (x <= hi)", backward="grad_y * mask, None, None"),
                    ["torch.float64", "torch.bool", ".to(x.dtype)"]),
-    "clamp_boundary": ("clamp_with_mask", clamp(mask="((x > lo) & (x < hi)).to(x.dtype)"),
-                       ["mask is 0 where x == lo or x == hi", "lo <= x <= hi"]),
+    # issue 49, item 4: the other torch release's rule at the boundaries (the mask is used by backward too)
+    "clamp_boundary": ("clamp_with_mask", clamp(mask=OTHER_MASK),
+                       ["mask differs from torch.clamp's gradient only where x == lo or x == hi",
+                        "lo <= x <= hi" if PASSES else "lo < x < hi"]),
     "missing_none": ("clamp_with_mask", clamp(backward="grad_y * mask, lo, hi"),
                      ["a value for the number `lo`", "return None"]),
     "tanh_once_differentiable": ("tanh_twice", tanh(decorator="@once_differentiable"),
@@ -117,7 +132,7 @@ def test_more_variants(grade_id, source, code, phrase):
 
 
 def test_clamp_boundary_in_backward_only():
-    source = clamp(backward="grad_y * ((x > LO) & (x < HI)), None, None")
+    source = clamp(backward=f"grad_y * ((x {'>' if PASSES else '>='} LO) & (x {'<' if PASSES else '<='} HI)), None, None")
     for seed in (0, 1):
         lo, hi = (checks.EXERCISES["clamp_with_mask"].request(seed)["cases"][0][k] for k in ("lo", "hi"))
         result = checks.run_check("clamp_with_mask", ns_from(source.replace("LO", str(lo)).replace("HI", str(hi))),
@@ -125,6 +140,24 @@ def test_clamp_boundary_in_backward_only():
         assert result.mistakes == ["clamp_boundary"], result.report()
         assert "except where x == lo or x == hi" in result.report()
         assert result.passed_stages == ["returns y = x.clamp(lo, hi) and the float mask"]
+
+
+def test_the_boundary_rule_is_the_installed_torchs(monkeypatch):
+    """Issue 49, item 4: the check asks torch.clamp what it does at lo and hi instead of knowing torch 2.13's rule.
+    With clamp's boundary rule flipped (as a release that changed it), the other rule's answer gets every point and
+    this torch's answer is told where it differs."""
+    real = torch.Tensor.clamp
+
+    def flipped(self, lo=None, hi=None):  # the other release: same values, the boundary gradient of the other rule
+        y = real(self, lo, hi)
+        if not self.requires_grad:
+            return y
+        through = ((self > lo) & (self < hi)) | (((self == lo) | (self == hi)) & (not PASSES))
+        return y.detach() + (self - self.detach()) * through
+    monkeypatch.setattr(torch.Tensor, "clamp", flipped)
+    assert checks.run_check("clamp_with_mask", ns_from(clamp(mask=OTHER_MASK))).status == "passed"
+    result = checks.run_check("clamp_with_mask", ns_from(clamp(mask=RIGHT_MASK)))
+    assert result.mistakes == ["clamp_boundary"], result.report()
 
 
 def test_an_unmarked_mask_loses_only_its_own_point():

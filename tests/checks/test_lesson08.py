@@ -4,6 +4,10 @@ Operators registered by one test stay in this process; every student source belo
 `exercises::row_norm` afresh, as a student re-running the cell would, so tests do not depend
 on each other's order.
 """
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from answers import mutate
@@ -15,6 +19,8 @@ class FuncSoftmax(Function):
     generate_vmap_rule = True
     @staticmethod
     def forward(x):
+        if x.shape[-1] == 0:
+            return x.clone()
         e = torch.exp(x - x.amax(-1, keepdim=True))
         return e / e.sum(-1, keepdim=True)
     @staticmethod
@@ -30,6 +36,7 @@ class FuncSoftmax(Function):
         (y,) = ctx.saved_tensors
         return y * (x_tangent - (x_tangent * y).sum(-1, keepdim=True))
 """
+EMPTY_ROWS = "        if x.shape[-1] == 0:\n            return x.clone()\n"  # SIG's first lines of forward
 
 OP = '''
 import numpy as np
@@ -97,6 +104,10 @@ class FuncSoftmax(Function):
                           ["torch.func.jvp gives the wrong tangent", "diagonal of the Jacobian"]),
     "softmax_unstable": ("func_softmax", sig("e = torch.exp(x - x.amax(-1, keepdim=True))", "e = torch.exp(x)"),
                          ["nan or inf", "overflows"]),
+    # issue 49, item 8: the task says "wherever torch.softmax does", and torch.softmax returns an empty last dim
+    "softmax_empty_row": ("func_softmax", sig(EMPTY_ROWS, ""),
+                          ["shape (2, 3, 0) (an empty last dimension) raised", "returns an empty tensor",
+                           "x.shape[-1] == 0"]),
     "softmax_jacobian": ("func_softmax", sig(VJP, JACOBIAN_BACKWARD), ["16777216 elements", "forms the Jacobian"]),
     "softmax_elementwise": ("func_softmax", sig(VJP, "return grad_output * y * (1 - y)"),
                             ["diagonal of the Jacobian only", "a sum over the row"]),
@@ -176,6 +187,18 @@ def test_variants_get_the_same_diagnosis(name):
 def test_partial_credit_follows_the_stages():
     assert assert_diagnosed("no_jvp", "func_softmax", *BUGS["no_jvp"][1:]).points == 3
     assert assert_diagnosed("no_autograd", "row_norm_op", *BUGS["no_autograd"][1:]).points == 2
+
+
+def test_a_wrong_fake_prints_a_diagnosis_not_pytorchs_traceback():
+    """Issue 49, item 7: PyTorch's fake-tensor logger printed about 30 lines of traceback above the verdict (in a
+    fresh process, as in a student's kernel: pytest's own log capture would hide it)."""
+    script = ("import sys, torch\nfrom check_helpers import ns_from\nfrom course_utils import checks\n"
+              f"r = checks.run_check('row_norm_op', ns_from({BUGS['fake_mismatch'][1]!r}))\n"
+              "print(r.mistakes)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True, check=False)
+    assert done.stdout.strip() == "['fake_mismatch']", done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 2, done.stderr[-3000:]
 
 
 def test_rerunning_the_whole_cell_passes():

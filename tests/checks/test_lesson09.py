@@ -50,6 +50,17 @@ def lambert(iterations="200", save="ctx.save_for_backward(w)", backward=LAMBERT_
     return LAMBERT.replace("ITERATIONS", iterations).replace("SAVE", save).replace("BACKWARD", backward)
 
 
+EXP_FREE_STEP = "step = (w - x * torch.exp(-w)) / (w + 1)"  # the solution's Newton step, written without e^w
+
+
+def lambert_from(start: str, step: str = "") -> str:
+    """lambert with another start (and step): the iteration to eps with a cap stays as it is."""
+    edits = [("w = torch.log1p(x)", f"w = {start}")]
+    if step:
+        edits.append(("e = w.exp()\n            step = (w * e - x) / (e * (w + 1))", step))
+    return mutate(lambert(), *edits)
+
+
 LAMBERT_REITERATES = lambert(save="ctx.save_for_backward(x)", backward="""(x,) = ctx.saved_tensors
         w = torch.log1p(x)
         for _ in range(200):
@@ -119,6 +130,9 @@ BUGS = {
     "log1mexp_gradient": ("log1mexp", log1mexp(backward="grad_output * torch.exp(-x) / (1 - torch.exp(-x))"),
                           ["gradient for float", "neither cancels"]),
     "lambert_not_converged": ("lambert_w", lambert(iterations="6"), ["x = 1e+", "need more steps"]),
+    # issue 49, item 6: public answers that iterate to eps with a cap, from a start far from W(x)
+    "lambert_stagnates": ("lambert_w", lambert_from("torch.zeros_like(x)", EXP_FREE_STEP),
+                          ["float32 x = 1e+30", "stands still", "w - 1 == w", "The start is the cause"]),
     "lambert_gradient": ("lambert_w", lambert(backward="(w,) = ctx.saved_tensors\n        return grad_output * w"),
                          ["the value instead of its derivative", "implicitly"]),
     "lambert_records_iterations": ("lambert_w", LAMBERT_RECORDING, ["records its iterations"]),
@@ -158,6 +172,20 @@ BUGS["solve_grad_b_untransposed"] = ("solve", solve(gb="torch.linalg.lu_solve(LU
                                      ["gradient for b (input 1)", "a solve with A itself", "transpose",
                                       "adjoint=True"])
 BUGS["solve_1d_b"] = ("solve", ONE_D_FORWARD, ["1-D b", "b may be a vector", "(n, k)"])
+
+
+@pytest.mark.parametrize("start, step, code, says, never", [
+    ("x.clone()", EXP_FREE_STEP, "lambert_stagnates", "stands still", "a fixed number of steps"),
+    ("torch.zeros_like(x)", EXP_FREE_STEP, "lambert_stagnates", "stands still", "a fixed number of steps"),
+    ("torch.ones_like(x)", "", "forward_not_finite", "from w = 1 it lands near x / (2e)", "for a large start value"),
+])
+def test_lambert_names_the_start_not_the_step_count(start, step, code, says, never):
+    """Issue 49, item 6: iterating to eps with a cap from a start far from W(x) is not 'a fixed number of steps', and
+    a start of 1 is not 'a large start value'; level 1 names the start as the cause, the log1p start only the fix."""
+    result = checks.run_check("lambert_w", ns_from(lambert_from(start, step)))
+    assert result.mistakes == [code], result.report()
+    assert says in result.diagnosis and never not in result.diagnosis and "start" in result.diagnosis
+    assert "log1p" not in result.diagnosis and "log1p(x)" in result.fix
 
 
 def test_lambert_backward_written_from_the_implicit_form_with_x_is_diagnosed_at_zero():
