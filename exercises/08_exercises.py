@@ -55,7 +55,7 @@ from torch.autograd import Function
 
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `func_softmax` (5 points)
+# ## Exercise `func_softmax` (4 points)
 #
 # `FuncSoftmax.apply(x)` computes the softmax over the **last** dimension of an `x` of any
 # rank, $y_i = e^{x_i} / \sum_j e^{x_j}$ along each row, and must work wherever
@@ -94,7 +94,7 @@ class FuncSoftmax(Function):
         raise NotImplementedError("Exercise 'func_softmax' is not attempted yet: replace this line with your code.")
 
 
-# %% nbgrader={"grade": true, "grade_id": "func_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 5}
+# %% nbgrader={"grade": true, "grade_id": "func_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false, "points": 4}
 from course_utils.checks import check
 
 check("func_softmax", globals())

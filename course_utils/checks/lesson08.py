@@ -138,7 +138,7 @@ def _judge_eager(req: dict, facts: dict) -> None:
 
 def _judge_empty(req: dict, facts: dict) -> None:
     """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
-    FuncSoftmax must too. Its own stage, last: an answer right everywhere else keeps those points."""
+    FuncSoftmax must too. Judged after forward mode in the last stage (``_judge_forward_mode_and_empty``)."""
     x, record, style = req["empty"], facts["empty"], facts["style"]
     what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
     if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":
@@ -242,6 +242,13 @@ def _judge_forward_mode(req: dict, facts: dict) -> None:
         raise Mistake("gradcheck_failed", f"{GID}: gradcheck(check_forward_ad=True) did not return True.")
 
 
+def _judge_forward_mode_and_empty(req: dict, facts: dict) -> None:
+    """The last stage: forward mode, then the empty last dimension (last, so that an answer right everywhere else
+    keeps the other stages' points; the exercise's 4 points are the course's contract)."""
+    _judge_forward_mode(req, facts)
+    _judge_empty(req, facts)
+
+
 def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tensor) -> Mistake:
     """A wrong tangent: what it is (level 1), the JVP's formula only as the fix (the exercise asks to derive it)."""
     head = f"{GID}: {name} gives the wrong tangent"
@@ -269,10 +276,9 @@ FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",
           "formed for a (64, 512) input)", points=1, probe="backward", judge=_judge_backward),
     Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
           probe="func", judge=_judge_func),
-    Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True)", points=1,
-          probe="forward_mode", judge=_judge_forward_mode),
-    Stage(name="wherever torch.softmax works: an empty last dimension gives an empty output and gradient", points=1,
-          probe="empty", judge=_judge_empty),
+    Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True); and, wherever "
+          "torch.softmax works, an empty last dimension gives an empty output and gradient", points=1,
+          probe="forward_mode", judge=_judge_forward_mode_and_empty),
 ), request=_request)
 
 EXERCISES = [FUNC_SOFTMAX]
