@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 from ..probes.guard import CappedText, failure
 from . import sweep
@@ -91,17 +92,68 @@ def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
                 pass
 
 
-def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText) -> str | None:
-    """Execute one cell; return a one-line description of how it failed, or None."""
-    def _alarm(signum, frame):
-        raise TimeoutError
+class Budget:
+    """The runner's own time limit for one exercise: ``cpu`` seconds of CPU time, ``wall`` seconds of the clock.
 
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, time_limit)
+    It runs from the runner's ``ready``, and again from each ``begin`` that follows a result: the
+    events that give the judge's step its time (``session.py``), so every cell and probe between two
+    of them shares one budget. The judge's step is a multiple of ``cpu`` and longer than ``wall``, so
+    the runner's own limit fires first and an answer that loops gets the same points on every run;
+    the judge's clock stops only a runner stuck where no signal reaches Python. The CPU limit
+    (``ITIMER_PROF``: this process's CPU time) does not depend on the machine's other work; the wall
+    limit catches waits that use none.
+    """
+
+    def __init__(self, cpu: float, wall: float) -> None:
+        self.cpu, self.wall = cpu, wall
+        self.cpu_end = self.wall_end = 0.0
+        self.armed = False
+
+    def start(self) -> None:
+        self.cpu_end, self.wall_end = time.process_time() + self.cpu, time.monotonic() + self.wall
+
+    def wall_left(self) -> float:
+        return self.wall_end - time.monotonic()
+
+    def spent(self) -> bool:
+        """Used up: what is left of the exercise is not started (a half-run cell would differ run to run)."""
+        return self.wall_left() <= 0 or time.process_time() >= self.cpu_end
+
+    def _timeout(self, signum, frame) -> None:
+        if self.armed:  # once per arming: a signal still pending after ``disarm`` raises nothing
+            self.armed = False
+            raise TimeoutError
+
+    def arm(self, wall: bool = True) -> None:
+        """Raise TimeoutError in this thread when the budget's CPU time (and, with ``wall``, its clock) runs out."""
+        self.armed = True
+        signal.signal(signal.SIGPROF, self._timeout)
+        signal.setitimer(signal.ITIMER_PROF, max(self.cpu_end - time.process_time(), 0.001))
+        if wall:
+            signal.signal(signal.SIGALRM, self._timeout)
+            signal.setitimer(signal.ITIMER_REAL, max(self.wall_left(), 0.001))
+
+    def disarm(self) -> None:
+        self.armed = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText, budget: Budget) -> str | None:
+    """Execute one cell within ``budget``; return a one-line description of how it failed, or None.
+
+    ``time_limit`` names the limit in the description (the same whichever of the budget's two fires).
+    """
+    if budget.spent():
+        return failure(TimeoutError(), label, time_limit)[1]
     old = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = capture
     try:
-        exec(compile(source, label, "exec"), ns)
+        try:
+            budget.arm()
+            exec(compile(source, label, "exec"), ns)
+        finally:
+            budget.disarm()
         return None
     except BaseException as exc:  # student code may raise anything, SystemExit included
         line = ""
@@ -114,9 +166,27 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
             line = f", line {exc.lineno}"
         return failure(exc, label, time_limit, line)[1]
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         sys.stdout, sys.stderr = old
+
+
+def run_probes(exercise: str, job: dict, ns: dict, budget: Budget) -> dict:
+    """The exercise's probes within ``budget`` (its CPU time here, its clock per call in ``guard``); every stage
+    times out at once when the budget was used up before the check (an endless loop earlier in the exercise)."""
+    from .. import probes
+
+    names = job["probes"][exercise]
+    if not budget.spent():
+        try:
+            try:
+                budget.arm(wall=False)
+                return probes.run(exercise, names, ns, job["requests"][exercise], job["time_limit"], budget.wall_left)
+            finally:
+                budget.disarm()
+        except TimeoutError:  # fired in the probe's own code, between two calls of student code
+            pass
+    hint = (f"{exercise}: the time limit of {job['time_limit']:g} s was used up before the check finished "
+            "(an endless loop in the exercise's code?)")
+    return {"stages": [{"$error": {"code": "timeout", "hint": hint}} for _ in names], "printed": 0, "first_line": ""}
 
 
 def load_seccomp(path: str) -> None:
@@ -230,7 +300,6 @@ def run_job() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    from .. import probes
     from . import audit
 
     job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size
@@ -249,6 +318,9 @@ def run_job() -> None:
     where = {"exercise": ""}  # the exercise whose cells run now: audit reports name it
     audit.install(lambda why: send(kind="audit", exercise=where["exercise"], reason=why))
     send(kind="ready")
+    budget = Budget(float(job["time_limit"]), float(job["wall_limit"]))
+    budget.start()
+    checked = False  # a result was sent since the budget started: the next ``begin`` starts it again
     ns: dict = {"__name__": "__main__"}
     grade, skip = set(job["grade"]), set(job["skip_answers"])
     notes: list[str] = []
@@ -260,9 +332,13 @@ def run_job() -> None:
         if exercise != current and exercise in grade:
             current = exercise
             send(kind="begin", exercise=exercise)
+            if checked:  # the judge's step starts again here too (session.RunnerSession.confirm)
+                budget.start()
+                checked = False
         if cell["kind"] == "check":
             if exercise in grade:
-                facts = probes.run(exercise, job["probes"][exercise], ns, job["requests"][exercise], job["time_limit"])
+                facts = run_probes(exercise, job, ns, budget)
+                checked = True
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
             notes, capture = [], CappedText(CAPTURE_LIMIT)
@@ -270,7 +346,7 @@ def run_job() -> None:
         if cell["kind"] == "answer" and exercise in skip:
             continue
         label = f"<{cell['kind']} cell {index}>"
-        error = run_cell(cell["source"], ns, label, job["time_limit"], capture)
+        error = run_cell(cell["source"], ns, label, job["time_limit"], capture, budget)
         if error:
             # read after the deadline, in a feedback file: say which cell of the submission, never "run it"
             notes.append(error.replace(label, f"in your submission, the answer cell of {exercise}"
