@@ -131,6 +131,8 @@ def test_uid_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
     try:
         subs, results = write_batch(folder)
         proc = in_container([*grade_args(subs, results, "--uid-sandbox")], folder=folder, sealable=True)
+        if proc.returncode == 121:  # the checkout must be overlaid: sealing changes the modes of the course's files
+            pytest.skip("overlayfs cannot cover the checkout here, and the uid sandbox would seal the checkout itself")
         assert found(proc) == "none"
         assert not os.stat(subs).st_mode & 0o007  # sealed on the host too: the submissions are the grader's alone
     finally:
