@@ -169,11 +169,10 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
         sys.stdout, sys.stderr = old
 
 
-def run_probes(exercise: str, job: dict, ns: dict, budget: Budget) -> dict:
-    """The exercise's probes within ``budget`` (its CPU time here, its clock per call in ``guard``); every stage
-    times out at once when the budget was used up before the check (an endless loop earlier in the exercise)."""
-    from .. import probes
-
+def run_probes(probes, exercise: str, job: dict, ns: dict, budget: Budget) -> dict:
+    """The exercise's probes (``probes``: the package) within ``budget`` (its CPU time here, its clock per call in
+    ``guard``); every stage times out at once when the budget was used up before the check (an endless loop
+    earlier in the exercise)."""
     names = job["probes"][exercise]
     if not budget.spent():
         try:
@@ -300,6 +299,7 @@ def run_job() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    from .. import probes
     from . import audit
 
     job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size
@@ -337,7 +337,7 @@ def run_job() -> None:
                 checked = False
         if cell["kind"] == "check":
             if exercise in grade:
-                facts = run_probes(exercise, job, ns, budget)
+                facts = run_probes(probes, exercise, job, ns, budget)
                 checked = True
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
