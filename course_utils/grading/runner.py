@@ -33,6 +33,7 @@ CAPTURE_LIMIT = 20_000
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_DUMPABLE = 4
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x00020000, 0x4000, 1 << 18, 2, 4, 8
 
 
 class _CapHeader(ctypes.Structure):
@@ -200,6 +201,23 @@ def load_seccomp(path: str) -> None:
         os._exit(95)
 
 
+def hide_processes() -> bool:
+    """Uid mode, as root before the drop: a mount namespace of its own whose ``/proc`` lists only its uid's processes.
+
+    Where the container allows it (``CAP_SYS_ADMIN``), no other process of the machine (the judge, a shell that
+    started it, other runners) is listed; elsewhere (a Kubernetes pod, Gradescope) they are, and what hides the
+    files (``uids.hide_batch``) and the judge's arguments (``grade.hide_arguments``) still holds. Kernels before
+    5.8 had one set of ``/proc`` options per pid namespace: there the host's ``/proc`` is never touched.
+    """
+    release = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (5, 8):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0 or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=invisible") == 0
+
+
 def _prepare() -> None:
     """Import what every job needs (torch, the probes, the audit hook's module): before any job exists."""
     import torch
@@ -223,6 +241,8 @@ def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
 
     ``seccomp_file``: the filter to load once unprivileged (uid mode: no bubblewrap loaded one).
     """
+    if seccomp_file is not None and uid is not None:
+        hide_processes()
     drop_privileges(uid)
     if seccomp_file is not None:
         load_seccomp(seccomp_file)

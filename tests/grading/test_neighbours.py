@@ -2,8 +2,8 @@
 none of the judge's arguments.
 
 Mallory's answer looks for the submissions folder in every other user's ``/proc/PID/cmdline``,
-tries the judge's ``environ``, ``fd`` and ``cwd``, lists the folder, reads Bob's notebook, and
-reads the course's ``solutions/``, checks and tests; it reports what worked in its own feedback
+tries the judge's ``environ``, ``fd`` and ``cwd``, looks for the judge among the listed processes,
+lists the folder, reads Bob's notebook, and reads the course's ``solutions/``, checks and tests; it reports what worked in its own feedback
 (``Mul.forward`` raises ``REPORT ...``). Each mode is run for real through the command line:
 root (bubblewrap as root), user (bubblewrap as a normal user) and the uid sandbox (root in a
 private mount namespace without bubblewrap: a container, as the course's Kubernetes recipe grades).
@@ -12,6 +12,7 @@ Bob's notebook into Mallory's feedback, and read ``solutions/``.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from test_sandbox_modes import _env, _shared_folder, as_user, in_container
 from course_utils.grading import sandbox
 
 MARK = "bob-wrote-this-7c1f"
+KERNEL = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])  # hidepid per /proc mount: 5.8
 LOOK = """
 import os
 found = []
@@ -58,7 +60,16 @@ def any_of(fn):
                 return True
         except OSError:
             pass
+def judge_listed():
+    for p in others():
+        try:
+            if b"course_utils.grade" in open(f"/proc/{p}/cmdline", "rb").read():
+                return True
+        except OSError:
+            pass
 tryit("cmdline", in_cmdline)
+if LISTED_ONLY_OWN:  # no other process listed at all (the uid sandbox's own /proc, where the kernel has it)
+    tryit("judge_listed", judge_listed)
 tryit("environ", lambda: any_of(lambda p: open(f"/proc/{p}/environ", "rb").read()))
 tryit("fd", lambda: any_of(lambda p: os.listdir(f"/proc/{p}/fd")))
 tryit("cwd", lambda: any_of(lambda p: os.readlink(f"/proc/{p}/cwd")))
@@ -76,7 +87,8 @@ def write_batch(folder: Path) -> tuple[Path, Path]:
     """Mallory's and Bob's notebooks in ``folder/subs``; the results folder beside it."""
     subs, results = folder / "subs", folder / "results"
     subs.mkdir()
-    look = constants(FOLDER=str(subs), COURSE=str(ROOT), RESULTS=str(results), MARK=MARK) + LOOK + REPORTER
+    look = constants(FOLDER=str(subs), COURSE=str(ROOT), RESULTS=str(results), MARK=MARK,
+                     LISTED_ONLY_OWN=KERNEL >= (5, 8)) + LOOK + REPORTER
     nbformat.write(submission("02", {"mul_answer": look}), subs / "mallory.ipynb")
     bob = submission("02")
     bob.cells[0].source += f"\n<!-- {MARK} -->"
