@@ -83,12 +83,15 @@ REPORT = f"found={','.join(found) or 'none'}"
 """
 
 
-def write_batch(folder: Path) -> tuple[Path, Path]:
-    """Mallory's and Bob's notebooks in ``folder/subs``; the results folder beside it."""
+def write_batch(folder: Path, own_proc: bool = True) -> tuple[Path, Path]:
+    """Mallory's and Bob's notebooks in ``folder/subs``; the results folder beside it.
+
+    ``own_proc``: the runner's ``/proc`` lists no other process (False: a pod, where it cannot have its own).
+    """
     subs, results = folder / "subs", folder / "results"
     subs.mkdir()
     look = constants(FOLDER=str(subs), COURSE=str(ROOT), RESULTS=str(results), MARK=MARK,
-                     LISTED_ONLY_OWN=KERNEL >= (5, 8)) + LOOK + REPORTER
+                     LISTED_ONLY_OWN=own_proc and KERNEL >= (5, 8)) + LOOK + REPORTER
     nbformat.write(submission("02", {"mul_answer": look}), subs / "mallory.ipynb")
     bob = submission("02")
     bob.cells[0].source += f"\n<!-- {MARK} -->"
@@ -147,5 +150,21 @@ def test_uid_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
             pytest.skip("overlayfs cannot cover the checkout here, and the uid sandbox would seal the checkout itself")
         assert found(proc) == "none"
         assert not os.stat(subs).st_mode & 0o007  # sealed on the host too: the submissions are the grader's alone
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_uid_mode_in_a_pod_without_cap_sys_admin_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
+    """As the Kubernetes recipe's pods (Docker's default capabilities): no mount namespace, so no /proc of the
+    runner's own; every other process is listed, and still nothing of the batch, the course or the judge is read."""
+    if not shutil.which("setpriv"):
+        pytest.skip("needs setpriv")
+    folder = _shared_folder()
+    try:
+        subs, results = write_batch(folder, own_proc=False)
+        proc = in_container([*grade_args(subs, results, "--uid-sandbox")], folder=folder, sealable=True, admin=False)
+        if proc.returncode == 121:
+            pytest.skip("overlayfs cannot cover the checkout here, and the uid sandbox would seal the checkout itself")
+        assert found(proc) == "none"
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -125,20 +125,22 @@ CONTAINER = ('PATH=/usr/bin:/bin; if [ "$READABLE" = 1 ] && [ -n "$VIEW" ]; then
              'if [ "$HIDE_CGROUPS" = 1 ]; then mount -t tmpfs none /sys/fs/cgroup; fi; '
              'if [ "$SEALABLE" = 1 ]; then O=$(mktemp -d) && mount -t tmpfs none "$O" && mkdir "$O/u" "$O/w" && '
              'mount -t overlay overlay -o "lowerdir=$COURSE,upperdir=$O/u,workdir=$O/w" "$COURSE" || exit 121; fi; '
+             'if [ "$NO_ADMIN" = 1 ]; then PATH=/nonexistent exec /usr/bin/setpriv --bounding-set -sys_admin "$@"; fi; '
              'PATH=/nonexistent exec "$@"')
 
 
 def in_container(args: list[str], stdin: str = "", readable: bool = True, cgroups: bool = True,
-                 folder: Path | None = None, sealable: bool = False) -> subprocess.CompletedProcess:
+                 folder: Path | None = None, sealable: bool = False, admin: bool = True) -> subprocess.CompletedProcess:
     """Run ``python ARGS`` as root in a private mount namespace without bubblewrap (uid mode).
 
     ``sealable``: the checkout is an overlay in there (the grader's ``--uid-sandbox`` seals it: ``uids.seal``).
+    ``admin=False``: without ``CAP_SYS_ADMIN``, as in a Kubernetes pod or Docker's defaults (no mount namespace).
     """
     if why_unreadable():
         pytest.skip(why_unreadable())
     env = _env(folder or Path("/"))
     env.update(READABLE="1" if readable else "0", HIDE_CGROUPS="0" if cgroups else "1", VIEW=readable_view(),
-               SEALABLE="1" if sealable else "0", COURSE=str(ROOT))
+               SEALABLE="1" if sealable else "0", COURSE=str(ROOT), NO_ADMIN="0" if admin else "1")
     return subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER,
                            "sh", sys.executable, *args], input=stdin, capture_output=True, text=True, env=env,
                           cwd=folder or "/", timeout=600, check=False)
