@@ -233,15 +233,17 @@ def seal(paths: list[str], keep: list[str]) -> list[str]:
         if stat.S_ISLNK(st.st_mode) or real in kept or depth > DEPTH:
             return
         mode = stat.S_IMODE(st.st_mode)
-        if stat.S_ISDIR(st.st_mode) and any(k.startswith(real.rstrip("/") + "/") for k in kept):
-            for name in os.listdir(path):
-                close(os.path.join(path, name), depth + 1)
-            new = mode & ~0o006
-        else:
-            new = mode & ~0o007
-        if new != mode:
-            os.chmod(path, new)
-            changed.append(path)
+        new = mode & ~0o007
+        try:
+            if stat.S_ISDIR(st.st_mode) and any(k.startswith(real.rstrip("/") + "/") for k in kept):
+                for name in os.listdir(path):
+                    close(os.path.join(path, name), depth + 1)
+                new = mode & ~0o006
+            if new != mode:
+                os.chmod(path, new)
+                changed.append(path)
+        except OSError:  # a read-only or foreign file system: ``readable_by`` tells whether it matters
+            pass
 
     for path in paths:
         close(os.path.abspath(path), 0)
