@@ -123,6 +123,7 @@ def test_root_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument(tmp
     assert found(proc) == "none"
 
 
+@pytest.mark.slow  # grades as another uid (~30 s): CI and COURSE_SLOW=1 run it
 def test_user_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
     if os.geteuid() != 0:
         pytest.skip("not root: cannot become another user (the tests run as root in CI)")
@@ -140,6 +141,7 @@ def test_user_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow  # grades as another uid (~30 s): CI and COURSE_SLOW=1 run it
 def test_uid_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
     """The course's Kubernetes recipe: root in a container, --uid-sandbox, a shard of the class in one folder."""
     folder = _shared_folder()
@@ -154,6 +156,7 @@ def test_uid_mode_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow  # grades as another uid (~30 s): CI and COURSE_SLOW=1 run it
 def test_uid_mode_in_a_pod_without_cap_sys_admin_a_runner_reads_no_neighbour_no_solution_no_judge_argument():
     """As the Kubernetes recipe's pods (Docker's default capabilities): no mount namespace, so no /proc of the
     runner's own; every other process is listed, and still nothing of the batch, the course or the judge is read."""
