@@ -21,7 +21,7 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, book_outputs, gradescope_archive, sandbox, similarity, submission
+from . import book_cli, book_outputs, gradescope_archive, sandbox, similarity, submission, uids
 from .batch import grade_batch
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
 from .limits import cap_judge_memory
@@ -250,8 +250,16 @@ def _sandbox(args: argparse.Namespace) -> sandbox.Sandbox:
         print("WARNING: --no-sandbox: student code runs WITHOUT a sandbox (it can read and write your files "
               "and use the network); every row records it.", file=sys.stderr)
     elif box.mode == "uid":
-        print(f"note: {box.reason}: weaker than bubblewrap (no private files or processes; see README, What holds where).",
+        print(f"note: {box.reason}: weaker than bubblewrap (see README, What holds where).",
               file=sys.stderr)
+        outputs = [args.results or (args.out and args.out + ".results"), args.out, args.feedback_dir, args.report,
+                   args.similarity, args.book]
+        seen = uids.hide_batch(list(args.submissions), args.course, [o for o in outputs if o],
+                               sandbox._python_paths(), sandbox.UID_MODE_FIRST_UID)  # no runner reads a neighbour
+        if seen:
+            raise UsageError(f"the uid sandbox's runners could still read {seen} (other students' work or the "
+                             "course's answers): remove the access other users have to it (an ACL, a group?). "
+                             "Nothing was graded.")
     return box
 
 

@@ -23,7 +23,7 @@ from . import copies
 from .collect import Assignment, NotebookError, clean, display_name
 from .options import Options
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
-from .session import STARTUP, RunnerSession
+from .session import RUNNER_WALL, STARTUP, RunnerSession
 from .submission import ParsedSubmission, plan, read
 from .worker import Worker
 
@@ -123,7 +123,9 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     while not session.finished:
         remaining = session.todo()
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(session.broken),
-               "time_limit": options.timeout, "cpu_seconds": int(STARTUP + options.timeout * len(remaining)) + 5,
+               # the runner's own limits per exercise (runner.Budget): CPU time, then the clock; the judge's is later
+               "time_limit": options.timeout, "wall_limit": options.timeout * RUNNER_WALL,
+               "cpu_seconds": int(STARTUP + (options.timeout + 1) * (len(remaining) + 1)) + 5,
                "requests": {g: public(requests[g]) for g in remaining},
                "probes": {g: list(checks.EXERCISES[g].probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)

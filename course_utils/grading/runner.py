@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 from ..probes.guard import CappedText, failure
 from . import sweep
@@ -32,6 +33,7 @@ CAPTURE_LIMIT = 20_000
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_DUMPABLE = 4
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x00020000, 0x4000, 1 << 18, 2, 4, 8
 
 
 class _CapHeader(ctypes.Structure):
@@ -91,17 +93,68 @@ def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
                 pass
 
 
-def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText) -> str | None:
-    """Execute one cell; return a one-line description of how it failed, or None."""
-    def _alarm(signum, frame):
-        raise TimeoutError
+class Budget:
+    """The runner's own time limit for one exercise: ``cpu`` seconds of CPU time, ``wall`` seconds of the clock.
 
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, time_limit)
+    It runs from the runner's ``ready``, and again from each ``begin`` that follows a result: the
+    events that give the judge's step its time (``session.py``), so every cell and probe between two
+    of them shares one budget. The judge's step is a multiple of ``cpu`` and longer than ``wall``, so
+    the runner's own limit fires first and an answer that loops gets the same points on every run;
+    the judge's clock stops only a runner stuck where no signal reaches Python. The CPU limit
+    (``ITIMER_PROF``: this process's CPU time) does not depend on the machine's other work; the wall
+    limit catches waits that use none.
+    """
+
+    def __init__(self, cpu: float, wall: float) -> None:
+        self.cpu, self.wall = cpu, wall
+        self.cpu_end = self.wall_end = 0.0
+        self.armed = False
+
+    def start(self) -> None:
+        self.cpu_end, self.wall_end = time.process_time() + self.cpu, time.monotonic() + self.wall
+
+    def wall_left(self) -> float:
+        return self.wall_end - time.monotonic()
+
+    def spent(self) -> bool:
+        """Used up: what is left of the exercise is not started (a half-run cell would differ run to run)."""
+        return self.wall_left() <= 0 or time.process_time() >= self.cpu_end
+
+    def _timeout(self, signum, frame) -> None:
+        if self.armed:  # once per arming: a signal still pending after ``disarm`` raises nothing
+            self.armed = False
+            raise TimeoutError
+
+    def arm(self, wall: bool = True) -> None:
+        """Raise TimeoutError in this thread when the budget's CPU time (and, with ``wall``, its clock) runs out."""
+        self.armed = True
+        signal.signal(signal.SIGPROF, self._timeout)
+        signal.setitimer(signal.ITIMER_PROF, max(self.cpu_end - time.process_time(), 0.001))
+        if wall:
+            signal.signal(signal.SIGALRM, self._timeout)
+            signal.setitimer(signal.ITIMER_REAL, max(self.wall_left(), 0.001))
+
+    def disarm(self) -> None:
+        self.armed = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: CappedText, budget: Budget) -> str | None:
+    """Execute one cell within ``budget``; return a one-line description of how it failed, or None.
+
+    ``time_limit`` names the limit in the description (the same whichever of the budget's two fires).
+    """
+    if budget.spent():
+        return failure(TimeoutError(), label, time_limit)[1]
     old = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = capture
     try:
-        exec(compile(source, label, "exec"), ns)
+        try:
+            budget.arm()
+            exec(compile(source, label, "exec"), ns)
+        finally:
+            budget.disarm()
         return None
     except BaseException as exc:  # student code may raise anything, SystemExit included
         line = ""
@@ -114,9 +167,26 @@ def run_cell(source: str, ns: dict, label: str, time_limit: float, capture: Capp
             line = f", line {exc.lineno}"
         return failure(exc, label, time_limit, line)[1]
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         sys.stdout, sys.stderr = old
+
+
+def run_probes(probes, exercise: str, job: dict, ns: dict, budget: Budget) -> dict:
+    """The exercise's probes (``probes``: the package) within ``budget`` (its CPU time here, its clock per call in
+    ``guard``); every stage times out at once when the budget was used up before the check (an endless loop
+    earlier in the exercise)."""
+    names = job["probes"][exercise]
+    if not budget.spent():
+        try:
+            try:
+                budget.arm(wall=False)
+                return probes.run(exercise, names, ns, job["requests"][exercise], job["time_limit"], budget.wall_left)
+            finally:
+                budget.disarm()
+        except TimeoutError:  # fired in the probe's own code, between two calls of student code
+            pass
+    hint = (f"{exercise}: the time limit of {job['time_limit']:g} s was used up before the check finished "
+            "(an endless loop in the exercise's code?)")
+    return {"stages": [{"$error": {"code": "timeout", "hint": hint}} for _ in names], "printed": 0, "first_line": ""}
 
 
 def load_seccomp(path: str) -> None:
@@ -129,6 +199,23 @@ def load_seccomp(path: str) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(_Prog(len(program) // 8, program)), 0, 0) != 0:
         os._exit(95)
+
+
+def hide_processes() -> bool:
+    """Uid mode, as root before the drop: a mount namespace of its own whose ``/proc`` lists only its uid's processes.
+
+    Where the container allows it (``CAP_SYS_ADMIN``), no other process of the machine (the judge, a shell that
+    started it, other runners) is listed; elsewhere (a Kubernetes pod, Gradescope) they are, and what hides the
+    files (``uids.hide_batch``) and the judge's arguments (``grade.hide_arguments``) still holds. Kernels before
+    5.8 had one set of ``/proc`` options per pid namespace: there the host's ``/proc`` is never touched.
+    """
+    release = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (5, 8):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0 or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=invisible") == 0
 
 
 def _prepare() -> None:
@@ -154,6 +241,8 @@ def main(uid: int | None = None, seccomp_file: str | None = None) -> None:
 
     ``seccomp_file``: the filter to load once unprivileged (uid mode: no bubblewrap loaded one).
     """
+    if seccomp_file is not None and uid is not None:
+        hide_processes()
     drop_privileges(uid)
     if seccomp_file is not None:
         load_seccomp(seccomp_file)
@@ -249,6 +338,9 @@ def run_job() -> None:
     where = {"exercise": ""}  # the exercise whose cells run now: audit reports name it
     audit.install(lambda why: send(kind="audit", exercise=where["exercise"], reason=why))
     send(kind="ready")
+    budget = Budget(float(job["time_limit"]), float(job["wall_limit"]))
+    budget.start()
+    checked = False  # a result was sent since the budget started: the next ``begin`` starts it again
     ns: dict = {"__name__": "__main__"}
     grade, skip = set(job["grade"]), set(job["skip_answers"])
     notes: list[str] = []
@@ -260,9 +352,13 @@ def run_job() -> None:
         if exercise != current and exercise in grade:
             current = exercise
             send(kind="begin", exercise=exercise)
+            if checked:  # the judge's step starts again here too (session.RunnerSession.confirm)
+                budget.start()
+                checked = False
         if cell["kind"] == "check":
             if exercise in grade:
-                facts = probes.run(exercise, job["probes"][exercise], ns, job["requests"][exercise], job["time_limit"])
+                facts = run_probes(probes, exercise, job, ns, budget)
+                checked = True
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
             notes, capture = [], CappedText(CAPTURE_LIMIT)
@@ -270,7 +366,7 @@ def run_job() -> None:
         if cell["kind"] == "answer" and exercise in skip:
             continue
         label = f"<{cell['kind']} cell {index}>"
-        error = run_cell(cell["source"], ns, label, job["time_limit"], capture)
+        error = run_cell(cell["source"], ns, label, job["time_limit"], capture, budget)
         if error:
             # read after the deadline, in a feedback file: say which cell of the submission, never "run it"
             notes.append(error.replace(label, f"in your submission, the answer cell of {exercise}"

@@ -9,9 +9,13 @@ decides what their messages are worth. The rules, each a method:
   frame, then ``os._exit``) never counts (README "Trust model"); an unconfirmed one is counted;
 - two results before the runner moved on, or two for one exercise: only one can be genuine, the
   lower score is kept and the extra is counted as a duplicate;
-- time: each runner start has one hard deadline (start-up plus the limit per exercise) that only
-  the runner's own first ``ready`` can lower, and a per-exercise step from the last sign of progress;
-  an exercise's first result grants ``CONFIRM_GRACE`` once, so a loaded machine can still confirm it;
+- time: the runner limits each exercise itself (``--timeout`` seconds of CPU time, ``RUNNER_WALL`` times
+  that on the clock: ``runner.Budget``), and the judge's clock is only a backstop, ``BACKSTOP`` times
+  ``--timeout``, so the runner's own limit fires first and a looping answer gets the same points on
+  every run whatever the machine's load. Each runner start has one hard deadline (start-up plus the
+  step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
+  from the last sign of progress; an exercise's first result grants ``CONFIRM_GRACE`` once, so a
+  loaded machine can still confirm it;
 - a message read after the judge stopped the runner (``on_late``) is late: it neither counts nor
   moves the runner to the next exercise, so the exercise that was running at the limit takes the blame;
 - when a runner ends without finishing (``settle``), the exercise it was on scores 0 with the reason,
@@ -42,6 +46,8 @@ class Outcome(StrEnum):
 
 
 STARTUP = 45.0  # seconds for a runner to start (torch import) before its exercises' time counts
+RUNNER_WALL = 2.0  # the runner's own clock limit per exercise, in units of --timeout (its CPU-time limit is 1)
+BACKSTOP = 3.0  # the judge's step per exercise, in units of --timeout: always after both of the runner's limits
 CONFIRM_GRACE = 5.0  # seconds after an exercise's first result for the runner to move on (a result counts then)
 MAX_AUDIT = 5  # run-time review reasons listed per submission
 
@@ -67,9 +73,9 @@ class Deadline:
     def due(self) -> float:
         return min(self.hard, self.step)
 
-    def progress(self, now: float, timeout: float) -> None:
-        """Ready, or an exercise's first result: the next exercise gets ``timeout`` from now (never past hard)."""
-        self.step = now + timeout
+    def progress(self, now: float, step: float) -> None:
+        """Ready, or an exercise's confirmed result: the next exercise gets ``step`` from now (never past hard)."""
+        self.step = now + step
 
     def lower(self, until: float) -> None:
         """The hard deadline no later than ``until`` (the runner's ready: start-up took less than allowed)."""
@@ -145,8 +151,13 @@ class RunnerSession:
         return self.deadline
 
     @property
+    def step(self) -> float:
+        """The judge's clock per exercise: a backstop after the runner's own limits (``BACKSTOP``)."""
+        return self.timeout * BACKSTOP
+
+    @property
     def budget(self) -> float:
-        return self.timeout * len(self.remaining)
+        return self.step * len(self.remaining)
 
     def on_message(self, raw: object) -> None:
         """One message from the runner, in the order it was sent."""
@@ -158,7 +169,7 @@ class RunnerSession:
         if kind == "ready" and not self.ready:  # the runner's own, before any student code
             self.ready = True
             self.deadline.lower(self.clock() + self.budget)
-            self.deadline.progress(self.clock(), self.timeout)
+            self.deadline.progress(self.clock(), self.step)
         elif kind == "done":
             self.confirm()
         elif kind == "audit":  # the runner's audit hook: never changes points, holds for review
@@ -195,7 +206,7 @@ class RunnerSession:
             return
         gid = pending.exercise
         if gid not in self.results:
-            self.deadline.progress(self.clock(), self.timeout)  # once per exercise: at most the hard budget in all
+            self.deadline.progress(self.clock(), self.step)  # once per exercise: at most the hard budget in all
         else:  # only one is genuine; keep the lower score
             self.counts.duplicate += 1
             if pending.verdict.points >= self.results[gid].points:

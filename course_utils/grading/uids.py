@@ -10,16 +10,23 @@ Uid mode has no private mounts: the runner can write its home, and every world-w
 of the machine. When it ends, ``take_back`` removes whatever its uid owns in the usual ones
 (``SHARED``) and its System V IPC objects; while it runs, ``held_bytes`` counts them against
 the memory cap where no cgroup does.
+
+Nor does it have a private view of the files: every runner is an "other" user of the machine. So
+before a uid-mode batch, ``seal`` takes the "other" permission bits off what no runner may read (the
+course's checkout but for the way to its Python installation, the submissions, the results), and
+``readable_by`` checks, as a leased uid, that none of it can be read (``cli``: else nothing is graded).
 """
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import json
 import os
 import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -205,3 +212,88 @@ def _ipc(uid: int) -> list[tuple[str, int, int]]:
             except (KeyError, ValueError):
                 continue
     return found
+
+
+def seal(paths: list[str], keep: list[str]) -> list[str]:
+    """Take the "other" bits off each of ``paths`` (never following a link); the paths it changed.
+
+    A folder on the way to one of ``keep`` (the Python installation a runner imports from, e.g. a
+    checkout's ``.venv``) keeps only its "other" search bit, and each of its entries is sealed the
+    same way, so a runner reaches ``keep`` and nothing beside it.
+    """
+    kept = [os.path.realpath(k) for k in keep]
+    changed: list[str] = []
+
+    def close(path: str, depth: int) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        real = os.path.realpath(path)
+        if stat.S_ISLNK(st.st_mode) or real in kept or depth > DEPTH:
+            return
+        mode = stat.S_IMODE(st.st_mode)
+        new = mode & ~0o007
+        try:
+            if stat.S_ISDIR(st.st_mode) and any(k.startswith(real.rstrip("/") + "/") for k in kept):
+                for name in os.listdir(path):
+                    close(os.path.join(path, name), depth + 1)
+                new = mode & ~0o006
+            if new != mode:
+                os.chmod(path, new)
+                changed.append(path)
+        except OSError:  # a read-only or foreign file system: ``readable_by`` tells whether it matters
+            pass
+
+    for path in paths:
+        close(os.path.abspath(path), 0)
+    return changed
+
+
+READ_PROBE = r"""
+import json, os, sys
+uid = int(sys.argv[1])
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+seen = []
+for path in json.loads(sys.argv[2]):
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb") as f:
+                f.read(1)
+        seen.append(path)
+    except OSError:
+        pass
+print(json.dumps(seen))
+"""
+
+
+def readable_by(first: int, paths: list[str]) -> list[str]:
+    """Which of ``paths`` a uid-mode runner could read or list (checked as a leased uid of ``first``'s range)."""
+    lease = Lease(first)
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", READ_PROBE, str(lease.uid), json.dumps(paths)],
+                              capture_output=True, text=True, timeout=60, check=False, cwd="/")
+        return json.loads(done.stdout) if done.returncode == 0 else [f"(the check failed: {done.stderr[-160:]})"]
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return [f"(the check failed: {type(exc).__name__})"]
+    finally:
+        lease.release()
+
+
+def hide_batch(submissions: list[str], course: str, outputs: list[str], keep: list[str], first: int) -> str:
+    """Before a uid-mode batch: what no runner may read is sealed, and checked; the first path still readable, or ''.
+
+    Sealed: the submissions, the course's checkout (``solutions/``, the checks, the tests, its history) but for
+    the way to ``keep`` (the Python installation), and the outputs that exist (a result store of an earlier run);
+    the judge's umask becomes 077, so nothing it writes later (results, feedback) is readable by other users.
+    """
+    os.umask(0o077)
+    existing = [p for p in outputs if os.path.lexists(p)]
+    seal([*submissions, course, *existing], keep)
+    secret = [os.path.join(course, name) for name in ("solutions", os.path.join("course_utils", "checks"), "tests")]
+    seen = readable_by(first, [*submissions, course, *[p for p in secret if os.path.lexists(p)], *existing])
+    return seen[0] if seen else ""

@@ -35,7 +35,7 @@ for _module in MODULES:
 
 
 def run(grade_id: str, names: Sequence[str], namespace: Mapping[str, object], request: dict,
-        time_limit: float = TIME_LIMIT) -> dict:
+        time_limit: float = TIME_LIMIT, wall_left: Callable[[], float] | None = None) -> dict:
     """Run ``grade_id``'s probes ``names``, in that order; ``{"stages": [facts or {"$error": ...}], "printed", "first_line"}``.
 
     ``names`` come from the judge (its stages' probes, in its order): a name this package does not
@@ -49,7 +49,7 @@ def run(grade_id: str, names: Sequence[str], namespace: Mapping[str, object], re
         raise ValueError(f"no probe {unknown[0] if unknown else '(none asked)'!r} for exercise {grade_id!r}; "
                          f"it declares: {', '.join(declared) or 'none'}.")
     stages: list[object] = []
-    with guarding(time_limit) as guard, torch.random.fork_rng():  # the student's RNG is left as it was
+    with guarding(time_limit, wall_left) as guard, torch.random.fork_rng():  # the student's RNG is left as it was
         for name in names:
             probe = declared[name]
             stages.append(attempt(lambda probe=probe: probe(namespace, request), f"{grade_id}: your code"))

@@ -60,8 +60,13 @@ class CappedText(io.TextIOBase):
 class Guard:
     """Captures output and enforces the time limit around student code."""
 
-    def __init__(self, time_limit: float) -> None:
+    def __init__(self, time_limit: float, wall_left: Callable[[], float] | None = None) -> None:
         self.time_limit = time_limit
+        self.base = time_limit  # ``limited`` may shorten ``time_limit`` for a block
+        # the grader's runner: seconds left of its own wall-clock budget for the exercise; the alarm is then that
+        # (or a shorter ``limited`` block), its CPU-time limit is the runner's own timer, and ``time_limit`` only
+        # names the limit in the hint, so the hint is the same whichever of the two fires (grading/runner.py)
+        self.wall_left = wall_left
         self.out = CappedText()
         self.timed_out: str | None = None  # the first time-out's message: later calls fail at once, never wait again
 
@@ -74,7 +79,7 @@ class Guard:
             def _timeout(signum, frame):
                 raise TimeoutError("time limit")
             previous = signal.signal(signal.SIGALRM, _timeout)
-            signal.setitimer(signal.ITIMER_REAL, self.time_limit)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds())
         try:
             with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
                 yield
@@ -82,6 +87,13 @@ class Guard:
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
+
+    def seconds(self) -> float:
+        """The wall-clock alarm of the next call: the time limit, or what is left of the runner's budget."""
+        if self.wall_left is None:
+            return self.time_limit
+        left = max(self.wall_left(), 0.001)
+        return min(left, self.time_limit) if self.time_limit < self.base else left
 
 
 _GUARD: Guard | None = None
@@ -154,10 +166,10 @@ def limited(seconds: float):
 
 
 @contextlib.contextmanager
-def guarding(time_limit: float):
+def guarding(time_limit: float, wall_left: Callable[[], float] | None = None):
     """Make ``call`` use one guard (one output capture, one time limit) for a whole probe run."""
     global _GUARD
-    guard = Guard(time_limit)
+    guard = Guard(time_limit, wall_left)
     _GUARD = guard
     try:
         yield guard

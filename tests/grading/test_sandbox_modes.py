@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from private_paths import readable_view, why_unreadable
 
 NORMAL_USER = 60038  # a uid with no account and no rights: what "as a normal user" means to the kernel
 TESTS = ROOT / "tests" / "grading"
@@ -94,8 +95,7 @@ def as_normal_user(jobs: list, memory: float = 4.0, slots: int = 1) -> dict:
         pytest.skip("needs setpriv and bubblewrap")
     folder = _shared_folder()
     try:
-        proc = subprocess.run(["setpriv", f"--reuid={NORMAL_USER}", f"--regid={NORMAL_USER}", "--clear-groups",
-                               sys.executable, "-c", GRADE, str(folder), "user", str(memory), str(slots)],
+        proc = subprocess.run(as_user([sys.executable, "-c", GRADE, str(folder), "user", str(memory), str(slots)]),
                               input=json.dumps(jobs), capture_output=True, text=True, env=_env(folder), cwd=folder,
                               timeout=600, check=False)
     finally:
@@ -103,21 +103,44 @@ def as_normal_user(jobs: list, memory: float = 4.0, slots: int = 1) -> dict:
     return _result(proc)
 
 
-# a container: this mount namespace only; Python readable by every uid (here it lives in /root, mode 0700,
-# which item 4 is about), no bubblewrap on PATH, and with HIDE_CGROUPS no cgroup the grader could use
-CONTAINER = ('PATH=/usr/bin:/bin; if [ "$READABLE" = 1 ]; then V=$(mktemp -d) && chmod 755 "$V" && '
-             'mkdir "$V/.pyenv" && mount --bind /root/.pyenv "$V/.pyenv" && mount --rbind "$V" /root; fi; '
+def as_user(command: list[str]) -> list[str]:
+    """``command`` as the normal user; in a private mount namespace where the checkout or Python lies in a
+    private folder (a clone in a ``mktemp -d`` folder, root's home), which gives that user the view a
+    readable installation has (``private_paths.readable_view``: issue 48, item 7)."""
+    setpriv = ["setpriv", f"--reuid={NORMAL_USER}", f"--regid={NORMAL_USER}", "--clear-groups", *command]
+    view = readable_view()
+    if not view:
+        return setpriv
+    if why_unreadable():
+        pytest.skip(f"the checkout or Python is in a private folder, and {why_unreadable()}")
+    return ["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", view + ' && exec "$@"', "sh",
+            *setpriv]
+
+
+# a container: this mount namespace only; Python and the checkout readable by every uid (a private folder on
+# their way, such as /root, is covered: private_paths.readable_view), no bubblewrap on PATH, with HIDE_CGROUPS
+# no cgroup the grader could use, and with SEALABLE the checkout overlaid by a tmpfs, so what the uid sandbox
+# seals before a batch (uids.hide_batch: modes of the course's files) changes the container's view only
+CONTAINER = ('PATH=/usr/bin:/bin; if [ "$READABLE" = 1 ] && [ -n "$VIEW" ]; then eval "$VIEW" || exit 120; fi; '
              'if [ "$HIDE_CGROUPS" = 1 ]; then mount -t tmpfs none /sys/fs/cgroup; fi; '
+             'if [ "$SEALABLE" = 1 ]; then O=$(mktemp -d) && mount -t tmpfs none "$O" && mkdir "$O/u" "$O/w" && '
+             'mount -t overlay overlay -o "lowerdir=$COURSE,upperdir=$O/u,workdir=$O/w" "$COURSE" || exit 121; fi; '
+             'if [ "$NO_ADMIN" = 1 ]; then PATH=/nonexistent exec /usr/bin/setpriv --bounding-set -sys_admin "$@"; fi; '
              'PATH=/nonexistent exec "$@"')
 
 
 def in_container(args: list[str], stdin: str = "", readable: bool = True, cgroups: bool = True,
-                 folder: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python ARGS`` as root in a private mount namespace without bubblewrap (uid mode)."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("needs root and unshare")
+                 folder: Path | None = None, sealable: bool = False, admin: bool = True) -> subprocess.CompletedProcess:
+    """Run ``python ARGS`` as root in a private mount namespace without bubblewrap (uid mode).
+
+    ``sealable``: the checkout is an overlay in there (the grader's ``--uid-sandbox`` seals it: ``uids.seal``).
+    ``admin=False``: without ``CAP_SYS_ADMIN``, as in a Kubernetes pod or Docker's defaults (no mount namespace).
+    """
+    if why_unreadable():
+        pytest.skip(why_unreadable())
     env = _env(folder or Path("/"))
-    env.update(READABLE="1" if readable else "0", HIDE_CGROUPS="0" if cgroups else "1")
+    env.update(READABLE="1" if readable else "0", HIDE_CGROUPS="0" if cgroups else "1", VIEW=readable_view(),
+               SEALABLE="1" if sealable else "0", COURSE=str(ROOT), NO_ADMIN="0" if admin else "1")
     return subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER,
                            "sh", sys.executable, *args], input=stdin, capture_output=True, text=True, env=env,
                           cwd=folder or "/", timeout=600, check=False)

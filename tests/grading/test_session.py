@@ -7,10 +7,12 @@ counts. The verdicts are stand-ins: a facts message's ``facts`` is the score it 
 import pytest
 
 from course_utils import checks
-from course_utils.grading.session import CONFIRM_GRACE, NOT_STARTED, REASONS, STARTUP, Deadline, Outcome, RunnerSession
+from course_utils.grading.session import (BACKSTOP, CONFIRM_GRACE, NOT_STARTED, REASONS, RUNNER_WALL, STARTUP, Deadline,
+                                          Outcome, RunnerSession)
 
 POINTS = {"a": 2.0, "b": 3.0, "c": 1.0}
 TIMEOUT = 10.0
+STEP = BACKSTOP * TIMEOUT  # the judge's clock per exercise: a backstop after the runner's own limits
 
 
 def verdict(message: dict) -> checks.Result:
@@ -130,13 +132,13 @@ def test_deadlines_ready_lowers_hard_and_a_late_second_ready_moves_nothing():
     clock = Clock()
     s = RunnerSession(dict(POINTS), TIMEOUT, verdict, clock)
     deadline = s.start(clock.now)
-    assert deadline == Deadline(1000 + STARTUP + 3 * TIMEOUT, 1000 + STARTUP + 3 * TIMEOUT)
+    assert deadline == Deadline(1000 + STARTUP + 3 * STEP, 1000 + STARTUP + 3 * STEP)
     clock.now = 1002.0
     s.on_message(READY)
-    assert deadline == Deadline(1002 + 3 * TIMEOUT, 1002 + TIMEOUT) and deadline.due() == 1002 + TIMEOUT
+    assert deadline == Deadline(1002 + 3 * STEP, 1002 + STEP) and deadline.due() == 1002 + STEP
     clock.now = 1008.0
     s.on_message(READY)  # written by answer code to buy time: ignored
-    assert deadline == Deadline(1002 + 3 * TIMEOUT, 1002 + TIMEOUT)
+    assert deadline == Deadline(1002 + 3 * STEP, 1002 + STEP)
 
 
 def test_a_result_grants_the_grace_once_per_exercise_and_confirming_it_the_next_step():
@@ -151,9 +153,20 @@ def test_a_result_grants_the_grace_once_per_exercise_and_confirming_it_the_next_
     assert deadline == Deadline(hard - 1 + CONFIRM_GRACE, hard - 1 + CONFIRM_GRACE)
     clock.now = hard + 1
     s.on_message(begin("b"))
-    assert s.results["a"].points == 2 and deadline.step == hard + 1 + TIMEOUT and deadline.due() == hard - 1 + 5
+    assert s.results["a"].points == 2 and deadline.step == hard + 1 + STEP and deadline.due() == hard - 1 + 5
     s.on_message(facts("a", 2))  # another result for a: pending again, but no second grace
     assert deadline.hard == hard - 1 + CONFIRM_GRACE
+
+
+def test_the_judges_clock_is_a_backstop_after_both_of_the_runners_own_limits():
+    """Issue 48, item 5: the runner stops a looping exercise itself (CPU time ``--timeout``, clock ``RUNNER_WALL``
+    times it) before the judge's step, so load never decides which limit fires and what the answer scores."""
+    clock = Clock()
+    s = RunnerSession(dict(POINTS), TIMEOUT, verdict, clock)
+    deadline = s.start(clock.now)
+    s.on_message(READY)
+    assert deadline.step - clock.now == STEP > RUNNER_WALL * TIMEOUT > TIMEOUT
+    assert STEP - RUNNER_WALL * TIMEOUT >= TIMEOUT  # a whole --timeout between the runner's clock and the judge's
 
 
 def test_a_begin_for_a_confirmed_exercise_does_not_move_the_blame():

@@ -1,6 +1,9 @@
 """Sandbox uids (issue 38, items 2 and 3): one per live runner, and what a uid-mode runner leaves is taken back."""
 import os
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +70,54 @@ def test_what_a_uid_left_in_shared_folders_is_removed_and_counted_and_nothing_el
     assert sorted(p.name for p in shared.rglob("*")) == ["kept", "someone_elses"]
     assert outside.read_text() == "the host's"
     assert uids.held_bytes(UID, (str(shared),)) == 0
+
+
+@pytest.fixture
+def shared():
+    """A folder every uid may enter (pytest's own are root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="course-seal-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _course(tmp_path):
+    """A checkout readable by all (as git clone makes it) with its venv inside, and a link out of it."""
+    course = tmp_path / "course"
+    for folder in ("solutions", ".venv/lib", "course_utils/checks"):
+        (course / folder).mkdir(parents=True)
+    (course / "solutions" / "02.py").write_text("answers")
+    (course / ".venv" / "lib" / "torch.py").write_text("x = 1")
+    (course / "README.md").write_text("readme")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (course / "link").symlink_to(outside)
+    for path in [*tmp_path.rglob("*")]:
+        if not path.is_symlink():
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return course, outside
+
+
+def test_seal_closes_the_course_to_other_users_but_the_way_to_its_python(shared):
+    """Issue 48, item 4: a uid-mode runner read solutions/; every runner is an 'other' user of the machine."""
+    course, outside = _course(shared)
+    changed = uids.seal([str(course)], [str(course / ".venv")])
+    mode = {p: os.stat(course / p).st_mode & 0o777 for p in ("", "solutions", "solutions/02.py", "course_utils",
+                                                            "README.md", ".venv", ".venv/lib/torch.py")}
+    assert mode == {"": 0o751, "solutions": 0o750, "solutions/02.py": 0o644, "course_utils": 0o750,
+                    "README.md": 0o640, ".venv": 0o755, ".venv/lib/torch.py": 0o644}
+    assert os.stat(outside).st_mode & 0o777 == 0o755  # a link is never followed
+    assert uids.readable_by(61700, [str(course / "solutions" / "02.py"), str(course / "README.md"), str(course),
+                                    str(course / ".venv" / "lib" / "torch.py")]) == [str(course / ".venv/lib/torch.py")]
+    assert uids.seal([str(course)], [str(course / ".venv")]) == [] and len(changed) == 4  # nothing left to change
+
+
+def test_a_batch_that_stays_readable_is_named_so_nothing_is_graded(shared, monkeypatch):
+    """Where sealing cannot take the access away (a read-only file system, an ACL), the check says which path."""
+    course, _outside = _course(shared)
+    subs = shared / "subs"
+    subs.mkdir(mode=0o755)
+    os.chmod(subs, 0o755)
+    monkeypatch.setattr(uids, "seal", lambda paths, keep: [])
+    monkeypatch.setattr(os, "umask", lambda mask: 0o022)  # this test process keeps its own
+    assert uids.hide_batch([str(subs)], str(course), [], [str(course / ".venv")], 61700) == str(subs)

@@ -1,0 +1,76 @@
+"""Issue 48, item 5: an answer that loops gets the same points on every run, at any --jobs and load.
+
+The runner stops a looping exercise itself (``runner.Budget``: ``--timeout`` seconds of CPU time,
+twice that on the clock) and the judge's clock is only a backstop, three times ``--timeout``
+(``session.BACKSTOP``). Before, both were the same ``--timeout`` and load decided which fired:
+an answer whose backward loops kept its forward point when the runner's alarm won and lost it
+when the judge's did (totals 4, 3, 4 on three runs of one notebook).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from answers import MUL, mutate
+from conftest import ROOT
+from grading_corpus import IMPORTS, submission
+
+TIMEOUT = "2"  # seconds of CPU time per exercise: each loop below costs about that
+LOOPS = {  # mul's answer cell; div (3 points) stays the solution's in every notebook
+    "top_level": IMPORTS + MUL + "\nwhile True:\n    pass\n",
+    "in_forward": IMPORTS + mutate(MUL, ("return a * b", "while True:\n            pass")),
+    "in_backward": IMPORTS + mutate(MUL, ("return g * b, g * a", "while True:\n            pass")),
+    "waits_in_backward": IMPORTS + "\nimport time" + mutate(MUL, ("return g * b, g * a", "time.sleep(10 ** 6)")),
+}
+MUL_POINTS = {"top_level": 0.0, "in_forward": 0.0, "in_backward": 1.0, "waits_in_backward": 1.0}
+
+
+@pytest.fixture(scope="module")
+def subs(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("loops") / "subs"
+    folder.mkdir()
+    for name, source in LOOPS.items():
+        nbformat.write(submission("02", {"mul_answer": source}), folder / f"{name}.ipynb")
+    return folder
+
+
+def grade(subs: Path, jobs: int) -> dict[str, dict]:
+    """Each row's points, status and feedback per exercise (what a rerun must give again), by file name."""
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", str(subs), "--json", "--jobs", str(jobs),
+                           "--timeout", TIMEOUT], check=False, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    return {Path(r["submission"]).stem: {"status": r["status"], "total": r["total"], "flags": r["flags"],
+                                         **{g: [e["points"], e["feedback"]] for g, e in r["exercises"].items()}}
+            for r in rows}
+
+
+def test_the_runner_stops_a_loop_itself_so_the_points_before_it_are_kept(subs):
+    """A backward that loops (or waits) keeps the forward point: the runner's own limit fires, not the judge's."""
+    rows = grade(subs, 2)
+    for name, points in MUL_POINTS.items():
+        assert rows[name]["mul"][0] == points, (name, rows[name])
+        assert rows[name]["div"][0] == 3.0, (name, rows[name])
+        assert f"within {TIMEOUT} s" in rows[name]["mul"][1], (name, rows[name]["mul"][1])
+        assert "stopped" not in rows[name]["mul"][1], rows[name]["mul"][1]  # never the judge's backstop
+
+
+@pytest.mark.slow
+def test_looping_answers_get_identical_rows_in_five_reruns_at_jobs_1_2_4_and_under_load(subs):
+    first = grade(subs, 2)
+    assert {name: first[name]["mul"][0] for name in LOOPS} == MUL_POINTS
+    for jobs in (2, 2, 2, 2, 1, 4):
+        assert grade(subs, jobs) == first, f"--jobs {jobs}"
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:  # every CPU busy with other work: the runner gets a fraction of its CPU, the limits still fire in order
+        time.sleep(0.5)
+        assert grade(subs, 2) == first, "under CPU load"
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
