@@ -73,8 +73,10 @@ def drop_privileges(uid: int | None) -> None:
 def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
     """Caps that hold for this process and everything it starts (they can only be lowered)."""
     # RLIMIT_MSGQUEUE 0: no POSIX message queue, which would outlive the runner in the sandbox's IPC namespace
+    # RLIMIT_SIGPENDING 1024: POSIX timers and queued signals are kernel memory no --memory counts (96,365 timers,
+    # the per-user default here, held 36 MiB); the runner's own limits need two timers
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_FSIZE, 256 << 20),
-              (resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_MSGQUEUE, 0)]
+              (resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_SIGPENDING, 1024)]
     if memory:
         # RLIMIT_DATA (private writable memory), not RLIMIT_AS: a CUDA build of torch maps ~3 GB of
         # libraries at import (0.8 GB of it data), so an address-space cap of a few GiB would fail
