@@ -38,7 +38,8 @@ def pick_chunk(tokens: int, dim: int, vocab: int, dtype: torch.dtype = torch.flo
     what = (f"{chunk} x {vocab} logits in {str(acc).removeprefix('torch.')}"
             + (f" and their {str(dtype).removeprefix('torch.')} copy" if dtype != acc else "")
             + f", and {chunk} x {dim} rows")
-    grads = f"twice the gradients accumulated ((({tokens} + {vocab}) x {dim} numbers, {held // 2} bytes)"
+    grads = (f"twice the gradients accumulated (({tokens} + {vocab}) x {dim} numbers in {str(acc).removeprefix('torch.')}, "
+             f"{held / 2**21:.2f} MiB)")
     if chunk == tokens:
         return chunk, f"chunk {chunk} tokens, all of them: {what} take at most {grads}"
     return chunk, f"chunk {chunk} tokens: the largest power of two whose buffers ({what}) take at most {grads}"
