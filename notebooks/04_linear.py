@@ -382,7 +382,10 @@ for size in [(64, 128, 128), (256, 256, 256)]:
 # `nn.Linear` initialises $W$ with Kaiming-uniform (`a = sqrt(5)`, which amounts to
 # $U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$) and $b$ with
 # $U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$. We do the same, in the same order, so with
-# the same seed both layers start from identical numbers.
+# the same seed both layers start from identical numbers. One difference stays: our
+# Function multiplies with `mm`, which takes matrices only, so this `Linear` accepts input of
+# shape $(N, \text{in})$ alone, where `nn.Linear` takes any leading dimensions
+# $(\ldots, \text{in})$ (the last lines below).
 
 # %%
 import math
@@ -432,6 +435,12 @@ print("same output:", torch.allclose(ours(x), reference(x)))
 print("same gradients:", torch.allclose(ours.weight.grad, reference.weight.grad)
       and torch.allclose(ours.bias.grad, reference.bias.grad))
 print("no bias:", Linear(4, 3, bias=False))
+sequences = torch.ones(2, 6, 4)  # a batch of 2 sequences of 6 vectors
+print("nn.Linear on (2, 6, 4):", tuple(reference(sequences).shape))
+try:
+    ours(sequences)
+except RuntimeError as err:
+    print("our Linear on (2, 6, 4): RuntimeError:", str(err).splitlines()[0])
 
 # %% [markdown]
 # ## Training with it

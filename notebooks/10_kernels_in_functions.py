@@ -119,9 +119,40 @@ for s in saved_tensors(lambda: composite(a, b)):
 
 # %% [markdown]
 # The composite keeps a **new** 4 MB tensor, $\operatorname{silu}(a)$, for the backward of the
-# multiplication. A fused Function keeps only $a$ and $b$ (which the caller holds anyway) and
-# recomputes $\sigma(a)$ in backward: a few arithmetic instructions instead of a round trip
-# through memory.
+# multiplication. A fused Function keeps only $a$ and $b$ and recomputes $\sigma(a)$ in
+# backward: a few arithmetic instructions instead of a round trip through memory. Here the
+# caller holds $a$ and $b$ anyway, so the fused Function saves nothing new at all.
+#
+# In a model that is not so. An MLP makes $a$ and $b$ with **one** packed projection, $x W^\top$
+# split into two halves, and nothing else keeps that output: the product's backward needs $x$
+# and $W$, not its result. The halves are strided views, so a kernel that assumes contiguous
+# memory gets copies (`.contiguous()`, as section 2's Function does). Both, measured with the
+# Function the next section builds (128 tokens, 256 features per half, float32):
+
+# %%
+from course_utils.kernels import triton_swiglu as sw
+
+mlp_gen = torch.Generator(device=device).manual_seed(1)
+x_mlp = torch.randn(128, 64, generator=mlp_gen, device=device)
+W_packed = torch.randn(512, 64, generator=mlp_gen, device=device, requires_grad=True)  # gate and up rows
+
+
+def packed_halves(x, W):
+    return (x @ W.T).chunk(2, dim=-1)  # two (128, 256) views of one (128, 512) output
+
+
+for label, swiglu in (("composite", composite), ("fused", sw.SwiGLU.apply)):
+    saved = saved_tensors(lambda: swiglu(*packed_halves(x_mlp, W_packed)))
+    new = {s.storage: s.nbytes for s in saved if s.new}  # one entry per storage
+    print(f"{label}:", *saved, sep="\n  ")
+    print(f"  new memory kept for backward: {sum(new.values()) // 1024} KiB")
+
+# %% [markdown]
+# The composite keeps the projection's output (as $a$ and $b$, one 256 KiB storage) and
+# $\operatorname{silu}(a)$: three tensors of $a$'s size. The fused Function keeps the two
+# copies: two. Inside a model the saving is one tensor of three, not two, and the copies cost
+# a read and a write of $a$ and $b$ that the byte count above leaves out (a kernel that takes
+# strides as arguments avoids them).
 #
 # RMSNorm, $y = x \cdot r \cdot w$ with one $r = (\operatorname{mean}(x^2) + \varepsilon)^{-1/2}$
 # per row, shows the same pattern with a reduction in it:
@@ -140,10 +171,12 @@ for s in saved_tensors(lambda: rmsnorm_composite(x, w)):
     print(s)
 
 # %% [markdown]
-# Six ops move about seven times the size of $x$. Autograd keeps $r$ (saved twice, one
+# Six ops move about seven times the size of $x$. Autograd keeps $x$, $w$, $r$ (saved twice, one
 # storage) and a **new tensor as large as $x$**, the product $x \cdot r$ that the last
 # multiplication needs. A fused RMSNorm reads $x$ and writes $y$ once and keeps one number
-# per row (256 here) besides $x$ and $w$.
+# per row (256 here) besides $x$ and $w$. Both keep $x$ and $w$: whether $x$ costs memory depends
+# on who else holds it, as with SwiGLU's $a$ and $b$; what the fused one keeps less is the
+# tensor of $x$'s size.
 
 # %% [markdown]
 # ## 2. SwiGLU in Triton, forward and backward
@@ -153,12 +186,11 @@ for s in saved_tensors(lambda: rmsnorm_composite(x, w)):
 # `tl.program_id(0)` which one it is and handles one block of `BLOCK` elements. Tensors
 # arrive as pointers to their first element: `tl.load(ptr + offsets, mask=...)` reads a
 # block, `tl.store` writes one. The kernels live in `course_utils.kernels.triton_swiglu`
-# (the benchmark launches the same ones); `.fn` is the Python source behind a kernel:
+# (the benchmark launches the same ones, imported as `sw` above); `.fn` is the Python source
+# behind a kernel:
 
 # %%
 import inspect
-
-from course_utils.kernels import triton_swiglu as sw
 
 print(inspect.getsource(sw.swiglu_forward_kernel.fn))
 
@@ -171,10 +203,34 @@ print(inspect.getsource(sw.swiglu_forward_kernel.fn))
 #   for tensors of more than $2^{31}$ elements;
 # * the pointer arithmetic assumes **contiguous** memory: element $i$ sits at `ptr + i`;
 # * half types are loaded, **computed in float32** (`UPCAST`, set only for float16 and
-#   bfloat16) and stored back in their own dtype: `tl.sigmoid` has no bfloat16 version, and
-#   float32 keeps the gradient accurate. float32 and float64 are computed as loaded:
-#   converting a float64 input to float32 would lose its precision.
+#   bfloat16) and stored back in their own dtype: `tl.sigmoid`, like `tl.exp` under it, takes
+#   float32 and float64 only, no half type (shown below), and float32 keeps the gradient
+#   accurate. float32 and float64 are computed as loaded: converting a float64 input to
+#   float32 would lose its precision.
 #
+# A kernel that calls `tl.sigmoid` on what it loaded, without `UPCAST`, on each dtype:
+
+# %%
+import re
+
+
+@triton.jit
+def sigmoid_as_loaded(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.sigmoid(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
+
+
+for dtype in (torch.float16, torch.bfloat16, torch.float32):
+    x0 = torch.linspace(-2, 2, 8, device=device).to(dtype)
+    try:
+        sigmoid_as_loaded[(1,)](x0, torch.empty_like(x0), 8, BLOCK=8)
+        print(f"{str(dtype):15} runs")
+    except Exception as err:  # CompilationError on a GPU, InterpreterError in the interpreter
+        found = re.search(r"Expected dtype \[[^\]]*\] but got \w+", str(err))
+        print(f"{str(dtype):15} refused:", (found.group(0) if found else str(err).splitlines()[-1]).replace("\\", ""))
+
+# %% [markdown]
 # The backward kernel loads what forward loaded plus the incoming gradient, recomputes
 # $\sigma(a)$, and writes both gradients. With $s = \sigma(a)$:
 # $\frac{\partial L}{\partial a} = g\, b\,(s + \operatorname{silu}(a)(1 - s))$ and
@@ -398,8 +454,10 @@ print("block: (warps per program, values per thread):",
 # breaks), and PyTorch's own documentation recommends trying exactly that first.
 # `torch.library.triton_op` registers the kernel as an **operator** instead, launching through
 # `wrap_triton`: worth it when you need an operator (a schema other code, `torch.export` or
-# C++ can call) while Inductor can still read the kernel. Its Python body runs on fake
-# tensors to learn the outputs, so it must only allocate and launch. Autograd is attached
+# C++ can call) while Inductor can still read the kernel. Its Python body may call only
+# operators PyTorch understands and kernels launched through `wrap_triton` (the rule
+# `triton_op`'s documentation gives; `.contiguous()` and `torch.empty` are such operators), and
+# it runs on fake tensors to learn the outputs. Autograd is attached
 # with `register_autograd`, the lesson 08 way. The body makes its inputs contiguous and its
 # output with `torch.empty(shape)`, as section 2 taught:
 
@@ -444,12 +502,16 @@ print("eager, transposed a: within 1e-6:", all(e <= 1e-6 for e in errors))
 
 # %% [markdown]
 # Eagerly it works everywhere. Under `torch.compile(fullgraph=True)` the compiler first runs
-# every op on *fake* tensors (shapes, no data) to learn what comes out. For a `triton_op` it
-# looks inside the kernel, which only works where Triton really compiles it, on a GPU. With
-# the interpreter, the kernel would need real data, and compiling stops:
+# every op on *fake* tensors (shapes, no data) to learn what comes out, a `triton_op`'s body
+# included. On a GPU, `@triton.jit` gives a `JITFunction`, `wrap_triton` wraps it, and under
+# fake tensors the wrapped launch becomes a graph node that never runs the kernel. With
+# `TRITON_INTERPRET=1`, `@triton.jit` gives an `InterpretedFunction` instead, which
+# `wrap_triton` returns **unwrapped** (printed below): the body then calls the interpreter on
+# the fake tensors, which have no data, and compiling stops:
 
 # %%
-import re
+print(f"@triton.jit gives {type(sw.swiglu_forward_kernel).__name__}; wrap_triton of it gives "
+      f"{type(wrap_triton(sw.swiglu_forward_kernel)).__name__}")
 
 
 def add_one(a, b):
@@ -469,8 +531,9 @@ else:
         print(f"{type(err).__name__}: ...", reason.group(0) if reason else str(err).splitlines()[0])
 
 # %% [markdown]
-# The message names the way out on a CPU: an **opaque** operator, whose inside the compiler
-# never looks at.
+# The message names what went wrong: the interpreter reached for the data of a fake tensor.
+# The way out on a CPU is an **opaque** operator, whose inside the compiler never runs on
+# fake tensors.
 
 # %% [markdown]
 # ## 5. The opaque route: `custom_op` around the launch
@@ -530,6 +593,30 @@ torch.library.opcheck(swiglu_opaque, (a6, b6))
 A6 = torch.randn(30, 10, generator=gen, device=device)
 torch.library.opcheck(swiglu_opaque, (A6.t().requires_grad_(), torch.randn(10, 30, generator=gen, device=device)))
 print("opcheck, contiguous and transposed inputs: passed")
+
+# %% [markdown]
+# What `opcheck` tests: the schema, that the autograd registration is the one it should be,
+# the fake implementation against the real one, and that the compiler's AOT dispatch runs.
+# It does **not** compare gradient values. An operator whose backward is wrong passes it;
+# `gradcheck` is the test for the values:
+
+# %%
+@torch.library.custom_op("course10::twice_wrong_backward", mutates_args=())
+def twice_wrong_backward(x: Tensor) -> Tensor:
+    return x * 2
+
+
+@twice_wrong_backward.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+twice_wrong_backward.register_autograd(lambda ctx, g: g * 3, setup_context=lambda ctx, inputs, output: None)  # should be g * 2
+
+x_wrong = torch.randn(5, generator=torch.Generator(device=device).manual_seed(2), device=device, dtype=torch.float64,
+                      requires_grad=True)
+print("opcheck:", torch.library.opcheck(twice_wrong_backward, (x_wrong,)))
+print("gradcheck:", torch.autograd.gradcheck(twice_wrong_backward, (x_wrong,), raise_exception=False))
 
 # %% [markdown]
 # What the two routes and a plain Function give you:
@@ -623,13 +710,39 @@ torch._dynamo.reset()
 # * `NumpyCumsum` is also one graph: Dynamo traces NumPy calls by translating them to torch
 #   ops, so this Function compiles although it never calls torch in its arithmetic.
 # * `HalveIfLarge` prints 3 graphs and 2 breaks, and the only reason it reports is the
-#   `.item()` call: `.item()` turns a tensor into a Python number, and Dynamo cannot keep a
-#   data-dependent Python value inside a graph, so the code is cut into several graphs with
-#   the `.item()` run eagerly between them.
+#   `.item()` call, which turns a tensor into a Python number. The 3 graphs are not one
+#   Function cut in three; the next cell lists the ops in each.
 # * The Triton SwiGLU: on a GPU Dynamo recognises the kernel launch and it is one graph
 #   (measured on an H100; this notebook's stored output comes from a CPU). With the
 #   interpreter, Dynamo tries to trace the interpreter's own Python, and `explain` itself
 #   fails, as printed. That is why section 5 hides the launch in an opaque operator.
+#
+# `HalveIfLarge` graph by graph, with Dynamo's defaults and with `capture_scalar_outputs=True`
+# (the setting that lets a graph hold `.item()`):
+
+# %%
+def graphs(label, fn, *args, **config):
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(**config), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = torch._dynamo.explain(fn)(*args)
+    ops = [[n.target if isinstance(n.target, str) else n.target.__name__ for n in g.graph.nodes
+            if n.op in ("call_function", "call_method")] for g in report.graphs]
+    print(f"{label:29} graphs: {report.graph_count}, breaks: {report.graph_break_count}, ops per graph: {ops}")
+
+
+graphs("defaults", lambda x: HalveIfLarge.apply(x).sin(), x7)
+graphs("capture_scalar_outputs=True", lambda x: HalveIfLarge.apply(x).sin(), x7, capture_scalar_outputs=True)
+torch._dynamo.reset()
+
+# %% [markdown]
+# Dynamo could not trace the Function as a whole, so it broke the graph at `apply` and ran
+# `apply` eagerly; `apply` called `forward`, which Dynamo then compiled as ordinary Python
+# code, cut at `.item()` into two graphs (`abs, max` and `clone`); the caller's `sin` is the
+# third. `backward` was never compiled: it runs eagerly when autograd calls it. Dynamo *can*
+# keep `.item()` in a graph: with `capture_scalar_outputs=True` the whole forward, `.item()`
+# included, is one graph, which leaves 2 graphs and 1 break, the break at `apply`, which
+# still runs eagerly.
 
 # %% [markdown]
 # ## 7. The third way: a C++ extension registered as an operator

@@ -221,16 +221,25 @@ print(f"every target ignored: loss {loss_none.item()} (F.cross_entropy: {composi
 # %% [markdown]
 # The capstone below uses the library's version, `course_utils.capstone.fused_ce`: a drop-in
 # for `F.cross_entropy(F.linear(h, W, b), y, ...)`. It also skips the gradients
-# `ctx.needs_input_grad` says nobody wants, accepts `bias=None`, `hidden` of shape
+# `ctx.needs_input_grad` says nobody wants, and computes none at all when grad mode is off as
+# it is called (`torch.no_grad`, `torch.inference_mode`: evaluation), where
+# `ctx.needs_input_grad` would still say `True` for inputs that require grad. It accepts `bias=None`, `hidden` of shape
 # $(\ldots, d)$, `reduction='sum'`, `label_smoothing`, and CPU autocast (the logits' product
 # in bfloat16, everything after it in float32), raises for a target outside $[0, V)$ as
 # `F.cross_entropy` does, and picks the chunk itself. It writes `torch.log_softmax` into the
 # chunk's buffer (`out=`) instead of the five steps above: the same numbers up to rounding.
+# Below, the two under `torch.no_grad()` (the lesson's class computes its gradients anyway),
+# and a target neither a class nor `ignore_index`:
 
 # %%
 lib = functions.FusedLinearCrossEntropy.apply(h, w, b, y, 64)
 print("course_utils version agrees:", torch.allclose(lib, mine, atol=1e-12),
       all(torch.allclose(a, c, atol=1e-12) for a, c in zip(torch.autograd.grad(lib, (h, w, b)), g_mine)))
+with torch.no_grad():
+    peaks = {name: measure.peak_memory(lambda fn=fn: fn(h, w, b, y, 64)) for name, fn in
+             [("lesson's class", FusedLinearCrossEntropy.apply), ("library", functions.FusedLinearCrossEntropy.apply)]}
+print("under torch.no_grad, peak:", ", ".join(f"{name} {mib(peak).strip()}" for name, peak in peaks.items()),
+      f"(dL/dW alone: {mib(w.numel() * 8).strip()})")
 bad = y.clone()
 bad[0] = -1  # neither a class nor ignore_index
 for name, fn in [("F.cross_entropy", composite), ("fused", functions.FusedLinearCrossEntropy.apply)]:
@@ -401,7 +410,34 @@ print(f"Liger holds (N + V) d + V numbers: {((TOKENS + 16384) * DIM + 16384) * 4
 # negligible and Liger's gradients are the size of the head. So CCE wins where memory
 # between the passes is what limits (long sequences, many micro-batches, a per-token
 # `grad_output`); Liger wins on time where its held gradients are small beside the rest
-# (three matrix products instead of four, and no second pass in backward). The timing cell:
+# (three matrix products instead of four, and no second pass in backward). That count is
+# this course's versions', which make every chunk's logits in full. Cut Cross-Entropy's
+# published kernel also skips, in backward, every block of the vocabulary whose softmax is
+# negligible (all its values below a small cutoff), so much of its fourth product is never
+# computed where the softmax is peaked, as a trained model's is. How many blocks of 256
+# classes such a cutoff ($2^{-12}$ here) skips on these inputs, on the same logits made four
+# times sharper, and how much of $\partial L/\partial h$ they carry:
+
+# %%
+def skippable(logits, block=256, cutoff=2.0**-12):
+    p = torch.softmax(logits, dim=1)
+    negligible = p.view(len(p), -1, block).amax(dim=2) < cutoff  # per token and block of classes
+    dz = p.clone()
+    dz[torch.arange(len(y)), y.clamp(min=0)] -= 1  # (ignored tokens kept as class 0: enough for a count)
+    skipped = p * negligible.repeat_interleave(block, dim=1)  # the softmax values a skip leaves out (never the -1)
+    dropped = skipped.double() @ w.detach().double()
+    return negligible.float().mean().item(), (dropped.norm() / (dz.double() @ w.detach().double()).norm()).item()
+
+
+with torch.no_grad():
+    z = h @ w.T + b
+    for sharpness in (1, 4):
+        share, error = skippable(z * sharpness)
+        print(f"logits x {sharpness}: {share:.0%} of the blocks negligible, {error:.0e} of dL/dh's norm in them")
+
+# %% [markdown]
+# The skip pays only where the softmax is peaked: on these random logits no block is
+# negligible. The timing cell:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -433,8 +469,8 @@ for vocab in (32, 64, 68, 128):
 
 # %% [markdown]
 # At the width of 64 Liger's design *holds* more than the composite for vocabularies up to
-# about 64, and its peak saving shrinks from about a tenth at a vocabulary of 16384 to about
-# two thirds at 68; at 32 its peak is higher than the composite's. CCE's design holds a
+# about 64, and its peak grows from about a tenth of the composite's at a vocabulary of 16384
+# to about two thirds at 68; at 32 its peak is higher than the composite's. CCE's design holds a
 # small fraction of the composite's at every vocabulary, and its peak is lower than
 # Liger's here, where the gradients are most of the memory (Liger holds them, then scales
 # copies of them in backward); still, it is about half the composite's at 68 and all of it
@@ -459,22 +495,43 @@ for name, fn in [("fused", FusedLinearCrossEntropy.apply), ("composite", composi
           f"{[round(v, 4) for v in second[0, :2].tolist()]}")
 
 # %% [markdown]
-# `@once_differentiable` turns the case it can see into an error: when `grad_output` itself
-# has a graph (here the loss is weighted by a learnable scale under `create_graph=True`),
-# backward's results are wrapped so that differentiating through them raises.
+# `@once_differentiable` guards only part of this. When `grad_output` itself has a graph
+# (here the loss is weighted by a learnable scale under `create_graph=True`), backward's
+# results come back attached to an error node. `.backward()` reaches that node and raises;
+# `torch.autograd.grad` runs only the part of the graph that leads to the inputs it is asked
+# about, never reaches it, and returns a wrong value without a word (lesson 07 showed the
+# same with `CubeOnce`):
 
 # %%
 scale = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
-(gh,) = torch.autograd.grad(FusedLinearCrossEntropy.apply(h, w, b, y, 4) * scale, h, create_graph=True)
+
+
+def penalty(fn):
+    (gh,) = torch.autograd.grad(fn(h, w, b, y, 4) * scale, h, create_graph=True)
+    return (gh * h).sum()
+
+
+(second,) = torch.autograd.grad(penalty(FusedLinearCrossEntropy.apply), h)
+(want,) = torch.autograd.grad(penalty(composite), h)
+print("torch.autograd.grad: no error, equal to the composite's:", torch.allclose(second, want))
 try:
-    (gh * h).sum().backward()
+    penalty(FusedLinearCrossEntropy.apply).backward()
 except RuntimeError as err:
-    print("RuntimeError:", str(err).splitlines()[0])
+    print(".backward(): RuntimeError:", str(err).splitlines()[0])
 
 # %% [markdown]
 # A fused loss that must be differentiated twice (rare for a loss: gradient penalties,
 # some meta-learning) would need a backward that recomputes the chunks with autograd on,
-# giving up the memory it saves: use the composite there.
+# giving up the memory it saves: use the composite there. The library's version says so
+# instead of answering: its backward raises whenever it is asked to build a graph
+# (`create_graph=True`), by either route:
+
+# %%
+for design in ("forward", "recompute"):
+    try:
+        torch.autograd.grad(fused_ce.linear_cross_entropy(h, w, b, y, 4, design=design), h, create_graph=True)
+    except RuntimeError as err:
+        print(f"{design:9}: RuntimeError: {str(err)[:80]}...")
 #
 # ## 7. The capstone: a tiny language model on the course's Functions
 #

@@ -169,6 +169,22 @@ def test_kernels_benchmark_measures_the_extension_and_never_invents_a_gpu_figure
         assert kernels.gpu_section()[-3:] == ["SwiGLU: not measured (no GPU).", "", "RMSNorm: not measured (no GPU)."]
 
 
+def test_fused_ce_benchmark_has_bfloat16_and_evaluation_rows_measured_against_the_composite():
+    """issue 50: bfloat16 training and evaluation (forward under no_grad) rows, each ratio to the composite's."""
+    from benchmarks import fused_ce as bench
+
+    for dtype, evaluation in ((torch.bfloat16, False), (torch.float32, True)):
+        rows = bench.measure_size(128, 16, 2048, repeat=1, dtype=dtype, evaluation=evaluation)
+        assert rows[0]["variant"] == bench.REFERENCE and rows[0]["peak_ratio"] == 1.0 and len(rows) == 3
+        assert all(r["peak_ratio"] < 0.5 for r in rows[1:])
+        if evaluation:
+            assert all(r["held"] <= 16 for r in rows)  # the loss, nothing kept for a backward
+        table = bench.format_rows(rows, evaluation)
+        assert ("peak fwd |" in table) == evaluation and table.count("\n") == 4
+    verdict = bench._verdict(rows, None, 1.0, "float32, evaluation")
+    assert verdict.startswith("Goal (wall-clock time <= 1.0x the composite's, float32, evaluation)")
+
+
 def test_memory_traffic_counts_each_op_and_skips_views():
     a = torch.randn(100, generator=torch.Generator().manual_seed(5))
     ops = measure.memory_traffic(lambda: (a.view(10, 10).t() * 2).sum())
