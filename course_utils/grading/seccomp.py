@@ -10,8 +10,9 @@ that none shows either (issue 48, measured where no cgroup counts it): pages ref
 (``vmsplice`` of transparent huge pages then unmapped pinned 32 MiB per pipe; ``splice``, ``tee``
 and ``sendfile`` into a pipe reference pages the same way), socket buffers (``socket``,
 ``socketpair``: 16 MiB per filled pair where ``net.core.wmem_max`` is 4 MiB), extended attributes
-(the ``setxattr`` family: gigabytes on one empty file in a shared tmpfs) and epoll or inotify
-watches (each pins kernel objects, bounded only per user). ``clone`` is allowed
+(the ``setxattr`` family: gigabytes on one empty file in a shared tmpfs), epoll or inotify
+watches (each pins kernel objects, bounded only per user) and AIO contexts (``io_setup``: bounded only
+machine-wide, by ``fs.aio-max-nr``, which one runner could take whole). ``clone`` is allowed
 only without namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``.
 Other architectures get no filter (``filter_for`` returns None) and the README says so.
 """
@@ -42,6 +43,8 @@ DENIED = {
         "sendfile": 40, "splice": 275, "tee": 276, "vmsplice": 278, "socket": 41, "socketpair": 53,
         "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463, "epoll_create": 213,
         "epoll_create1": 291, "inotify_init": 253, "inotify_init1": 294,
+        # AIO contexts: 16 of them took the whole machine's fs.aio-max-nr (other users' io_setup then fails)
+        "io_setup": 206,
     },
     "aarch64": {
         "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
@@ -58,6 +61,7 @@ DENIED = {
         "msgget": 186, "semget": 190, "shmget": 194, "memfd_create": 279,  # memory out of sight, as on x86_64
         "sendfile": 71, "splice": 76, "tee": 77, "vmsplice": 75, "socket": 198, "socketpair": 199,
         "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463, "epoll_create1": 20, "inotify_init1": 26,
+        "io_setup": 0,
     },
 }
 CLONE = {"x86_64": 56, "aarch64": 220}
