@@ -275,7 +275,8 @@ def serve(uid: int | None = None) -> None:
     _prepare()
     _warm()
     with open("/proc/self/status") as f:
-        rss = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+        # resident pages and page tables, as the judge counts them (``limits.tree_rss``)
+        rss = sum(int(line.split()[1]) * 1024 for line in f if line.startswith(("VmRSS:", "VmPTE:", "VmPMD:")))
     control.sendall(json.dumps({"kind": "ready", "rss": rss}).encode())  # one datagram per message
     me = os.getpid()
     keep = sweep.snapshot()  # the writable folders before any runner: bubblewrap's mount points only

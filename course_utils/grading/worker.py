@@ -18,7 +18,7 @@ import time
 from typing import IO, Protocol
 
 from . import sandbox, uids, zygote
-from .limits import MAX_PROCESSES, Limits, slot_cpu
+from .limits import MAX_PROCESSES, Limits, slot_cpu, uid_memory
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
 from .session import Deadline, Outcome
 
@@ -53,7 +53,7 @@ class Worker:
         self.oom = False  # zygote mode: the kernel killed one of its processes for memory (set by ``stop``)
         self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
         self.lease: uids.Lease | None = None  # uid mode: holds ``uid`` for this runner alone until it has ended
-        self.held = (0.0, 0)  # uid mode: (when, bytes) the uid last held in shared folders and System V memory
+        self.held = (0.0, 0, 0)  # uid mode: (when, bytes in files and System V memory, in its processes)
         mode = options.sandbox.mode
         if mode in zygote.MODES:
             self._fork(options, slot)
@@ -130,10 +130,14 @@ class Worker:
             return self.limits.over_memory(self.proc.pid)
         if time.monotonic() - self.held[0] > 0.2:  # a walk of the shared folders: a few times a second
             # its private home too (under the grader's TMPDIR, a tmpfs on many systems: issue 48 item 3)
-            self.held = (time.monotonic(), uids.held_bytes(self.uid, uids.SHARED + ((self.scratch,) if self.scratch else ())))
+            files = uids.held_bytes(self.uid, uids.SHARED + ((self.scratch,) if self.scratch else ()))
+            # every process of its uid (a setsid daemon is no descendant of the runner), and the removed files
+            # they keep open or mapped (in no folder: on a disk, no cgroup's memory either)
+            resident, removed = uid_memory(self.uid)
+            self.held = (time.monotonic(), files + removed, resident)
         if self.limits.cgroups:  # files on a disk are no cgroup's memory: bounded by the cap all the same
             return self.held[1] > self.limits.memory
-        return self.limits.over_memory(self.proc.pid, self.held[1])
+        return self.limits.over_memory(self.proc.pid, self.held[1], self.held[2])
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this runner for passing the memory cap (after ``stop``)."""
