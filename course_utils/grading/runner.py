@@ -110,21 +110,22 @@ class Budget:
     def __init__(self, cpu: float, wall: float) -> None:
         self.cpu, self.wall = cpu, wall
         self.cpu_end = self.wall_end = 0.0
-        self.armed = False
+        self.armed = self.fired = False
 
     def start(self) -> None:
         self.cpu_end, self.wall_end = time.process_time() + self.cpu, time.monotonic() + self.wall
+        self.fired = False
 
     def wall_left(self) -> float:
         return self.wall_end - time.monotonic()
 
     def spent(self) -> bool:
         """Used up: what is left of the exercise is not started (a half-run cell would differ run to run)."""
-        return self.wall_left() <= 0 or time.process_time() >= self.cpu_end
+        return self.fired or self.wall_left() <= 0 or time.process_time() >= self.cpu_end
 
     def _timeout(self, signum, frame) -> None:
         if self.armed:  # once per arming: a signal still pending after ``disarm`` raises nothing
-            self.armed = False
+            self.armed, self.fired = False, True
             raise TimeoutError
 
     def arm(self, wall: bool = True) -> None:
