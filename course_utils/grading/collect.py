@@ -16,7 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import ASSIGNMENT_KEY
+from ..paths import ASSIGNMENT_KEY, repo_url
+from ..release import REPOSITORY, retarget
 from .errors import UsageError
 from .results import Status
 
@@ -76,6 +77,26 @@ def checksum(source: str) -> str:
     """nbgrader-style cell checksum: of the source with trailing whitespace normalised."""
     text = "\n".join(line.rstrip() for line in source.strip().splitlines())
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def untouched(theirs: str, course: str) -> bool:
+    """Whether a submission's copy of a locked cell is one of the forms the course itself gives it.
+
+    The course's own copy, or that copy as ``release --repository URL`` writes it for any repository
+    the instructor may have named (``release.retarget``, the one rewrite release applies to every
+    file: the set-up cell's install line, links): derived from the course's cell, so a set-up cell
+    that changes stays recognised. Any other change is not.
+    """
+    if checksum(theirs) == checksum(course):
+        return True
+    try:
+        ours = repo_url().rstrip("/")
+    except (OSError, KeyError, ValueError):  # no pyproject.toml (an old Gradescope archive): only the exact copy
+        return False
+    if ours not in course:
+        return False
+    candidates = dict.fromkeys(x for m in REPOSITORY.findall(theirs) for x in (m, m.rstrip(".")))
+    return any(checksum(retarget(course, ours, url)) == checksum(theirs) for url in list(candidates)[:8])
 
 
 # --------------------------------------------------------------------------- reading notebooks

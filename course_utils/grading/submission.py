@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..exercise_result import ExerciseResult
-from .collect import Assignment, Cell, NotebookError, cell_kind, checksum, display_name, parse_notebook, read_submission
+from .collect import Assignment, Cell, NotebookError, cell_kind, display_name, parse_notebook, read_submission, untouched
 from .policy import learning_flags, review_reasons
 from .results import Status, SubmissionResult
 
@@ -111,7 +111,7 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
             mine = theirs.get(gid)
             if mine is None:
                 row.flags.append(f"locked cell {gid} was deleted (the course's copy was used)")
-            elif checksum(mine.source) != checksum(cell.source):
+            elif not untouched(mine.source, cell.source):
                 row.flags.append(f"locked cell {gid} was modified (the course's copy was used)")
         if kind in ("code", "check"):
             out.append({"kind": kind, "exercise": exercise, "source": cell.source})
