@@ -68,3 +68,46 @@ def test_platform_time_records_are_read_for_times_never_graded(tmp_path):
     assert len(lines) == 4 and not [x for x in lines if "unreadable" in x["notes"] or "not a notebook" in x["notes"]]
     assert sorted(x["time_source"] for x in lines) == ["Gradescope submission_metadata.json"] * 2 + [
         "nbgrader timestamp.txt"] * 2
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_notebook_of_another_assignment_is_held_under_the_batchs_and_invents_none(tmp_path):
+    """Alice hands her 01 notebook into 02 (graded with --assignment 02_exercises): her row is filed under 02 and says,
+    in one sentence, which assignment the file is; no export gets a 01 column or line, and she is not "missing"."""
+    subs = tmp_path / "02"
+    subs.mkdir()
+    shutil.copy(ROOT / "exercises" / "01_exercises.ipynb", subs / "alice_02.ipynb")
+    shutil.copy(ROOT / "exercises" / "02_exercises.ipynb", subs / "bob_02.ipynb")
+    book = tmp_path / "course.sqlite"
+    proc = grade(str(subs), "--assignment", "02_exercises", "--out", str(tmp_path / "g.csv"), "--book", str(book))
+    assert proc.returncode == 0, proc.stderr
+    rows = {Path(r["submission"]).name: r for r in read_csv(tmp_path / "g.csv")}
+    alice = rows["alice_02.ipynb"]
+    assert (alice["assignment"], alice["status"]) == ("02_exercises", "wrong assignment")
+    assert ("this file is the notebook of 01_exercises, not of 02_exercises (the assignment graded here), so it was "
+            "not graded") in alice["flags"]
+    (tmp_path / "roster.csv").write_text("id,name,email,pattern\na1,Alice Ang,a@x.org,*alice*\nb2,Bob Bo,b@x.org,*bob*\n")
+    out = {}
+    for fmt in ("csv", "canvas", "moodle", "nbgrader"):
+        done = export(book, tmp_path / f"{fmt}.csv", fmt, "--roster", str(tmp_path / "roster.csv"))
+        assert done.returncode == 0, done.stderr
+        out[fmt] = read_csv(tmp_path / f"{fmt}.csv")
+        text = (tmp_path / f"{fmt}.csv").read_text()  # 01 only in the sentence that says what the file is
+        assert "01_exercises" not in text.replace("notebook of 01_exercises", "").replace("--assignment 01_exercises", "")
+    lines = {x["student_id"]: x for x in out["csv"]}
+    assert len(out["csv"]) == 2 and lines["a1"]["assignment"] == "02_exercises"
+    assert lines["a1"]["status"] == "wrong assignment" and lines["a1"]["score"] == ""
+    assert "notebook of 01_exercises" in lines["a1"]["notes"] and "no submission" not in lines["a1"]["notes"]
+    assert lines["a1"]["max"] == lines["b2"]["max"] != "0"
+    canvas = {x["Student"]: x for x in out["canvas"]}
+    assert list(out["canvas"][0])[5:] == ["02_exercises"] and canvas["Alice Ang"]["02_exercises"] == ""
+    assert canvas["Points Possible"]["02_exercises"] == lines["b2"]["max"]
+    assert list(out["moodle"][0])[3:] == ["02_exercises"]
+    assert {x["Email address"]: x["02_exercises"] for x in out["moodle"]}["a@x.org"] == ""
+    nbgrader = {x["student_id"]: x for x in out["nbgrader"]}
+    assert {x["assignment"] for x in out["nbgrader"]} == {"02_exercises"} and len(out["nbgrader"]) == 2
+    assert nbgrader["a1"]["max_score"] == nbgrader["b2"]["max_score"] and nbgrader["a1"]["score"] == "0"
