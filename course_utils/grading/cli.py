@@ -12,10 +12,13 @@ a batch across machines and ``--merge`` combines their result folders.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import re
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside the batch (reading, writing the outputs): never a traceback nor 0
+        print("interrupted: the results stored so far are kept; run the same command again to finish",
+              file=sys.stderr)
+        return 130
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -200,7 +207,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
             print(json_line(row), flush=True)
         bar.update()
 
-    with progress_bar(len(todo)) as bar:
+    with progress_bar(len(todo)) as bar, stopped_by_ctrl_c(options):
         try:
             grade_batch(todo, assignments, options, done, _keep(parsed) if args.similarity else None)
         except KeyboardInterrupt:
@@ -209,6 +216,20 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
             return 130
     _write(args, targets, rows, [f for f, skipped in files if not skipped], assignments, root, parsed)
     return 0
+
+
+@contextlib.contextmanager
+def stopped_by_ctrl_c(options: Options) -> Iterator[None]:
+    """While grading, Ctrl-C (SIGINT) sets ``options.stop``: no file more is started and the running runners end
+    at once (``batch.grade_batch``), wherever the main thread is; the previous handler is back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: options.stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _keep(parsed: dict[str, submission.ParsedSubmission]) -> Callable[[submission.ParsedSubmission], None]:

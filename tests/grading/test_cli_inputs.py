@@ -111,3 +111,43 @@ def test_a_notebook_of_another_assignment_is_held_under_the_batchs_and_invents_n
     nbgrader = {x["student_id"]: x for x in out["nbgrader"]}
     assert {x["assignment"] for x in out["nbgrader"]} == {"02_exercises"} and len(out["nbgrader"]) == 2
     assert nbgrader["a1"]["max_score"] == nbgrader["b2"]["max_score"] and nbgrader["a1"]["score"] == "0"
+
+
+def slow_notebook(seconds: float) -> str:
+    """02's exercise notebook whose every answer cell first sleeps ``seconds``: a submission that takes a while."""
+    raw = json.loads((ROOT / "exercises" / "02_exercises.ipynb").read_text())
+    for cell in raw["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("solution"):
+            cell["source"] = [f"import time\ntime.sleep({seconds})\n", *cell["source"]]
+    return json.dumps(raw)
+
+
+def test_ctrl_c_stops_the_batch_promptly_and_keeps_what_finished(tmp_path):
+    """SIGINT after the first result: nothing more is started, the running runners end, what finished is kept and
+    written (run the command again to resume: test_cli's resume test), "interrupted" is said, the exit status is 130."""
+    import signal
+    import time
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for i in range(8):  # about 3 s each (two answers): 12 s at --jobs 2 if nothing stopped it
+        (subs / f"s{i:02}.ipynb").write_text(slow_notebook(1.5))
+    out = tmp_path / "g.csv"
+    cmd = [sys.executable, "-m", "course_utils.grade", str(subs), "--out", str(out), "--jobs", "2", *UNSANDBOXED]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("graded 1/8"):
+            break
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    proc.wait(timeout=120)
+    took = time.monotonic() - sent
+    kept = len(list((tmp_path / "g.csv.results").glob("*.json")))
+    assert proc.returncode == 130, rest
+    assert f"interrupted: {kept} result(s) kept" in rest and 1 <= kept <= 3, rest
+    assert took < 10, f"{took:.1f} s from SIGINT to exit"  # the rest would take 10 s on an idle machine
+    with open(out, newline="") as f:
+        assert len(list(csv.DictReader(f))) == kept
