@@ -49,6 +49,7 @@ class Assignment:
     path: Path
     cells: tuple[Cell, ...]
     solution: tuple[Cell, ...] | None = None  # its notebook's cells in solutions/ (() if none); None: not loaded
+    lessons: tuple[str, ...] = ()  # the code cells of every lesson (notebooks/), loaded with the solutions
 
     def exercises(self) -> list[str]:
         return [c.nbgrader["grade_id"] for c in self.cells if c.cell_type == "code" and c.nbgrader.get("grade")]
@@ -186,15 +187,29 @@ def load_assignments(course: Path, solutions: bool = False) -> dict[str, Assignm
     elsewhere (Gradescope) no copy check runs.
     """
     solved = _solutions(course) if solutions else None
+    lessons = lesson_code(course) if solutions else ()
     found = {}
     for path in sorted((course / "exercises").glob("*.ipynb")):
         name, cells = parse_notebook(path.read_bytes())
         if name:
-            found[name] = Assignment(name, path, tuple(cells), None if solved is None else solved.get(name, ()))
+            found[name] = Assignment(name, path, tuple(cells), None if solved is None else solved.get(name, ()),
+                                     lessons)
     if not found:
         raise UsageError(f"no exercise notebooks with assignment metadata in {course / 'exercises'}; "
                          "run ./course build first.")
     return found
+
+
+def lesson_code(course: Path) -> tuple[str, ...]:
+    """The code cells of every lesson notebook (``notebooks/``): what a student may type from the lessons, which the
+    copy check never counts as copied (a notebook that does not read is left out)."""
+    code: list[str] = []
+    for path in sorted((course / "notebooks").glob("*.ipynb")):
+        try:
+            code += [c.source for c in parse_notebook(path.read_bytes())[1] if c.cell_type == "code"]
+        except (NotebookError, OSError):
+            continue
+    return tuple(code)
 
 
 def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
@@ -211,8 +226,8 @@ def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
 
 
 def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
-    """What a stored result depends on: the exercise notebooks and their solutions (the copies flags rest on
-    them; read from the course's ``solutions/`` whether loaded or not), all of course_utils' code and the torch
+    """What a stored result depends on: the exercise notebooks and their solutions and the lessons' code (the
+    copies flags rest on them; read from the course whether loaded or not), all of course_utils' code and the torch
     version.
 
     An upgrade of the grader, of a check, of a solution or of torch makes every stored result stale.
@@ -225,6 +240,9 @@ def course_version(assignments: dict[str, Assignment], course_utils: Path) -> st
     for folder in sorted({a.path.parent.parent / "solutions" for a in assignments.values()}):
         for path in sorted(folder.glob("*.ipynb")):  # the copies flags stored with a result rest on them
             h.update(path.read_bytes())
+    for course in sorted({a.path.parent.parent for a in assignments.values()}):
+        for code in lesson_code(course):  # and on the lessons' code (not their outputs)
+            h.update(code.encode() + b"\0")
     for path in sorted(course_utils.rglob("*.py")):
         h.update(str(path.relative_to(course_utils)).encode() + b"\0" + path.read_bytes())
     try:

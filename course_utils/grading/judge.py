@@ -57,7 +57,7 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     if row.review and row.graded:
         row.status = HELD
     for submission in parsed:
-        row.flags += copies.flags(submission, assignments)
+        copies.flag(row, submission, assignments)  # the flags and their evidence
         if seen is not None:
             seen(submission)
     row.seconds = round(time.monotonic() - started, 2)

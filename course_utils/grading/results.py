@@ -40,6 +40,8 @@ class SubmissionResult:
     sandbox: str = ""  # how its code ran: root | user | none (--no-sandbox) | "" (never ran)
     options: str = ""  # every grading option that changes a grade (store.options_key): merges compare it
     checked: float | None = None  # the total the checks gave, where an override changed it (gradebook.final)
+    # what each flag that accuses rests on (``copies``): {"flag", "exercise", "student", "solution", "shown"}
+    evidence: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -68,6 +70,7 @@ class SubmissionResult:
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(flags=list(self.flags), review=list(self.review), decisions=list(self.decisions),
+                    evidence=[dict(e) for e in self.evidence],
                     exercises={gid: e.to_json() for gid, e in self.exercises.items()}, total=self.total, max=self.max)
         return data
 
