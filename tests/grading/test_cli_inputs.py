@@ -151,3 +151,23 @@ def test_ctrl_c_stops_the_batch_promptly_and_keeps_what_finished(tmp_path):
     assert took < 10, f"{took:.1f} s from SIGINT to exit"  # the rest would take 10 s on an idle machine
     with open(out, newline="") as f:
         assert len(list(csv.DictReader(f))) == kept
+
+
+def test_a_copy_flag_reaches_the_row_with_its_evidence_through_the_judge(tmp_path):
+    """Graded by the documented command: the row (JSON line and result store) holds the flag and its evidence."""
+    from test_copies import disguised, solution_source, unmarked
+
+    raw = json.loads((ROOT / "exercises" / "04_exercises.ipynb").read_text())
+    copy = disguised(unmarked(solution_source("04_exercises", "linear_nd_answer")))
+    for cell in raw["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "linear_nd_answer":
+            cell["source"] = copy
+    (tmp_path / "s.ipynb").write_text(json.dumps(raw))
+    proc = grade(str(tmp_path / "s.ipynb"), "--json", "--out", str(tmp_path / "g.csv"))
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [json.loads(line) for line in proc.stdout.splitlines()]
+    (evidence,) = row["evidence"]
+    assert evidence["flag"] in row["flags"] and evidence["exercise"] == "linear_nd"
+    assert evidence["student"] and all(line in copy for line in evidence["student"])
+    stored = json.loads(next((tmp_path / "g.csv.results").glob("*.json")).read_text())
+    assert stored["evidence"] == row["evidence"]
