@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ def checksum(source: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+GITHUB_PATH = re.compile(r"/github/([\w.-]+)/([\w.-]+)")  # a repository in a Colab link (colab.../github/O/N/blob)
+
+
 def untouched(theirs: str, course: str) -> bool:
     """Whether a submission's copy of a locked cell is one of the forms the course itself gives it.
 
@@ -94,10 +98,13 @@ def untouched(theirs: str, course: str) -> bool:
         ours = repo_url().rstrip("/")
     except (OSError, KeyError, ValueError):  # no pyproject.toml (an old Gradescope archive): only the exact copy
         return False
-    if ours not in course:
+    if ours not in course and ours.removeprefix("https://github.com/") not in course:
         return False
-    candidates = dict.fromkeys(x for m in REPOSITORY.findall(theirs) for x in (m, m.rstrip(".")))
-    return any(checksum(retarget(course, ours, url)) == checksum(theirs) for url in list(candidates)[:8])
+    # every repository the cell may now name: as a URL, or as the owner/name path of a Colab link
+    named = [m.group(0) for m in REPOSITORY.finditer(theirs)] + [
+        f"https://github.com/{owner}/{name}" for owner, name in GITHUB_PATH.findall(theirs)]
+    candidates = dict.fromkeys(x for url in named for x in (url, url.rstrip(".")) if REPOSITORY.fullmatch(x))
+    return any(checksum(retarget(course, ours, url)) == checksum(theirs) for url in list(candidates)[:16])
 
 
 # --------------------------------------------------------------------------- reading notebooks

@@ -153,3 +153,16 @@ def test_any_other_change_of_the_set_up_cell_is_still_flagged(tmp_path, edit):
     (tmp_path / "n.ipynb").write_text(json.dumps(raw))
     assert [f.split(" was ", 1)[1] for f in _locked_flags(tmp_path / "n.ipynb", assignments)] == [
         "modified (the course's copy was used)"]
+
+
+def test_a_locked_cell_whose_only_link_is_a_colab_path_is_recognised_as_released():
+    """release rewrites the owner/name path of a Colab link too: such a cell, so rewritten, is the course's own."""
+    from course_utils.paths import repo_url
+    from course_utils.release import retarget
+
+    path = repo_url().removeprefix("https://github.com/")
+    course = f"Open [in Colab](https://colab.research.google.com/github/{path}/blob/main/exercises/02_exercises.ipynb)."
+    released = retarget(course, repo_url(), "https://github.com/my-uni/autograd-2027")
+    assert released != course and collect.untouched(released, course)
+    assert not collect.untouched(released.replace("Open", "Run"), course)
+    assert not collect.untouched(course.replace(path, "my-uni/autograd-2027").replace("blob/main", "blob/dev"), course)
