@@ -27,6 +27,7 @@ from ..paths import ROOT
 from . import book_cli, gradescope_archive, sandbox, similarity, submission
 from .batch import grade_batch
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
+from .late import META, STAMP
 from .limits import cap_judge_memory
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .outputs import json_line, write_all
@@ -176,7 +177,7 @@ def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
 
 def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     """Grade the submissions (resuming from the result store), then write every output."""
-    files = collect(args.submissions)
+    files = not_records(collect(args.submissions))
     one_name_each(files)
     if args.shard:
         k, n = parse_shard(args.shard)
@@ -312,6 +313,16 @@ def _write(args: argparse.Namespace, targets: dict[str, Any], rows: list[Submiss
     graded = [r for r in rows if r.graded]
     print(f"graded {len(graded)} of {len(rows)} submission(s)" + (f"; table: {args.out}" if args.out else "")
           + (f"; feedback: {args.feedback_dir}" if args.feedback_dir else ""), file=sys.stderr)
+
+
+def not_records(files: list[tuple[Path, str | None]]) -> list[tuple[Path, str | None]]:
+    """The files without the platforms' time records (nbgrader's timestamp.txt, Gradescope's
+    submission_metadata.json): ``late`` reads them for times; they are never submissions (no row, no feedback)."""
+    kept = [(f, skipped) for f, skipped in files if f.name not in (STAMP, META)]
+    if len(kept) < len(files):
+        print(f"{len(files) - len(kept)} platform time record(s) ({STAMP}, {META}) are read for submission "
+              "times, not graded", file=sys.stderr)
+    return kept
 
 
 def one_name_each(files: list[tuple[Path, str | None]]) -> None:

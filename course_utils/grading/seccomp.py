@@ -5,13 +5,7 @@ system calls student code never needs and that widen what a process can reach: m
 namespaces, kernel modules and keys, tracing other processes, eBPF, io_uring, changing
 CPU affinity (the grader pins each worker), clock and host settings, and memory that no
 resident size or folder shows (``memfd_create`` and System V IPC objects: where no cgroup
-counts them, the judge could not see a runner hold gigabytes in an unmapped memfd), and kernel memory
-that none shows either (issue 48, measured where no cgroup counts it): pages referenced from pipes
-(``vmsplice`` of transparent huge pages then unmapped pinned 32 MiB per pipe; ``splice``, ``tee``
-and ``sendfile`` into a pipe reference pages the same way), socket buffers (``socket``,
-``socketpair``: 16 MiB per filled pair where ``net.core.wmem_max`` is 4 MiB), extended attributes
-(the ``setxattr`` family: gigabytes on one empty file in a shared tmpfs) and epoll or inotify
-watches (each pins kernel objects, bounded only per user). ``clone`` is allowed
+counts them, the judge could not see a runner hold gigabytes in an unmapped memfd). ``clone`` is allowed
 only without namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``.
 Other architectures get no filter (``filter_for`` returns None) and the README says so.
 """
@@ -38,10 +32,6 @@ DENIED = {
         "pidfd_getfd": 438, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
         # memory that no resident size and no folder shows: where no cgroup does, nothing would count it
         "shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319,
-        # kernel memory nothing counts (issue 48): pages pinned in pipes, socket buffers, xattrs, watches
-        "sendfile": 40, "splice": 275, "tee": 276, "vmsplice": 278, "socket": 41, "socketpair": 53,
-        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463, "epoll_create": 213,
-        "epoll_create1": 291, "inotify_init": 253, "inotify_init1": 294,
     },
     "aarch64": {
         "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
@@ -56,8 +46,6 @@ DENIED = {
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
         "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
         "msgget": 186, "semget": 190, "shmget": 194, "memfd_create": 279,  # memory out of sight, as on x86_64
-        "sendfile": 71, "splice": 76, "tee": 77, "vmsplice": 75, "socket": 198, "socketpair": 199,
-        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463, "epoll_create1": 20, "inotify_init1": 26,
     },
 }
 CLONE = {"x86_64": 56, "aarch64": 220}

@@ -124,15 +124,14 @@ class Worker:
     def over_memory(self) -> bool:
         if self.zygote is not None:
             return self.zygote.over_memory()
-        if self.proc is None or (self.limits.cgroups and self.uid is None):
+        if self.proc is None or self.limits.cgroups:
             return False  # the kernel enforces it (files in tmpfs folders are charged to the cgroup too)
+        if self.limits.over_memory(self.proc.pid):
+            return True
         if self.uid is None:
-            return self.limits.over_memory(self.proc.pid)
+            return False
         if time.monotonic() - self.held[0] > 0.2:  # a walk of the shared folders: a few times a second
-            # its private home too (under the grader's TMPDIR, a tmpfs on many systems: issue 48 item 3)
-            self.held = (time.monotonic(), uids.held_bytes(self.uid, uids.SHARED + ((self.scratch,) if self.scratch else ())))
-        if self.limits.cgroups:  # files on a disk are no cgroup's memory: bounded by the cap all the same
-            return self.held[1] > self.limits.memory
+            self.held = (time.monotonic(), uids.held_bytes(self.uid))
         return self.limits.over_memory(self.proc.pid, self.held[1])
 
     def oom_killed(self) -> bool:
