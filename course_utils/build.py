@@ -86,7 +86,7 @@ def lesson_title(py: Path) -> tuple[str, str]:
 
 def lesson_table(for_readme: bool) -> str:
     """Markdown table of the lessons (and exercises), one line each."""
-    rows = ["| # | lesson | what you learn | |", "| --- | --- | --- | --- |"]
+    rows = ["| # | lesson | what you learn | open it |", "| --- | --- | --- | --- |"]  # no empty heading (axe)
     for py in sources("notebooks"):
         if py.name.startswith("00_"):
             continue

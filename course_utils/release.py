@@ -305,20 +305,31 @@ def _repo_of(course: Path) -> str:
     return tomllib.loads((course / "pyproject.toml").read_text())["project"]["urls"]["Repository"].rstrip("/")
 
 
+REPOSITORY = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+")  # what --repository accepts
+
+
+def retarget(text: str, old: str, new: str) -> str:
+    """``text`` with the instructors' repository ``old`` (URL and owner/name path) replaced by ``new``.
+
+    What ``release --repository`` does to every text file; the grader derives the legitimate forms
+    of its locked cells from it (``collect.untouched``).
+    """
+    for a, b in ((old, new), (old.removeprefix("https://github.com/"), new.removeprefix("https://github.com/"))):
+        text = text.replace(a, b)
+    return text
+
+
 def _point_links_at(folder: Path, old: str, new: str) -> None:
     """Replace the instructors' repository (URL and owner/name path) by the students' in every text file."""
-    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", new):
+    if not REPOSITORY.fullmatch(new):
         raise CourseError(f"--repository must be a GitHub URL such as https://github.com/ORG/NAME, got {new!r}.")
-    pairs = [(old, new), (old.removeprefix("https://github.com/"), new.removeprefix("https://github.com/"))]
     for path in folder.rglob("*"):
         if path.is_file() and path.suffix in (".ipynb", ".py", ".md", ".toml", ".yml", ".txt", ".json", ""):
             try:
                 text = path.read_text(encoding="utf-8")
             except UnicodeDecodeError:
                 continue
-            changed = text
-            for a, b in pairs:
-                changed = changed.replace(a, b)
+            changed = retarget(text, old, new)
             if changed != text:
                 path.write_text(changed, encoding="utf-8")
 

@@ -200,6 +200,11 @@ def mathjax_dir() -> Path:
     return Path(spec.origin).parent / "static" / "mathjax" / "es5"
 
 
+# The theme's logo link, wrapped in a navigation landmark: outside one, screen-reader users who move by landmarks
+# miss it (axe-core's "region" rule).
+LOGO_TEMPLATE = '<nav aria-label="Course home">{% include "navbar-logo.html" %}</nav>\n'
+
+
 def sphinx_settings() -> dict:
     """Sphinx conf.py values: MyST-NB without execution, the book theme, local MathJax."""
     return {
@@ -216,6 +221,10 @@ def sphinx_settings() -> dict:
         "html_theme": "sphinx_book_theme",
         "html_title": site_title(),
         "html_static_path": ["_static"],
+        "templates_path": ["_templates"],  # LOGO_TEMPLATE: the sidebar's logo inside a landmark (axe's "region")
+        # the book theme's sidebar (its theme.conf), the logo wrapped
+        "html_sidebars": {"**": ["course-logo.html", "icon-links.html", "search-button-field.html",
+                                 "sbt-sidebar-nav.html"]},
         "html_theme_options": {"repository_url": repo_url(), "use_repository_button": True,
                                "home_page_in_toc": True, "show_toc_level": 2,
                                "extra_footer": f'<p class="licence">{site_title()}: <a href="{blob_url("LICENSE")}">'
@@ -248,6 +257,7 @@ def stage(src: Path) -> None:
         _write_if_changed(src / "instructors.md", _rewrite_links(instructors_markdown(), "README.md", site_pages))
     _write_if_changed(src / "_static" / "favicon.svg", FAVICON)
     _write_if_changed(src / "_static" / "course.css", CSS)
+    _write_if_changed(src / "_templates" / "course-logo.html", LOGO_TEMPLATE)
     mathjax = src / "_static" / "mathjax"
     if not (mathjax / "tex-chtml.js").exists():
         shutil.copytree(mathjax_dir(), mathjax, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*MATHJAX_UNUSED))
@@ -272,12 +282,29 @@ def build(out: Path = DEFAULT_OUT, quiet: bool = True) -> Path:
                           f"{(done.stderr or '')[-3000:]}")
     if quiet and done.stderr.strip():
         print(done.stderr.strip(), file=sys.stderr)
+    corner_cells(html)
     root = f"{START.removesuffix('.ipynb')}.html"
     (html / "index.html").write_text(
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{site_title()}</title>'
         f'<meta http-equiv="refresh" content="0; url={root}"></head>'
         f'<body><a href="{root}">{site_title()}</a></body></html>\n')
     return html
+
+
+EMPTY_HEADING = re.compile(r'<th class="head">\s*(?:<p>\s*</p>\s*)?</th>')
+
+
+def corner_cells(html: Path) -> None:
+    """A markdown table's empty heading (the corner above row labels, ``| | a | b |``) as the empty cell it is.
+
+    Sphinx writes it as a ``<th>`` with no text, which a screen reader announces as a nameless
+    column heading (axe-core's "empty-table-header"); a ``<td>`` is a plain empty cell.
+    """
+    for page in html.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed = EMPTY_HEADING.sub('<td class="head"></td>', text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

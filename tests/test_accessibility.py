@@ -69,6 +69,41 @@ def test_the_dashboard_has_no_accessibility_violation(browser, report):
     page.close()
 
 
+def semester_rows() -> list[SubmissionResult]:
+    """A term's batch as an instructor grades it: 30 students x 4 assignments in nbgrader's deep folders, ten exercise
+    columns, copy flags, holds and decisions."""
+    exercises = {"01_exercises": {"scalar_engine": 4, "scalar_ops": 3}, "02_exercises": {"mul": 2, "div": 3},
+                 "03_exercises": {"exp": 2, "sigmoid": 3},
+                 "04_exercises": {"linear_function": 4, "linear_module": 3, "linear_nd": 4}}
+    out = []
+    for i in range(30):
+        for a, ex in exercises.items():
+            results = {g: ExerciseResult(g, m * (i % 3 > 0), m, CheckStatus.PASSED if i % 3 else CheckStatus.FAILED,
+                                         feedback="x") for g, m in ex.items()}
+            out.append(SubmissionResult(
+                f"/home/instructor/autograd-course/spring-2027/nbgrader/submitted/student_{i:03d}_maria_garcia_lopez/"
+                f"{a}/{a}.ipynb", a, "graded" if i % 5 else "held for review", results,
+                flags=["copied from the solutions: 6 consecutive statements of the answer to linear_nd are the "
+                       "solution's own (no lesson shows them), up to names, comments and formatting"] if i % 7 == 0
+                else [], review=["answer cell mul_answer imports `gc`"] if i % 5 == 0 else [],
+                decisions=["accepted by prof: reviewed, honest work"] if i % 10 == 0 else []))
+    return out
+
+
+def test_a_semesters_dashboard_fits_1400_pixels_and_has_no_violation(browser, tmp_path):
+    """Long nbgrader paths and ten exercise columns: no horizontal scroll at 1,400 px, the decisions column in view;
+    axe-core finds nothing of any impact."""
+    report = dashboard.write(Batch(semester_rows(), "", feedback_dir=tmp_path / "feedback"), str(tmp_path / "r.html"))
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(report.as_uri())
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    right = page.evaluate("[...document.querySelectorAll('table.students thead th')].pop().getBoundingClientRect()"
+                          ".right")
+    assert page.locator("table.students thead th").last.inner_text().strip() == "decisions" and right <= 1400
+    assert violations(page, ("minor", "moderate", "serious", "critical")) == []
+    page.close()
+
+
 def test_the_dashboard_tables_read_with_a_keyboard_and_a_screen_reader(browser, report):
     page = browser.new_page()
     page.goto(report.as_uri())

@@ -12,10 +12,13 @@ a batch across machines and ``--merge`` combines their result folders.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import re
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from ..paths import ROOT
 from . import book_cli, book_outputs, gradescope_archive, sandbox, similarity, submission, uids
 from .batch import grade_batch
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
+from .late import META, STAMP
 from .limits import cap_judge_memory
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .outputs import json_line, write_all
@@ -138,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside the batch (reading, writing the outputs): never a traceback nor 0
+        print("interrupted: the results stored so far are kept; run the same command again to finish",
+              file=sys.stderr)
+        return 130
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -175,7 +183,7 @@ def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
 
 def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     """Grade the submissions (resuming from the result store), then write every output."""
-    files = collect(args.submissions)
+    files = not_records(collect(args.submissions))
     one_name_each(files)
     if args.shard:
         k, n = parse_shard(args.shard)
@@ -206,7 +214,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
             print(json_line(row), flush=True)
         bar.update()
 
-    with progress_bar(len(todo)) as bar:
+    with progress_bar(len(todo)) as bar, stopped_by_ctrl_c(options):
         try:
             grade_batch(todo, assignments, options, done, _keep(parsed) if args.similarity else None)
         except KeyboardInterrupt:
@@ -215,6 +223,20 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
             return 130
     _write(args, targets, rows, [f for f, skipped in files if not skipped], assignments, root, parsed)
     return 0
+
+
+@contextlib.contextmanager
+def stopped_by_ctrl_c(options: Options) -> Iterator[None]:
+    """While grading, Ctrl-C (SIGINT) sets ``options.stop``: no file more is started and the running runners end
+    at once (``batch.grade_batch``), wherever the main thread is; the previous handler is back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: options.stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _keep(parsed: dict[str, submission.ParsedSubmission]) -> Callable[[submission.ParsedSubmission], None]:
@@ -310,6 +332,16 @@ def _write(args: argparse.Namespace, targets: dict[str, Any], rows: list[Submiss
 def _inputs(args: argparse.Namespace) -> book_outputs.Inputs:
     """The files the late policy reads (book_outputs: every output shows the score the export sends)."""
     return book_outputs.Inputs(args.roster or "", args.due or "", args.times or "", args.use_mtime)
+
+
+def not_records(files: list[tuple[Path, str | None]]) -> list[tuple[Path, str | None]]:
+    """The files without the platforms' time records (nbgrader's timestamp.txt, Gradescope's
+    submission_metadata.json): ``late`` reads them for times; they are never submissions (no row, no feedback)."""
+    kept = [(f, skipped) for f, skipped in files if f.name not in (STAMP, META)]
+    if len(kept) < len(files):
+        print(f"{len(files) - len(kept)} platform time record(s) ({STAMP}, {META}) are read for submission "
+              "times, not graded", file=sys.stderr)
+    return kept
 
 
 def one_name_each(files: list[tuple[Path, str | None]]) -> None:

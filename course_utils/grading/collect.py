@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import ASSIGNMENT_KEY
+from ..paths import ASSIGNMENT_KEY, repo_url
+from ..release import REPOSITORY, retarget
 from .errors import UsageError
 from .results import Status
 
@@ -48,6 +50,7 @@ class Assignment:
     path: Path
     cells: tuple[Cell, ...]
     solution: tuple[Cell, ...] | None = None  # its notebook's cells in solutions/ (() if none); None: not loaded
+    lessons: tuple[str, ...] = ()  # the code cells of every lesson (notebooks/), loaded with the solutions
 
     def exercises(self) -> list[str]:
         return [c.nbgrader["grade_id"] for c in self.cells if c.cell_type == "code" and c.nbgrader.get("grade")]
@@ -76,6 +79,32 @@ def checksum(source: str) -> str:
     """nbgrader-style cell checksum: of the source with trailing whitespace normalised."""
     text = "\n".join(line.rstrip() for line in source.strip().splitlines())
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+GITHUB_PATH = re.compile(r"/github/([\w.-]+)/([\w.-]+)")  # a repository in a Colab link (colab.../github/O/N/blob)
+
+
+def untouched(theirs: str, course: str) -> bool:
+    """Whether a submission's copy of a locked cell is one of the forms the course itself gives it.
+
+    The course's own copy, or that copy as ``release --repository URL`` writes it for any repository
+    the instructor may have named (``release.retarget``, the one rewrite release applies to every
+    file: the set-up cell's install line, links): derived from the course's cell, so a set-up cell
+    that changes stays recognised. Any other change is not.
+    """
+    if checksum(theirs) == checksum(course):
+        return True
+    try:
+        ours = repo_url().rstrip("/")
+    except (OSError, KeyError, ValueError):  # no pyproject.toml (an old Gradescope archive): only the exact copy
+        return False
+    if ours not in course and ours.removeprefix("https://github.com/") not in course:
+        return False
+    # every repository the cell may now name: as a URL, or as the owner/name path of a Colab link
+    named = [m.group(0) for m in REPOSITORY.finditer(theirs)] + [
+        f"https://github.com/{owner}/{name}" for owner, name in GITHUB_PATH.findall(theirs)]
+    candidates = dict.fromkeys(x for url in named for x in (url, url.rstrip(".")) if REPOSITORY.fullmatch(x))
+    return any(checksum(retarget(course, ours, url)) == checksum(theirs) for url in list(candidates)[:16])
 
 
 # --------------------------------------------------------------------------- reading notebooks
@@ -165,15 +194,29 @@ def load_assignments(course: Path, solutions: bool = False) -> dict[str, Assignm
     elsewhere (Gradescope) no copy check runs.
     """
     solved = _solutions(course) if solutions else None
+    lessons = lesson_code(course) if solutions else ()
     found = {}
     for path in sorted((course / "exercises").glob("*.ipynb")):
         name, cells = parse_notebook(path.read_bytes())
         if name:
-            found[name] = Assignment(name, path, tuple(cells), None if solved is None else solved.get(name, ()))
+            found[name] = Assignment(name, path, tuple(cells), None if solved is None else solved.get(name, ()),
+                                     lessons)
     if not found:
         raise UsageError(f"no exercise notebooks with assignment metadata in {course / 'exercises'}; "
                          "run ./course build first.")
     return found
+
+
+def lesson_code(course: Path) -> tuple[str, ...]:
+    """The code cells of every lesson notebook (``notebooks/``): what a student may type from the lessons, which the
+    copy check never counts as copied (a notebook that does not read is left out)."""
+    code: list[str] = []
+    for path in sorted((course / "notebooks").glob("*.ipynb")):
+        try:
+            code += [c.source for c in parse_notebook(path.read_bytes())[1] if c.cell_type == "code"]
+        except (NotebookError, OSError):
+            continue
+    return tuple(code)
 
 
 def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
@@ -190,8 +233,8 @@ def _solutions(course: Path) -> dict[str, tuple[Cell, ...]]:
 
 
 def course_version(assignments: dict[str, Assignment], course_utils: Path) -> str:
-    """What a stored result depends on: the exercise notebooks and their solutions (the copies flags rest on
-    them; read from the course's ``solutions/`` whether loaded or not), all of course_utils' code and the torch
+    """What a stored result depends on: the exercise notebooks and their solutions and the lessons' code (the
+    copies flags rest on them; read from the course whether loaded or not), all of course_utils' code and the torch
     version.
 
     An upgrade of the grader, of a check, of a solution or of torch makes every stored result stale.
@@ -204,6 +247,9 @@ def course_version(assignments: dict[str, Assignment], course_utils: Path) -> st
     for folder in sorted({a.path.parent.parent / "solutions" for a in assignments.values()}):
         for path in sorted(folder.glob("*.ipynb")):  # the copies flags stored with a result rest on them
             h.update(path.read_bytes())
+    for course in sorted({a.path.parent.parent for a in assignments.values()}):
+        for code in lesson_code(course):  # and on the lessons' code (not their outputs)
+            h.update(code.encode() + b"\0")
     for path in sorted(course_utils.rglob("*.py")):
         h.update(str(path.relative_to(course_utils)).encode() + b"\0" + path.read_bytes())
     try:

@@ -1,90 +1,135 @@
-"""Answers copied from ``solutions/``: flagged "copied from the solutions" on the submission's row.
+"""Answers copied from ``solutions/``: flagged "copied from the solutions", each flag with its evidence.
 
-Two signs, both about the answer cells only, neither changing a grade:
+A flag is an accusation, so it rests only on what copying the solutions leaves and reading the
+lessons does not. Two signs, both about the answer cells only, neither changing a grade:
 
 * a solution marker (``### BEGIN SOLUTION``, ``### END SOLUTION``, ``### SHIPPED``) in an answer:
   the released exercise never contains one, the solution notebook does;
-* a long verbatim run: at least ``RUN`` consecutive non-blank lines (or ``RUN_WITH_COMMENT``
-  when one of them is a comment of the solution: comments are never required) equal, after
-  stripping indentation, to lines of the solution's answer that the exercise does not ship.
-  A short standard answer (a four-line forward) never reaches it.
+* a long run of the solution's *own* statements: at least ``RUN`` consecutive statements of the
+  answer (``RUN_WITH_COMMENT`` when they also carry the solution's own comments, which are never
+  required) equal to consecutive statements of the solution's answer, compared as ``normalise``
+  reads code (comments, docstrings, type hints, blank lines, names and formatting do not count),
+  holding at least ``TOKENS`` tokens. A statement that any lesson or the exercise notebook shows
+  (so normalised) is no evidence: it is left out of both sides before comparing, so the standard
+  pattern a lesson teaches, typed from the lesson with other names, is never "copied", while a
+  copy of what only the solution holds is caught whatever its names and comments.
 
-The judge adds them to the row it returns (``judge.grade_submission``), so they are stored with
-the result in the one write of it and reach every output, a resume and ``--merge`` with it. The
-answers are the ones the judge grades (``ParsedSubmission.answers``); the solutions come with
-the assignment (``load_assignments(course, solutions=True)``).
+The judge adds the flags and their evidence (the student's lines, the solution's lines they
+match, and the answer's lines a lesson shows) to the row it returns (``flag``), so they are
+stored with the result in its one write and reach every output, a resume and ``--merge``. The
+answers are the ones the judge grades (``ParsedSubmission.answers``); the solutions and the
+lessons come with the assignment (``load_assignments(course, solutions=True)``).
 """
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
+from functools import lru_cache
 
 from ..release import BEGIN, END, SHIPPED
-from .collect import Assignment
+from .collect import Assignment, clean
+from .normalise import Statement, imported_names, statements
+from .results import SubmissionResult
 from .submission import ParsedSubmission
 
-RUN = 8
-RUN_WITH_COMMENT = 4
+RUN = 5  # statements in a row: what an honest answer shares with the solution beyond the lessons is shorter
+RUN_WITH_COMMENT = 3  # ... when they carry the solution's own comments too
+TOKENS = 40  # and at least this many normalised tokens: five one-word returns are no evidence
 MARKERS = (BEGIN, END, SHIPPED)
 FLAG = "copied from the solutions"
+SHOWN = 40  # lines of the answer that a lesson shows, kept with the evidence
 
 
-def _lines(source: str) -> list[str]:
-    return [line.strip() for line in source.splitlines() if line.strip()]
+@dataclass(frozen=True)
+class Reference:
+    """What one assignment's answers are compared with, computed once per assignment (``reference``)."""
+
+    shown: frozenset[str]  # every statement (normalised) of the lessons and of the exercise notebook as shipped
+    lesson_comments: frozenset[str]  # every comment of the lessons' code
+    solutions: dict[str, list[Statement]]  # answer id -> the solution's statements that ``shown`` lacks
+    known: frozenset[str]  # the names the course's imports bind: the same in every answer, so kept as written
 
 
-def _solution_lines(source: str) -> list[str]:
-    """The lines of a solution cell, without its markers and the commented-out code after ``### SHIPPED``."""
-    out, released = [], False
-    for line in _lines(source):
-        if line.startswith(SHIPPED):
-            released = True
-        elif line.startswith(END):
-            released = False
-        elif not released and not line.startswith(BEGIN):
-            out.append(line)
-    return out
+def reference(assignment: Assignment) -> Reference:
+    return _reference(assignment.lessons, tuple(c.source for c in assignment.cells),
+                      tuple((c.nbgrader["grade_id"], c.source) for c in assignment.solution or ()
+                            if c.nbgrader["solution"] and c.nbgrader["grade_id"]))
 
 
-def solution_answers(assignment: Assignment, shipped: set[str]) -> dict[str, list[str]]:
-    """Answer cell id -> the solution's answer lines that the exercise does not ship (``shipped``, its lines)."""
-    return {c.nbgrader["grade_id"]: [x for x in _solution_lines(c.source) if x not in shipped]
-            for c in assignment.solution or () if c.nbgrader["solution"] and c.nbgrader["grade_id"]}
+@lru_cache(maxsize=16)
+def _reference(lessons: tuple[str, ...], shipped: tuple[str, ...], solved: tuple[tuple[str, str], ...]) -> Reference:
+    known = imported_names([*lessons, *shipped, *(source for _, source in solved)])
+    taught = [s for source in lessons for s in statements(source, known)]
+    shown = frozenset([s.key for s in taught] + [s.key for source in shipped for s in statements(source, known)])
+    return Reference(shown, frozenset(c for s in taught for c in s.comments), {
+        gid: [s for s in statements(source, known) if s.key not in shown] for gid, source in solved}, known)
 
 
-def longest_run(answer: list[str], solution: list[str]) -> tuple[int, bool]:
-    """Length of the longest run of ``answer`` lines found verbatim in ``solution``, and whether it has a comment."""
-    match = difflib.SequenceMatcher(None, answer, solution, autojunk=False).find_longest_match(
-        0, len(answer), 0, len(solution))
-    return match.size, any(x.startswith("#") for x in answer[match.a:match.a + match.size])
+def _comments(statements_: list[Statement]) -> set[str]:
+    return {c for s in statements_ for c in s.comments if len(c) >= 12}
 
 
-def flags_for(submission: ParsedSubmission, assignment: Assignment) -> list[str]:
-    """The flags of one submission's answers (``assignment``: the exercise notebook it answers, with its solution)."""
-    shipped = {line for c in assignment.cells for line in _lines(c.source)}
-    solutions = solution_answers(assignment, shipped)
+def longest_run(answer: list[Statement], solution: list[Statement]) -> tuple[int, int, int]:
+    """(start in ``answer``, start in ``solution``, length) of the longest run of equal statements."""
+    match = difflib.SequenceMatcher(None, [s.key for s in answer], [s.key for s in solution],
+                                    autojunk=False).find_longest_match(0, len(answer), 0, len(solution))
+    return match.a, match.b, match.size
+
+
+def evidence(flag: str, exercise: str, mine: list[Statement], theirs: list[Statement],
+             shown: list[Statement]) -> dict:
+    """What a reviewer reads beside a flag: the student's lines, the solution's lines they match, the lesson's."""
+    return {"flag": flag, "exercise": exercise,
+            "student": [clean(line) for s in mine for line in s.lines],  # the student's text: no control sequences
+            "solution": [line for s in theirs for line in s.lines],
+            "shown": [clean(line) for s in shown for line in s.lines][:SHOWN]}
+
+
+def found_in(submission: ParsedSubmission, assignment: Assignment) -> list[dict]:
+    """The copy flags of one submission's answers, each as its evidence (``flag``: its text)."""
+    ref = reference(assignment)
     found = []
     for gid, source in submission.answers.items():  # the answers the judge grades, by Assignment.answers_in
         exercise = gid.removesuffix("_answer")
         marker = next((m for m in MARKERS if m in source), None)
         if marker:
-            found.append(f"{FLAG}: the answer to {exercise} still holds the solution marker '{marker}'")
+            lines = [clean(line.strip()) for line in source.splitlines() if marker in line]
+            found.append({"flag": f"{FLAG}: the answer to {exercise} still holds the solution marker '{marker}'",
+                          "exercise": exercise, "student": lines, "solution": lines, "shown": []})
             continue
-        mine = [x for x in _lines(source) if x not in shipped]
-        run, comment = longest_run(mine, solutions.get(gid, []))
-        if run >= RUN or (comment and run >= RUN_WITH_COMMENT):
-            found.append(f"{FLAG}: {run} consecutive lines of the answer to {exercise} are the solution's own, "
-                         "verbatim")
+        every = statements(source, ref.known)
+        mine = [s for s in every if s.key not in ref.shown]
+        theirs = ref.solutions.get(gid, [])
+        a, b, run = longest_run(mine, theirs)
+        copied, original = mine[a:a + run], theirs[b:b + run]
+        tokens = sum(len(s.key.split()) for s in copied)
+        comments = (_comments(copied) & _comments(original)) - ref.lesson_comments
+        if tokens >= TOKENS and (run >= RUN or (comments and run >= RUN_WITH_COMMENT)):
+            flag = (f"{FLAG}: {run} consecutive statements of the answer to {exercise} are the solution's own "
+                    "(no lesson shows them), up to names, comments and formatting"
+                    + (" and with the solution's own comments" if comments else ""))
+            found.append(evidence(flag, exercise, copied, original, [s for s in every if s.key in ref.shown]))
     return found
 
 
-def flags(submission: ParsedSubmission, assignments: dict[str, Assignment]) -> list[str]:
-    """Its "copied from the solutions" flags; never an exception.
+def flag(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[str, Assignment]) -> None:
+    """Add the submission's "copied from the solutions" flags to ``row``, each with its evidence; never raises.
 
-    [] for an unknown assignment, and where the solutions were not loaded (not the instructors' run).
+    Nothing for an unknown assignment, and where the solutions were not loaded (not the instructors' run).
     """
     if submission.assignment not in assignments or assignments[submission.assignment].solution is None:
-        return []
+        return
     try:
-        return flags_for(submission, assignments[submission.assignment])
+        found = found_in(submission, assignments[submission.assignment])
     except (AttributeError, TypeError, ValueError, RecursionError, MemoryError) as exc:  # never lose the row
-        return [f"could not look for copies of the solutions ({type(exc).__name__}): read it yourself"]
+        row.flags.append(f"could not look for copies of the solutions ({type(exc).__name__}): read it yourself")
+        return
+    row.flags += [f["flag"] for f in found]
+    row.evidence += found
+
+
+def flags(submission: ParsedSubmission, assignments: dict[str, Assignment]) -> list[str]:
+    """Its "copied from the solutions" flags' texts (``flag`` adds them and their evidence to a row)."""
+    row = SubmissionResult(submission.name)
+    flag(row, submission, assignments)
+    return row.flags

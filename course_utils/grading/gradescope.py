@@ -36,7 +36,8 @@ def results(row: SubmissionResult | None, found: list[str], assignment: str) -> 
     if row is None or not row.graded or row.assignment != assignment:
         why = ("no notebook (.ipynb) was found in your submission" if row is None else
                f"{Path(row.submission).name} is the notebook of {row.assignment}, not of {assignment}"
-               if row.status in (Status.GRADED, Status.WRONG_ASSIGNMENT)
+               if row.status == Status.GRADED
+               else row.flags[0].partition("; ")[0] if row.status == Status.WRONG_ASSIGNMENT and row.flags
                else "; ".join(f for f in row.flags if "sandbox" not in f))
         return {"score": 0.0, "output": f"Nothing was graded: {why}. Upload your {assignment}.ipynb "
                 "exercise notebook.", "stdout_visibility": "hidden", "tests": []}

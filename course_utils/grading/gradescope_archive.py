@@ -81,6 +81,8 @@ def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
         names = PACKAGES + (("triton",) if re.search(r"\bimport triton\b", notebook.read_text()) else ())
         _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text(), names))
         _add(archive, f"course/exercises/{notebook.name}", notebook.read_bytes())
+        # the repository URL: the grader recognises a locked cell that release --repository rewrote (collect.untouched)
+        _add(archive, "course/pyproject.toml", (course / "pyproject.toml").read_bytes())
         for path in sorted(COURSE_UTILS.rglob("*.py")):
             _add(archive, f"course/{path.relative_to(COURSE_UTILS.parent).as_posix()}", path.read_bytes())
         return archive.namelist()

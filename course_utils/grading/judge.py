@@ -15,15 +15,16 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from .. import checks
 from ..checks.engine import make_request
 from ..status import CheckStatus
 from . import copies
 from .collect import Assignment, NotebookError, clean, display_name
-from .options import Options
+from .options import Options, Stoppable
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
-from .session import RUNNER_WALL, STARTUP, RunnerSession
+from .session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
 from .submission import ParsedSubmission, plan, read
 from .worker import Worker
 
@@ -56,7 +57,7 @@ def grade_submission(path: Path, assignments: dict[str, Assignment], options: Op
     if row.review and row.graded:
         row.status = HELD
     for submission in parsed:
-        row.flags += copies.flags(submission, assignments)
+        copies.flag(row, submission, assignments)  # the flags and their evidence
         if seen is not None:
             seen(submission)
     row.seconds = round(time.monotonic() - started, 2)
@@ -121,6 +122,8 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     session = RunnerSession({gid: checks.EXERCISES[gid].points for gid in row.exercises}, options.timeout,
                             lambda message: _judge(message["exercise"], requests[message["exercise"]], message))
     while not session.finished:
+        if options.stop.is_set():  # Ctrl-C: no runner more; the batch keeps no row finished after it
+            raise Refused("refused: grading was interrupted before this submission was finished")
         remaining = session.todo()
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(session.broken),
                # the runner's own limits per exercise (runner.Budget): CPU time, then the clock; the judge's is later
@@ -129,7 +132,8 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
                "requests": {g: public(requests[g]) for g in remaining},
                "probes": {g: list(checks.EXERCISES[g].probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)
-        outcome = worker.wait(session.start(worker.started), session.on_message, session.on_late)
+        deadline = cast(Deadline, Stoppable(session.start(worker.started), options.stop))  # due at once on Ctrl-C
+        outcome = worker.wait(deadline, session.on_message, session.on_late)
         session.counts.bytes += worker.bytes
         if session.counts.bytes > MAX_SUBMISSION_BYTES:
             raise Refused(f"refused: the answer code sent more than {MAX_SUBMISSION_BYTES >> 20} MiB to the grader; "

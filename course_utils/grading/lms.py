@@ -121,7 +121,7 @@ def entries(rows: list[SubmissionResult], students: list[Student], matched: Matc
             if policy and when is None:
                 notes.append("no recorded submission time: no late penalty applied")
             out.append(Entry(s, a, r.submission, r.status, r.total if r.graded else None,
-                             r.provisional, r.max, late, "; ".join(notes + r.decisions), due))
+                             r.provisional, r.max or maximum, late, "; ".join(notes + r.decisions), due))
     return out
 
 

@@ -5,7 +5,8 @@ imports torch or the checks (``judge`` does, when a file is graded), so they nee
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from . import sandbox
 
@@ -21,3 +22,15 @@ class Options:
     slots: int = 1  # submissions graded at once, each in its own runner slot (--jobs)
     assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
     feedback_fix: bool = False  # feedback shows each failing part's fix too (level 2 of help; --feedback-fix)
+    stop: threading.Event = field(default_factory=threading.Event)  # set: grade nothing more, end the runners (Ctrl-C)
+
+
+class Stoppable:
+    """A runner's deadline that is due at once when the batch is stopped (``Options.stop``): ``Worker.wait``
+    then ends the runner as at a time limit, so Ctrl-C never waits for a submission's checks to finish."""
+
+    def __init__(self, deadline, stop: threading.Event) -> None:
+        self.deadline, self.stop = deadline, stop
+
+    def due(self) -> float:
+        return float("-inf") if self.stop.is_set() else self.deadline.due()

@@ -58,7 +58,9 @@ class Index:
             return Placed((key,), tuple(self.matched.files.get(key, [])))
         stray = [f for f in [*self.matched.unknown, *self.matched.ambiguous] if f == key or f.endswith("/" + key)]
         if stray:
-            return Placed(problem=f"{key!r} names {', '.join(stray)}, which no single roster student owns "
+            owners = [f"{f} (the patterns of {' and '.join(self.matched.ambiguous[f])} match it)"
+                      if f in self.matched.ambiguous else f for f in stray]
+            return Placed(problem=f"{key!r} names {', '.join(owners)}, which no single roster student owns "
                                   "(fix the roster's patterns)")
         ends = self.ends.get(key.lstrip("/"), [])
         if len(ends) == 1:
@@ -76,6 +78,21 @@ class Index:
         return Placed(problem=f"{key!r} is neither a submission nor a student id" + (
             " (without --roster, a line names a submission by its path or the end of it)" if self.per_file
             else " of the roster"))
+
+
+    def why_none(self, key: str, at: Placed, assignment: str) -> str:
+        """Why a times line that places on students applies to no graded submission: the cause, where one is known.
+
+        A file that the roster's patterns give to two students (one of them this line's) counts for
+        neither: that is said, naming the file and both students, not "no graded submission".
+        """
+        shared = [(f, ids) for f, ids in self.matched.ambiguous.items() if set(ids) & set(at.students)]
+        if shared:
+            return f"{key!r} ({', '.join(at.students)}) owns no submission because " + "; ".join(
+                f"{f} matches the roster patterns of {' and '.join(ids)}" for f, ids in shared) + \
+                ": a file two students' patterns match counts for neither (make the roster's patterns tell them apart)"
+        what = f"for {assignment}" if assignment else "at all"
+        return f"{key!r} ({', '.join(at.students)}) has no graded submission {what}"
 
 
 @dataclass
@@ -102,8 +119,7 @@ def place_all(times: list[TimeRow], extensions: list[Extension], students: list[
             continue
         hits = [f for f in at.files if f in assignment_of and row.assignment in ("", assignment_of[f])]
         if not hits:
-            what = f"for {row.assignment}" if row.assignment else "at all"
-            problems.append(f"{row.where}: {row.key!r} ({', '.join(at.students)}) has no graded submission {what}.")
+            problems.append(f"{row.where}: {index.why_none(row.key, at, row.assignment)}.")
             continue
         if at.how:
             out.notices.append(f"{row.where}: {row.key!r} taken as student {at.students[0]} ({at.how} ignored).")

@@ -41,6 +41,8 @@ class SubmissionResult:
     options: str = ""  # every grading option that changes a grade (store.options_key): merges compare it
     checked: float | None = None  # the total the checks gave, where an override changed it (gradebook.final)
     resolved: list[str] = field(default_factory=list)  # flags a decision settled (gradebook.final; never stored)
+    # what each flag that accuses rests on (``copies``): {"flag", "exercise", "student", "solution", "shown"}
+    evidence: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -70,6 +72,7 @@ class SubmissionResult:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(flags=list(self.flags), review=list(self.review), decisions=list(self.decisions),
                     resolved=list(self.resolved),
+                    evidence=[dict(e) for e in self.evidence],
                     exercises={gid: e.to_json() for gid, e in self.exercises.items()}, total=self.total, max=self.max)
         return data
 

@@ -68,6 +68,14 @@ def _texts(x: object) -> bool:
     return isinstance(x, list) and all(isinstance(t, str) for t in x)
 
 
+def _evidence(x: object) -> bool:
+    """A list of ``copies.evidence`` records: texts and lists of texts under their keys."""
+    return isinstance(x, list) and all(
+        isinstance(e, dict) and set(e) == {"flag", "exercise", "student", "solution", "shown"}
+        and isinstance(e["flag"], str) and isinstance(e["exercise"], str)
+        and all(_texts(e[k]) for k in ("student", "solution", "shown")) for e in x)
+
+
 def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> str | None:
     """What is wrong with a row read back from disk (one clause), or None when it is well-formed.
 
@@ -77,8 +85,8 @@ def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> st
                                              row.course_version, row.sandbox, row.options)):
         return "a field that should be text is not"
     if not (_texts(row.flags) and _texts(row.review) and _number(row.seconds) and isinstance(row.exercises, dict)
-            and (row.checked is None or _number(row.checked))):
-        return "flags, review, seconds or checked have the wrong type"
+            and (row.checked is None or _number(row.checked)) and _evidence(row.evidence)):
+        return "flags, review, seconds, checked or evidence have the wrong type"
     for gid, e in row.exercises.items():
         if not (all(isinstance(v, str) for v in (e.status, e.feedback, e.problem, e.output_note, e.title))
                 and _texts(e.problem_codes) and _texts(e.flags) and isinstance(e.stages, list)):

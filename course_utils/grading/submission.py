@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..exercise_result import ExerciseResult
-from .collect import Assignment, Cell, NotebookError, cell_kind, checksum, display_name, parse_notebook, read_submission
+from .collect import Assignment, Cell, NotebookError, cell_kind, display_name, parse_notebook, read_submission, untouched
 from .policy import learning_flags, review_reasons
 from .results import Status, SubmissionResult
 
@@ -74,6 +74,15 @@ def ignored(cells: tuple[Cell, ...], course: Assignment, answers: Mapping[str, s
     return flags
 
 
+def wrong_assignment(name: str | None, expected: str) -> str:
+    """The one sentence for a notebook of another assignment than the batch's (``--assignment``): what, then
+    (after "; ") what the instructor can do (Gradescope shows the student the first part only)."""
+    what = f"the notebook of {name}" if name else "no exercise notebook of this course (no course metadata)"
+    return (f"wrong assignment: this file is {what}, not of {expected} (the assignment graded here), so it was not "
+            f"graded; ask the student for their {expected} notebook" +
+            (f", or grade this file with --assignment {name}" if name else ""))
+
+
 def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[str, Assignment],
          expected: str | None = None) -> list[dict]:
     """Fill ``row`` (assignment, flags, review) and return the cells the runner executes; NotebookError if ungradable.
@@ -82,9 +91,8 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
     """
     name, cells, answers = submission.assignment, submission.cells, submission.answers
     if expected is not None and name != expected:
-        row.assignment = name or ""
-        raise NotebookError(Status.WRONG_ASSIGNMENT, f"wrong assignment: this notebook is {name!r}, the batch is "
-                            f"{expected!r} (it was not graded)")
+        row.assignment = expected  # the student's row of this batch's assignment: never one of another
+        raise NotebookError(Status.WRONG_ASSIGNMENT, wrong_assignment(name, expected))
     if name not in assignments:
         raise NotebookError(Status.UNKNOWN_ASSIGNMENT, f"belongs to no known assignment (metadata says {name!r}; known: "
                             f"{', '.join(sorted(assignments))})")
@@ -111,7 +119,7 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
             mine = theirs.get(gid)
             if mine is None:
                 row.flags.append(f"locked cell {gid} was deleted (the course's copy was used)")
-            elif checksum(mine.source) != checksum(cell.source):
+            elif not untouched(mine.source, cell.source):
                 row.flags.append(f"locked cell {gid} was modified (the course's copy was used)")
         if kind in ("code", "check"):
             out.append({"kind": kind, "exercise": exercise, "source": cell.source})

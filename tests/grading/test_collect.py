@@ -110,3 +110,59 @@ def test_the_version_of_stored_results_covers_the_solutions(tmp_path):
     solution = tmp_path / "solutions" / "02_exercises.ipynb"
     solution.write_bytes(solution.read_bytes().replace(b"return a * b", b"return b * a"))
     assert collect.course_version(collect.load_assignments(tmp_path), code) != first
+
+
+def _locked_flags(path, assignments) -> list[str]:
+    from course_utils.grading import submission
+    from course_utils.grading.results import SubmissionResult
+
+    row = SubmissionResult(str(path))
+    submission.plan(row, submission.read(path, assignments), assignments)
+    return [f for f in row.flags if f.startswith("locked cell")]
+
+
+def test_a_notebook_of_the_student_edition_is_no_tampering(tmp_path):
+    """``release --repository URL`` rewrites the set-up cell's install line: every released exercise notebook, as
+    the release writes it for any repository, keeps its locked cells untouched in the grader's eyes."""
+    from course_utils import release
+
+    assignments = collect.load_assignments(ROOT)
+    for i, url in enumerate(("https://github.com/my-uni/autograd-2027", "https://github.com/Prof.X/ml_course.v2")):
+        release.student_edition(tmp_path / f"e{i}", url, up_to=4, fixes=False)
+        released = sorted((tmp_path / f"e{i}" / "exercises").glob("*.ipynb"))
+        assert released and all(url in p.read_text() for p in released)  # the release did rewrite them
+        assert {p.name: _locked_flags(p, assignments) for p in released} == {p.name: [] for p in released}
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s, ours: s.replace(ours, "https://evil.example/pkg"),  # not a repository release would write
+    lambda s, ours: s.replace(ours, "https://github.com/my-uni/x") + "\nimport os; os.system('id')",
+    lambda s, ours: s.replace('"-q", "torchviz"', '"-q", "torchviz", "evil"'),
+    lambda s, ours: s.replace(ours, "https://github.com/my-uni/x", 1).replace("torchviz", "torchvis"),
+    lambda s, ours: s.replace("git+" + ours, "git+https://github.com/my-uni/x@main"),
+])
+def test_any_other_change_of_the_set_up_cell_is_still_flagged(tmp_path, edit):
+    from course_utils.paths import repo_url
+
+    assignments = collect.load_assignments(ROOT)
+    raw = json.loads((ROOT / "exercises" / "02_exercises.ipynb").read_text())
+    setup = next(c for c in raw["cells"] if "".join(c["source"]).startswith("# Set-up cell"))
+    before = "".join(setup["source"])
+    setup["source"] = edit(before, repo_url())
+    assert setup["source"] != before
+    (tmp_path / "n.ipynb").write_text(json.dumps(raw))
+    assert [f.split(" was ", 1)[1] for f in _locked_flags(tmp_path / "n.ipynb", assignments)] == [
+        "modified (the course's copy was used)"]
+
+
+def test_a_locked_cell_whose_only_link_is_a_colab_path_is_recognised_as_released():
+    """release rewrites the owner/name path of a Colab link too: such a cell, so rewritten, is the course's own."""
+    from course_utils.paths import repo_url
+    from course_utils.release import retarget
+
+    path = repo_url().removeprefix("https://github.com/")
+    course = f"Open [in Colab](https://colab.research.google.com/github/{path}/blob/main/exercises/02_exercises.ipynb)."
+    released = retarget(course, repo_url(), "https://github.com/my-uni/autograd-2027")
+    assert released != course and collect.untouched(released, course)
+    assert not collect.untouched(released.replace("Open", "Run"), course)
+    assert not collect.untouched(course.replace(path, "my-uni/autograd-2027").replace("blob/main", "blob/dev"), course)

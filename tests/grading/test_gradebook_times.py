@@ -229,3 +229,20 @@ def test_an_extension_that_ends_before_the_class_due_date_is_said(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warning: due.csv line 3: the extension of 02_exercises for s2 ends before the class's due" in \
         proc.stderr.replace(str(tmp_path) + "/", ""), proc.stderr
+
+
+def test_a_times_line_for_a_student_whose_file_two_patterns_match_names_that_cause(tmp_path):
+    """Two María Garcías whose patterns both match one file: with --times, the export says which file matches which
+    two students (the cause), not that the line "has no graded submission"."""
+    rows = [sub(tmp_path / "in" / "garcia_maria_02.ipynb"), sub(tmp_path / "in" / "li_02.ipynb", sha="b" * 64)]
+    r = write(tmp_path / "roster.csv", "id,name,email,pattern\nm1,María García,m1@x,*garcia*\n"
+              "m2,María García,m2@x,*garcia_maria*\ns2,Li,li@x,*li_*\n")
+    times = write(tmp_path / "t.csv", f"student,assignment,submitted_at\nm1,02_exercises,{DUE}\n")
+    proc, _ = export(tmp_path, rows, "--roster", r, "--times", times)
+    assert proc.returncode == 2 and "has no graded submission" not in proc.stderr, proc.stderr
+    assert (f"line 2: 'm1' (m1) owns no submission because {tmp_path}/in/garcia_maria_02.ipynb matches the roster "
+            "patterns of m1 and m2") in proc.stderr
+    times = write(tmp_path / "t.csv", f"student,assignment,submitted_at\ngarcia_maria_02.ipynb,02_exercises,{DUE}\n")
+    proc, _ = export(tmp_path, rows, "--roster", r, "--times", times)
+    assert "garcia_maria_02.ipynb (the patterns of m1 and m2 match it), which no single roster student owns" \
+        in proc.stderr, proc.stderr

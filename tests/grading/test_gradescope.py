@@ -166,10 +166,13 @@ def test_a_notebook_of_another_assignment_is_named_not_graded():
     from course_utils.grading.gradescope import results
     from course_utils.grading.results import SubmissionResult
 
-    row = SubmissionResult(submission="s/03_exercises.ipynb", assignment="03_exercises", status="wrong assignment",
-                           flags=["wrong assignment: ..."])
+    from course_utils.grading.submission import wrong_assignment
+
+    row = SubmissionResult(submission="s/03_exercises.ipynb", assignment="02_exercises", status="wrong assignment",
+                           flags=[wrong_assignment("03_exercises", "02_exercises")])  # filed under the batch's
     data = results(row, [row.submission], "02_exercises")
     assert data["score"] == 0 and "notebook of 03_exercises, not of 02_exercises" in data["output"]
+    assert "--assignment" not in data["output"]  # the instructor's part of the sentence is not the student's
 
 
 def test_an_archive_for_the_triton_exercises_installs_the_pinned_triton(tmp_path):
