@@ -76,8 +76,24 @@ def _marked(source: str, other: str) -> str:
                      for line in source.splitlines())
 
 
+def _stored_evidence(flag: str, row: SubmissionResult) -> str:
+    """What the copy check matched when it raised ``flag`` (``copies.evidence``, stored with the row): the student's
+    lines beside the solution's they match, and the answer's lines a lesson shows (never counted as copying)."""
+    out = []
+    for e in (e for e in row.evidence if e.get("flag") == flag):
+        shown = "".join(f"<li><code>{esc(line)}</code></li>" for line in e.get("shown", []))
+        out.append(f"<div class='pair'><figure><figcaption>What the check matched: the student's lines "
+                   f"({esc(e.get('exercise', ''))})</figcaption><pre>{esc(chr(10).join(e.get('student', [])))}</pre>"
+                   f"</figure><figure><figcaption>The solution's lines they match</figcaption>"
+                   f"<pre>{esc(chr(10).join(e.get('solution', [])))}</pre></figure></div>"
+                   + (f"<p>Lines of the answer a lesson shows (left out of the comparison):</p><ul class='lessons'>"
+                      f"{shown}</ul>" if shown else ""))
+    return "".join(out)
+
+
 def _flag_evidence(flag: str, row: SubmissionResult, ev: Evidence) -> str:
-    """Beside a copy flag: the student's answer to the exercise it names and the solution's, common lines marked."""
+    """Beside a copy flag: what the check matched (stored with the row), then the student's whole answer to the
+    exercise it names beside the solution's, common lines marked."""
     gids = [g for g in ev.answers if about(flag, g.removesuffix("_answer"))] or \
         [g for g in ev.answers if g.removesuffix("_answer") in row.exercises and about(flag, g)]
     out = []
@@ -87,7 +103,7 @@ def _flag_evidence(flag: str, row: SubmissionResult, ev: Evidence) -> str:
                    f"marked)</figcaption><pre>{_marked(mine, theirs)}</pre></figure><figure><figcaption>The solution's "
                    f"{esc(gid)}</figcaption><pre>{_marked(theirs, mine) if theirs else 'not loaded'}</pre></figure></div>"
                    + _in_lessons(mine, ev.lessons))
-    return "".join(out)
+    return _stored_evidence(flag, row) + "".join(out)
 
 
 def _in_lessons(answer: str, lessons: Mapping[str, str]) -> str:

@@ -55,7 +55,9 @@ def rows_for(folder: Path) -> list[SubmissionResult]:
         return SubmissionResult(str(path), "02_exercises", sha256=file_digest(path), exercises={
             "mul": ExerciseResult("mul", 1.0, 2.0, "failed", stages=stages, feedback="✗ mul: 1/2 points."),
             "div": ExerciseResult("div", 3.0, 3.0, "passed", feedback="✓ div: 3/3 points.")}, **kw)
-    return [row(ann, flags=[COPY, f"locked cell setup was modified {HOSTILE}"]),
+    matched = {"flag": COPY, "exercise": "mul", "student": [f"return a * b  # {HOSTILE}"],
+               "solution": ["return a * b"], "shown": ["ctx.save_for_backward(a, b)"]}  # what copies stores
+    return [row(ann, flags=[COPY, f"locked cell setup was modified {HOSTILE}"], evidence=[matched]),
             row(bob, status=HELD, review=["calls autograd inside backward"]), row(cid)]
 
 
@@ -130,6 +132,9 @@ def test_everything_a_student_wrote_is_escaped_and_the_copy_flag_shows_its_evide
     page = c.get("/row", params={"s": rows[0].submission}).text
     assert HOSTILE not in page and "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page
     assert "The student's mul_answer" in page and "The solution's mul_answer" in page
+    # the evidence the copy check stored with the row: what it matched, and the lesson lines it left out
+    assert "What the check matched" in page and "return a * b  # &lt;script&gt;" in page
+    assert "a lesson shows (left out of the comparison)" in page and "ctx.save_for_backward(a, b)" in page
     copied = [x.strip() for x in solution("mul_answer").splitlines() if x.strip() and "<" not in x and "&" not in x]
     shown = page.replace("&#x27;", "'").replace("&quot;", '"')
     assert re.search(r"<mark>\s*" + re.escape(copied[-1]), shown)  # the lines the solution holds too are marked
