@@ -7,14 +7,18 @@ import pytest
 
 from course_utils.grading import sandbox, seccomp
 
-LOAD_AND_TRY = r"""
-import ctypes, errno, os, subprocess, sys, threading
-prog = open(sys.argv[1], "rb").read()
+LOAD_FILTER = r"""
+import ctypes, errno, mmap, os, platform, select, shutil, socket, subprocess, sys, tempfile, threading
+prog = open(sys.argv[1], "rb").read()  # the filter's program, as the sandbox loads it (no new privileges, then it)
 libc = ctypes.CDLL(None, use_errno=True)
 class Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.prctl(22, 2, ctypes.byref(Fprog(len(prog) // 8, prog)), 0, 0) == 0
+"""
+
+
+LOAD_AND_TRY = LOAD_FILTER + r"""
 def err(rc):
     return "ok" if rc == 0 else errno.errorcode[ctypes.get_errno()]
 out = {
@@ -84,14 +88,7 @@ def test_root_mode_runner_drops_to_an_unprivileged_uid():
     assert done.stdout.split()[:2] == ["61999", "61999"] and done.stdout.count("0000000000000000") == 5
 
 
-KERNEL_MEMORY = r"""
-import ctypes, errno, os, platform, select, shutil, socket, sys, tempfile
-prog = open(sys.argv[1], "rb").read()
-libc = ctypes.CDLL(None, use_errno=True)
-class Fprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-assert libc.prctl(38, 1, 0, 0, 0) == 0
-assert libc.prctl(22, 2, ctypes.byref(Fprog(len(prog) // 8, prog)), 0, 0) == 0
+KERNEL_MEMORY = LOAD_FILTER + r"""
 arm = platform.machine() == "aarch64"
 out = {}
 def attempt(name, call):
@@ -142,14 +139,7 @@ def test_filter_refuses_what_holds_kernel_memory_no_cap_counts(tmp_path):
     assert out == dict.fromkeys(out, "EPERM") and len(out) == 14, out
 
 
-MACHINE_WIDE = r"""
-import ctypes, errno, mmap, os, platform, sys
-prog = open(sys.argv[1], "rb").read()
-libc = ctypes.CDLL(None, use_errno=True)
-class Fprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-assert libc.prctl(38, 1, 0, 0, 0) == 0
-assert libc.prctl(22, 2, ctypes.byref(Fprog(len(prog) // 8, prog)), 0, 0) == 0
+MACHINE_WIDE = LOAD_FILTER + r"""
 x86 = platform.machine() == "x86_64"
 ctx = ctypes.c_ulong(0)
 out = {"io_setup": "ok" if libc.syscall(206 if x86 else 0, 64, ctypes.byref(ctx)) == 0 else errno.errorcode[ctypes.get_errno()]}
