@@ -532,7 +532,8 @@ for design in ("forward", "recompute"):
         torch.autograd.grad(fused_ce.linear_cross_entropy(h, w, b, y, 4, design=design), h, create_graph=True)
     except RuntimeError as err:
         print(f"{design:9}: RuntimeError: {str(err)[:80]}...")
-#
+
+# %% [markdown]
 # ## 7. The capstone: a tiny language model on the course's Functions
 #
 # `TinyLM` is a pre-norm decoder: an embedding, two layers of causal self-attention and a
