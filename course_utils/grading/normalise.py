@@ -14,7 +14,6 @@ Pure functions of text: nothing here runs code.
 """
 from __future__ import annotations
 
-import ast
 import builtins
 import io
 import keyword
@@ -49,13 +48,18 @@ def imported_names(sources: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+PLAIN_STRING = re.compile(r"([rRbBuU]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.S)
+
+
 def _text(tok: tokenize.TokenInfo) -> str:
-    if tok.type == tokenize.STRING:
-        try:
-            return repr(ast.literal_eval(tok.string))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return tok.string  # an f-string: as written
-    return tok.string
+    """A token as compared: a string without escapes in one canonical quoting (single, double or triple quotes
+    compare equal), anything else as written. No ``ast`` here: ``ast.literal_eval`` converts a tree outside
+    ``policy.parse``'s lock, and two threads converting at once raise SystemError on CPython 3.11.7
+    (gh-106905), which once lost a row at --jobs 2."""
+    m = PLAIN_STRING.fullmatch(tok.string) if tok.type == tokenize.STRING else None
+    if m is None or "\\" in m.group(3) or "f" in m.group(1).lower():
+        return tok.string  # escapes, f-strings and the rest: as written
+    return ("b" if "b" in m.group(1).lower() else "") + repr(m.group(3))
 
 
 def _key(tokens: list[tokenize.TokenInfo], known: frozenset[str]) -> str:

@@ -49,3 +49,16 @@ def test_code_that_does_not_parse_is_read_line_by_line():
     found = keys("def f(x:\n    y = x + 1\nreturn y")
     assert "_ = _ + 1" in found and "return _" in found
     assert keys("x: int") == [] and keys("f = lambda x: x + 1") == ["_ = lambda _ : _ + 1"]
+
+
+def test_strings_are_compared_without_ast(monkeypatch):
+    """ast.literal_eval converts a tree outside policy.parse's lock: at --jobs 2 it raised SystemError (gh-106905)
+    from the judge's thread and lost a row. Quoting still does not count, with no ast at all."""
+    import ast
+
+    def mismatch(*args, **kwargs):
+        raise SystemError("AST constructor recursion depth mismatch (before=54, after=52)")
+    monkeypatch.setattr(ast, "literal_eval", mismatch)
+    from course_utils.grading.normalise import statements
+    single, double = statements("x = 'abc'\n", frozenset()), statements('y = """abc"""\n', frozenset())
+    assert [s.key for s in single] == [s.key for s in double] != []
