@@ -14,11 +14,15 @@ from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
 from .engine import FAILED, Result, judge, make_request, probe
 from .registry import EXERCISES, OWNERS
+from .registry import variant as pick_variant
 from .verdict import Verdict
 
 
-def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float = TIME_LIMIT, seed: int = 0) -> Result:
+def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float = TIME_LIMIT, seed: int = 0,
+              variant: str | None = None) -> Result:
     """Check one exercise against ``namespace`` (e.g. a notebook's globals()); never raises for student errors.
+
+    ``variant`` names one of the exercise's variants (``registry.family``); None is the default.
 
     Probe and judge run in this process (it only serves the student); the facts still
     travel through the grader's wire format, so the notebook sees exactly what the grader sees.
@@ -27,7 +31,7 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
         raise CourseError(f"unknown exercise {grade_id!r}; known: {', '.join(EXERCISES)}.")
     if not isinstance(namespace, Mapping):
         raise CourseError("check() expects the notebook's namespace as second argument: check('mul', globals()).")
-    ex = EXERCISES[grade_id]
+    ex = EXERCISES[grade_id] if variant is None else pick_variant(grade_id, variant).exercise
     request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
     return judge(ex, request, wire.loads(wire.dumps(facts)))

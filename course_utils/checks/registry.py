@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import probes
 from .engine import Exercise
+from .variants import Variant, index, validate
 
 LESSON_MODULES = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("lesson"))
 
@@ -37,10 +38,12 @@ def pair(ex: Exercise, declared: Mapping[str, Mapping[str, object]], module: str
                          "name it in a Stage(probe=...) or remove it.")
 
 
-def _collect() -> dict[str, Exercise]:
+def _collect() -> tuple[dict[str, Exercise], dict[str, tuple[Variant, ...]]]:
     found: dict[str, Exercise] = {}
+    families: dict[str, tuple[Variant, ...]] = {}
     for name in LESSON_MODULES:  # lessonNN[_topic].py, in lesson order; each lists its exercises in EXERCISES
-        for ex in importlib.import_module(f"{__package__}.{name}").EXERCISES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        for ex in module.EXERCISES:
             if ex.grade_id in found:
                 raise ValueError(f"exercise {ex.grade_id!r} is defined twice")
             if probes.SOURCE.get(ex.grade_id, name) != name:
@@ -48,17 +51,42 @@ def _collect() -> dict[str, Exercise]:
                                  f"probes/{probes.SOURCE[ex.grade_id]}.py; move them to probes/{name}.py.")
             pair(ex, probes.PROBES, name)
             found[ex.grade_id] = ex
+        for gid, family in getattr(module, "VARIANTS", {}).items():  # per-student variants (``variants``)
+            if gid not in found or probes.SOURCE.get(gid, name) != name:
+                raise ValueError(f"checks/{name}.py lists variants of {gid!r}, which it does not define.")
+            validate(gid, tuple(family), found[gid])
+            families[gid] = tuple(family)
     orphans = sorted(set(probes.PROBES) - set(found))
     if orphans:
         raise ValueError(f"probes/{probes.SOURCE[orphans[0]]}.py declares probes for {orphans[0]!r}, which no "
                          "checks module defines: add its exercise or remove them.")
-    return found
+    return found, families
 
 
-EXERCISES: dict[str, Exercise] = _collect()
+EXERCISES, FAMILIES = _collect()  # grade id -> its default exercise; grade id -> its variants (the first is the default)
 # a name an answer cell defines -> the exercise whose cell that is (to say which cell did not run); the first
 # exercise that names it owns it (linear_function owns LinearFunction, which linear_module builds on)
 OWNERS: dict[str, str] = {}
 for _gid, _ex in EXERCISES.items():
     for _name in _ex.names:
         OWNERS.setdefault(_name, _gid)
+
+
+def family(grade_id: str) -> tuple[Variant, ...]:
+    """Every variant of an exercise, the default first; an exercise without variants has one, keyed "default"."""
+    return FAMILIES.get(grade_id) or (Variant(key="default", task="", exercise=EXERCISES[grade_id]),)
+
+
+def pick(grade_id: str, student: str | None) -> Variant:
+    """The variant ``student`` must solve (the default without an id): the same in the notebook and the grader."""
+    variants = family(grade_id)
+    return variants[index(grade_id, student, len(variants))]
+
+
+def variant(grade_id: str, key: str) -> Variant:
+    """The variant of ``grade_id`` named ``key``; a key the family lacks is refused in one sentence."""
+    for v in family(grade_id):
+        if v.key == key:
+            return v
+    raise ValueError(f"exercise {grade_id!r} has no variant {key!r}; it has: "
+                     f"{', '.join(v.key for v in family(grade_id))}.")
