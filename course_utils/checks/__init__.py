@@ -19,6 +19,7 @@ from .cells import watch_cells
 from .engine import MISTAKES, Exercise, Mistake, Result, judge, probe
 from .notebook import check, run_check
 from .registry import EXERCISES, LESSON_MODULES
+from .task import task
 
 watch_cells()  # in a Jupyter kernel: record every cell's last run, so a check never grades stale code
 
@@ -34,4 +35,5 @@ __all__ = [
            "judge",
            "probe",
            "run_check",
+           "task",
 ]

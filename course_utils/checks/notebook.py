@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .. import student as students
 from .. import wire
 from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
 from .engine import FAILED, Result, judge, make_request, probe
-from .registry import EXERCISES, OWNERS
+from .registry import EXERCISES, OWNERS, pick
 from .registry import variant as pick_variant
 from .verdict import Verdict
 
@@ -54,7 +55,8 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
         result = Result(grade_id, 0.0, ex.points, FAILED, problem=problem, problem_codes=["stale_answer"])
     else:
         try:
-            result = run_check(grade_id, namespace)
+            chosen = pick(grade_id, students.current()).key if ex is not None else None
+            result = run_check(grade_id, namespace, variant=chosen)
         except KeyboardInterrupt:  # the stop button during an endless loop: a sentence, not a traceback
             if ex is None:
                 raise
