@@ -16,13 +16,16 @@ banner naming its exercise (``checks.cells.ANSWER_BANNER``: the kernel tracks an
 it) and carries the tag ``answer``; locked cells carry ``editable: false`` and ``deletable:
 false`` (JupyterLab honours both). A notebook that has a shared set-up cell (a code cell
 starting with ``checks.cells.SETUP_MARK``) gets every leading import of its answer cells moved
-there, so one answer cell's typo never breaks another exercise.
+there, so one answer cell's typo never breaks another exercise, and ends with ``STUDENT_LINES`` (which
+student id chooses the notebook's variants). Every build runs without a student id
+(``student.NO_ID``): the committed notebooks show the default variants whatever this machine remembers.
 
 NAME filters by substring (e.g. ``03`` or ``exp``); without it everything is built.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 import time
@@ -189,15 +192,21 @@ def shared_setup(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         tags = cell.metadata.setdefault("tags", [])
         if "answer" not in tags:
             tags.append("answer")
-    existing = [line for line in setup.source.splitlines()[1:] if line.strip()]
+    existing = [line for line in setup.source.splitlines()[1:] if line.strip() and line not in STUDENT_LINES]
     merged = existing + [i for i in [*hoisted, CHECK_IMPORT] if i not in existing]
-    setup.source = "\n".join([SETUP_BANNER, *sorted(merged, key=_import_order)])
+    setup.source = "\n".join([SETUP_BANNER, *sorted(merged, key=_import_order), *STUDENT_LINES])
     return nb
 
 
 # the shared set-up cell's first course import registers the kernel's cell hooks before any answer cell runs; it
 # runs in the grader's sandbox too, which holds the probes but no checks
 CHECK_IMPORT = "import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code"
+
+
+# the shared set-up cell's last lines: which student id the notebook's variants come from, or how to set one
+# (``student.whoami``); ``remember`` is imported so that the cell the student adds needs nothing else
+STUDENT_LINES = ("from course_utils.student import remember, whoami  # your id chooses your variant of each exercise",
+                 "whoami()")
 
 
 def _import_order(line: str) -> int:
@@ -303,6 +312,9 @@ def main(argv: list[str]) -> int:
         print(f"./course build takes notebook names, not {' '.join(unknown)}: see ./course build --help", file=sys.stderr)
         return 2
     names = list(argv)
+    from .student import NO_ID
+
+    os.environ[NO_ID] = "1"  # the kernels it starts inherit it: committed notebooks show the default variants
     for folder in ("notebooks", "solutions"):
         for py in sources(folder):
             refresh_source(py)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields
 
 from .status import OVERRIDDEN, CheckStatus, ExerciseStatus, Share, SubmissionStatus, exercise_status
+from .variant_text import verdict_line
 
 PASSED, FAILED, NOT_ATTEMPTED = CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED
 NOT_ATTEMPTED_HINT = "Not attempted yet"  # the dashboard's and --json's diagnosis of an untouched exercise
@@ -55,6 +56,7 @@ class ExerciseResult:
     title: str = ""  # the exercise's title, as its check names it: outputs need no checks (and no torch)
     order: int = 0  # its place in the course (the checks' order): outputs sort their columns by it
     overridden: bool = False
+    variant: str = ""  # the key of the variant judged, for an exercise with a family ("" for one without)
 
     @property
     def failing(self) -> StageOutcome | None:
@@ -113,8 +115,11 @@ class ExerciseResult:
         for s in self.stages:
             s.points = 0.0
 
-    def report(self, fix: bool = False) -> str:
-        """The plain verdict; ``fix=True`` adds the failing stage's fix (level 2) where one exists."""
+    def report(self, fix: bool = False, student: str | None = None) -> str:
+        """The plain verdict; ``fix=True`` adds the failing stage's fix (level 2) where one exists.
+
+        A varied exercise's verdict names the variant it judged (and ``student``, whose variant it is, in a notebook).
+        """
         head = f"{self.grade_id}: {self.points:g}/{self.max:g} points"
         if self.status == PASSED:
             text = f"✓ {head}. All checks passed."
@@ -125,6 +130,7 @@ class ExerciseResult:
             text = f"✗ {head}.{done}\n  ✗ {self.summary}"
             if fix:
                 text += f"\n  fix: {self.fix}" if self.fix else "\n  (no fix to show for this one: the hint is all)"
+        text += f"\n  {verdict_line(self.variant, student)}" if self.variant else ""
         text += f"\n  note: {self.output_note}" if self.output_note else ""
         return text + "".join(f"\n  note: {flag}" for flag in self.flags)  # a judge's remarks, as the grader flags them
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported where used
 
 from .errors import CourseError
 from .paths import ASSIGNMENT_KEY, ROOT
+from .variant_settings import conflict, recorded
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SHIPPED = "### SHIPPED"  # inside a solution region: what follows (commented out) is released instead of the stub
@@ -33,6 +34,7 @@ STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet:
 
 
 CHECK_CALL = re.compile(r'^check\("(\w+)"', re.M)
+TASK_CALL = re.compile(r'^task\("(\w+)"\)', re.M)  # a varied exercise's task cell (``checks.task``): locked, shows only
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
@@ -53,7 +55,7 @@ def tag_cells(nb: nbformat.NotebookNode, assignment: str) -> nbformat.NotebookNo
     """
     from .checks import EXERCISES
 
-    nb.metadata[ASSIGNMENT_KEY] = {"assignment": assignment}
+    nb.metadata[ASSIGNMENT_KEY] = {"assignment": assignment, **recorded(assignment)}  # variants: off, where so
     nb.metadata.setdefault("jupytext", {})["notebook_metadata_filter"] = ASSIGNMENT_KEY
     checks = [(i, m.group(1)) for i, c in enumerate(nb.cells) if c.cell_type == "code"
               for m in [CHECK_CALL.search(c.source)] if m]
@@ -275,6 +277,7 @@ def student_edition(dest: Path, repository: str | None = None, course: Path = RO
     with tempfile.TemporaryDirectory(prefix="course-head-") as tmp:
         head = Path(tmp) / "head"
         committed_tree(head, course)
+        settings_agree(head / "exercises")
         stage = Path(tmp) / "edition"
         for name in SHIPPED_PATHS:
             source = head / name
@@ -297,6 +300,19 @@ def student_edition(dest: Path, repository: str | None = None, course: Path = RO
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copytree(stage, dest, dirs_exist_ok=True)
     return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+
+
+def settings_agree(folder: Path) -> None:
+    """CourseError (one sentence) when an exercise notebook of ``folder`` was built under another variants setting
+    than ``variant_settings`` holds: the edition and the grader must hand out and judge the same variants."""
+    import json
+
+    for path in sorted(folder.glob("*.ipynb")):
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get(ASSIGNMENT_KEY)
+        if isinstance(meta, dict) and isinstance(meta.get("assignment"), str):
+            problem = conflict(meta["assignment"], meta, f"exercises/{path.name}")
+            if problem:
+                raise CourseError(problem)
 
 
 def _repo_of(course: Path) -> str:

@@ -14,7 +14,7 @@ from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
 from .engine import FAILED, Result, judge, make_request, probe
-from .registry import EXERCISES, OWNERS, pick
+from .registry import EXERCISES, FAMILIES, OWNERS, family, pick, varied
 from .registry import variant as pick_variant
 from .verdict import Verdict
 
@@ -32,10 +32,13 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
         raise CourseError(f"unknown exercise {grade_id!r}; known: {', '.join(EXERCISES)}.")
     if not isinstance(namespace, Mapping):
         raise CourseError("check() expects the notebook's namespace as second argument: check('mul', globals()).")
-    ex = EXERCISES[grade_id] if variant is None else pick_variant(grade_id, variant).exercise
+    chosen = family(grade_id)[0] if variant is None else pick_variant(grade_id, variant)
+    ex = chosen.exercise
     request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
-    return judge(ex, request, wire.loads(wire.dumps(facts)))
+    result = judge(ex, request, wire.loads(wire.dumps(facts)))
+    result.variant = chosen.key if grade_id in FAMILIES else ""  # the verdict names the variant it judged
+    return result
 
 
 def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> float:
@@ -50,12 +53,13 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
     edited since (as saved), is not graded: the verdict says which cell and what (see ``cells``).
     """
     ex = EXERCISES.get(grade_id)
+    who = students.current() if varied(grade_id) else None  # whose variant: nobody's where there is one variant
     problem = stale(grade_id, ex.names, namespace, OWNERS) if ex is not None and isinstance(namespace, Mapping) else None
     if ex is not None and problem:
         result = Result(grade_id, 0.0, ex.points, FAILED, problem=problem, problem_codes=["stale_answer"])
     else:
         try:
-            chosen = pick(grade_id, students.current()).key if ex is not None else None
+            chosen = pick(grade_id, who).key if ex is not None else None
             result = run_check(grade_id, namespace, variant=chosen)
         except KeyboardInterrupt:  # the stop button during an endless loop: a sentence, not a traceback
             if ex is None:
@@ -65,6 +69,8 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
     # which code was graded (another cell's redefinition, the run it graded): the student's view only, no grade
     footer = provenance(grade_id, ex.names, OWNERS, passed=result.points >= result.max) if ex is not None and not problem \
         else ""
+    if problem and grade_id in FAMILIES:
+        result.variant = pick(grade_id, who).key
     if notebook_shell() is None:
-        print(result.report(fix=fix))
-    return Verdict(EXERCISES[grade_id], result, show_fix=fix, footer=footer)
+        print(result.report(fix=fix, student=who))
+    return Verdict(EXERCISES[grade_id], result, show_fix=fix, footer=footer, student=who)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import probes
+from ..variant_settings import assignment_of, variants_on
 from .engine import Exercise
 from .variants import Variant, index, validate
 
@@ -38,8 +39,9 @@ def pair(ex: Exercise, declared: Mapping[str, Mapping[str, object]], module: str
                          "name it in a Stage(probe=...) or remove it.")
 
 
-def _collect() -> tuple[dict[str, Exercise], dict[str, tuple[Variant, ...]]]:
+def _collect() -> tuple[dict[str, Exercise], dict[str, tuple[Variant, ...]], dict[str, str]]:
     found: dict[str, Exercise] = {}
+    assignments: dict[str, str] = {}
     families: dict[str, tuple[Variant, ...]] = {}
     for name in LESSON_MODULES:  # lessonNN[_topic].py, in lesson order; each lists its exercises in EXERCISES
         module = importlib.import_module(f"{__package__}.{name}")
@@ -51,6 +53,7 @@ def _collect() -> tuple[dict[str, Exercise], dict[str, tuple[Variant, ...]]]:
                                  f"probes/{probes.SOURCE[ex.grade_id]}.py; move them to probes/{name}.py.")
             pair(ex, probes.PROBES, name)
             found[ex.grade_id] = ex
+            assignments[ex.grade_id] = assignment_of(name)
         for gid, family in getattr(module, "VARIANTS", {}).items():  # per-student variants (``variants``)
             if gid not in found or probes.SOURCE.get(gid, name) != name:
                 raise ValueError(f"checks/{name}.py lists variants of {gid!r}, which it does not define.")
@@ -60,10 +63,11 @@ def _collect() -> tuple[dict[str, Exercise], dict[str, tuple[Variant, ...]]]:
     if orphans:
         raise ValueError(f"probes/{probes.SOURCE[orphans[0]]}.py declares probes for {orphans[0]!r}, which no "
                          "checks module defines: add its exercise or remove them.")
-    return found, families
+    return found, families, assignments
 
 
-EXERCISES, FAMILIES = _collect()  # grade id -> its default exercise; grade id -> its variants (the first is the default)
+# grade id -> its default exercise; grade id -> its variants (the first is the default); grade id -> its assignment
+EXERCISES, FAMILIES, ASSIGNMENT = _collect()
 # a name an answer cell defines -> the exercise whose cell that is (to say which cell did not run); the first
 # exercise that names it owns it (linear_function owns LinearFunction, which linear_module builds on)
 OWNERS: dict[str, str] = {}
@@ -77,9 +81,20 @@ def family(grade_id: str) -> tuple[Variant, ...]:
     return FAMILIES.get(grade_id) or (Variant(key="default", task="", exercise=EXERCISES[grade_id]),)
 
 
+def varied(grade_id: str) -> bool:
+    """Whether students of ``grade_id`` get different variants: it has a family, and its assignment has them on."""
+    return grade_id in FAMILIES and variants_on(ASSIGNMENT.get(grade_id, ""))
+
+
 def pick(grade_id: str, student: str | None) -> Variant:
-    """The variant ``student`` must solve (the default without an id): the same in the notebook and the grader."""
+    """The variant ``student`` must solve: the same in the notebook and the grader.
+
+    The default without an id, and for everyone where the instructor turned variants off for the exercise's
+    assignment (``variant_settings``).
+    """
     variants = family(grade_id)
+    if not varied(grade_id):
+        return variants[0]
     return variants[index(grade_id, student, len(variants))]
 
 

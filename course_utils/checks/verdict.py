@@ -15,6 +15,7 @@ import html
 import re
 
 from ..status import CheckStatus
+from ..variant_text import verdict_line
 from .engine import Exercise, Result
 
 CODE_SPAN = re.compile(r"`([^`<>]+)`")
@@ -47,8 +48,11 @@ def _text(text: str, grade_id: str = "") -> str:
     return CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
 
 
-def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
-    """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet."""
+def verdict_html(ex: Exercise, result: Result, footer: str = "", student: str | None = None) -> str:
+    """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet.
+
+    A varied exercise's verdict names the variant it judged, and for which student (``variant_text``).
+    """
     colour = COLOURS.get(result.status, COLOURS[CheckStatus.FAILED])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
             f"{result.points:g}/{result.max:g} points")
@@ -73,7 +77,9 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "") -> str:
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
             items.insert(0, f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
-    note = f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
+    note = f"<div class='course-variant' style='opacity:.7'>{_text(verdict_line(result.variant, student))}</div>" \
+        if result.variant else ""
+    note += f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
     # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,
     # unless the failing part already says it (a backward that runs autograd, failed for exactly that)
     failing = result.failing
@@ -93,17 +99,19 @@ class Verdict(float):
     exercise: Exercise
     show_fix: bool
     footer: str  # which code was graded (``cells.provenance``): shown to the student, never part of the result
+    student: str | None  # whose variant was judged (the notebook's student id), shown beside the variant
 
-    def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False, footer: str = "") -> Verdict:
+    def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False, footer: str = "",
+                student: str | None = None) -> Verdict:
         obj = super().__new__(cls, result.points)
-        obj.result, obj.exercise, obj.show_fix, obj.footer = result, exercise, show_fix, footer
+        obj.result, obj.exercise, obj.show_fix, obj.footer, obj.student = result, exercise, show_fix, footer, student
         return obj
 
     def __repr__(self) -> str:  # the text form nbgrader parses as the cell's score
         return float.__repr__(self)
 
     def __str__(self) -> str:
-        return self.result.report(fix=self.show_fix) + (f"\n  {self.footer}." if self.footer else "")
+        return self.result.report(fix=self.show_fix, student=self.student) + (f"\n  {self.footer}." if self.footer else "")
 
     def _repr_html_(self) -> str:
-        return verdict_html(self.exercise, self.result, self.footer)
+        return verdict_html(self.exercise, self.result, self.footer, self.student)

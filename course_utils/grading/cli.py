@@ -24,7 +24,7 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, book_outputs, gradescope_archive, sandbox, similarity, submission, uids
+from . import book_cli, book_outputs, gradescope_archive, owners, roster, sandbox, similarity, submission, uids
 from .batch import grade_batch
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
 from .late import META, STAMP
@@ -196,12 +196,12 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     box = _sandbox(args)
     cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
-                      assignment=args.assignment, feedback_fix=args.feedback_fix)
+                      assignment=args.assignment, feedback_fix=args.feedback_fix, owners=roster_ids(args.roster, files))
     grading = options_key(args.timeout, options.memory, box.mode, args.assignment)  # another option: other results
     store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
                   version, grading)
     root = common_root([display_name(f) for f, _ in files])
-    rows, todo = _stored(files, store)
+    rows, todo = _stored(files, store, options.owners)
     parsed: dict[str, submission.ParsedSubmission] = {}  # each graded file's one parse, for the similarity report
     for r in rows if args.json else []:
         print(json_line(r), flush=True)
@@ -285,8 +285,20 @@ def _sandbox(args: argparse.Namespace) -> sandbox.Sandbox:
     return box
 
 
-def _stored(files: list[tuple[Path, str | None]], store: Store) -> tuple[list[SubmissionResult], list[tuple[Path, str]]]:
-    """The rows already known (skipped files, results in the store) and the ``(file, sha256)`` still to grade."""
+def roster_ids(path: str | None, files: list[tuple[Path, str | None]]) -> dict[str, str] | None:
+    """Each file's roster id (display name -> id) with ``--roster``: whose variants it is judged against."""
+    if not path:
+        return None
+    matched = roster.match(roster.read(path), [display_name(f) for f, _ in files])
+    return {f: sid for sid, subs in matched.files.items() for f in subs}
+
+
+def _stored(files: list[tuple[Path, str | None]], store: Store, ids: dict[str, str] | None = None
+            ) -> tuple[list[SubmissionResult], list[tuple[Path, str]]]:
+    """The rows already known (skipped files, results in the store) and the ``(file, sha256)`` still to grade.
+
+    A stored row judged for another owner than the file has now (the roster changed) is graded again.
+    """
     rows: list[SubmissionResult] = []
     todo: list[tuple[Path, str]] = []
     for f, skipped in files:
@@ -297,7 +309,7 @@ def _stored(files: list[tuple[Path, str | None]], store: Store) -> tuple[list[Su
         # hashes the bytes it reads (the file is then opened once)
         digest = file_digest(f) if store.folder is not None else ""
         row = store.lookup(display_name(f), digest)
-        if row is not None:
+        if row is not None and row.owner == owners.owner(f, ids)[0]:
             rows.append(row)
         else:
             todo.append((f, digest))

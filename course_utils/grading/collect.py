@@ -17,8 +17,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CourseError
 from ..paths import ASSIGNMENT_KEY, repo_url
-from ..release import REPOSITORY, retarget
+from ..release import REPOSITORY, retarget, settings_agree
 from .errors import UsageError
 from .results import Status
 
@@ -42,6 +43,26 @@ class Cell:
     cell_type: str
     source: str
     nbgrader: dict
+    shown: str = ""  # the text its stored outputs show (bounded): read only as evidence (``owners.evidence``)
+
+
+MAX_SHOWN = 4000  # characters of a cell's stored outputs kept
+
+
+def shown_text(outputs: object) -> str:
+    """The text a code cell's stored outputs show (streams, Markdown, plain text), cleaned and bounded; never run."""
+    parts: list[str] = []
+    for out in outputs if isinstance(outputs, list) else []:
+        if not isinstance(out, dict):
+            continue
+        data = out["data"] if isinstance(out.get("data"), dict) else {}
+        for value in (out.get("text"), data.get("text/markdown"), data.get("text/plain")):
+            text = "".join(v for v in value if isinstance(v, str)) if isinstance(value, list) else value
+            if isinstance(text, str):
+                parts.append(text[:MAX_SHOWN])
+        if sum(map(len, parts)) > MAX_SHOWN:
+            break
+    return clean("\n".join(parts))[:MAX_SHOWN]
 
 
 @dataclass(frozen=True)
@@ -144,7 +165,7 @@ def parse_notebook(data: bytes, suffix: str = ".ipynb") -> tuple[str | None, lis
         gid = nbg.get("grade_id")
         nbg = {"grade_id": clean(gid)[:200] if isinstance(gid, str) else None,
                **{k: nbg.get(k) is True for k in ("solution", "grade", "locked")}}
-        cells.append(Cell(c["cell_type"], source, nbg))
+        cells.append(Cell(c["cell_type"], source, nbg, shown_text(c.get("outputs")) if c["cell_type"] == "code" else ""))
     return (clean(name)[:200] if isinstance(name, str) else None), cells
 
 
@@ -204,6 +225,10 @@ def load_assignments(course: Path, solutions: bool = False) -> dict[str, Assignm
     if not found:
         raise UsageError(f"no exercise notebooks with assignment metadata in {course / 'exercises'}; "
                          "run ./course build first.")
+    try:  # the grader judges the variants the notebooks handed out: refused when they were built under another setting
+        settings_agree(course / "exercises")
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
     return found
 
 

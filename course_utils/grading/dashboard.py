@@ -21,7 +21,7 @@ from pathlib import Path
 from ..status import Share
 from . import attention
 from .reports import NOT_LATE, feedback_name, page
-from .results import Batch, Pair, SubmissionResult, exercise_ids
+from .results import Batch, Pair, SubmissionResult, exercise_ids, variants_of
 from .similarity import SHOWN
 from .store import atomic_write
 
@@ -212,7 +212,7 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
            "<table class='students sortable'><caption>Every submission with its points per exercise"
            "<span class='sorted' aria-live='polite'></span></caption>"
            + _head("submission", "assignment", "status", "total", "days late", "score", "provisional", "max", *gids,
-                   "flags", "decisions")
+                   "flags", "decisions", "student", "variants")
            + "<tbody>"]
     for r in sorted(rows, key=lambda r: r.submission):
         cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
@@ -223,7 +223,8 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
                    f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td class='late'>{lr.days}</td>"
                    f"<td class='score'>{'' if score is None else f'{score:g}'}</td><td>{r.provisional:g}</td>"
                    f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
-                   f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
+                   f"<td>{html.escape(' | '.join(r.decisions))}</td><td class='owner'>{html.escape(r.owner)}</td>"
+                   f"<td class='variants'>{html.escape(variants_of(r, gids))}</td></tr>")
     return out + ["</tbody></table></section>"]
 
 

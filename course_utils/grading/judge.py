@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import cast
 
 from .. import checks
+from ..checks import registry
 from ..checks.engine import make_request
+from ..checks.variants import Variant
 from ..status import CheckStatus
-from . import copies
+from ..variant_text import verdict_line
+from . import copies, owners
 from .collect import Assignment, NotebookError, clean, display_name
 from .options import Options, Stoppable
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
@@ -113,14 +116,38 @@ def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment]
     row.sandbox = options.sandbox.mode
     if options.sandbox.mode == "none":
         row.flags.append("graded WITHOUT the sandbox (" + options.sandbox.reason + "): its code was not isolated")
-    _run_all(row, cells, options, slot)
+    chosen, notes = variants(row, path, submission, options)
+    _run_all(row, cells, options, slot, chosen, notes)
 
 
-def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: int) -> None:
-    """Start runners until every exercise has a result; the session decides what their messages are worth."""
-    requests = {gid: make_request(checks.EXERCISES[gid], secrets.randbelow(1 << 30) + 1) for gid in row.exercises}
-    session = RunnerSession({gid: checks.EXERCISES[gid].points for gid in row.exercises}, options.timeout,
-                            lambda message: _judge(message["exercise"], requests[message["exercise"]], message))
+def variants(row: SubmissionResult, path: Path, submission: ParsedSubmission, options: Options
+             ) -> tuple[dict[str, Variant], dict[str, list[str]]]:
+    """Each exercise's variant, from the file's owner (never from the notebook), and the notes its feedback carries.
+
+    Outputs that show another student's variant raise a flag with their evidence (``owners.evidence``).
+    """
+    who, _ = owners.owner(path, options.owners)
+    row.owner = who
+    chosen = {gid: registry.pick(gid, who or None) for gid in row.exercises}
+    varied = [gid for gid in row.exercises if registry.varied(gid)]
+    notes = {gid: [owners.no_owner_note(chosen[gid].key)] for gid in varied if not who}
+    if who:
+        found = owners.evidence(submission.cells, {gid: chosen[gid].key for gid in varied}, who)
+        row.flags += [f["flag"] for f in found]
+        row.evidence += found
+    return chosen, notes
+
+
+def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: int, chosen: dict[str, Variant],
+             notes: dict[str, list[str]]) -> None:
+    """Start runners until every exercise has a result; the session decides what their messages are worth.
+
+    Requests, judging and the stored result all follow ``chosen`` (each exercise's variant for the file's owner).
+    """
+    requests = {gid: make_request(chosen[gid].exercise, secrets.randbelow(1 << 30) + 1) for gid in row.exercises}
+    session = RunnerSession({gid: chosen[gid].exercise.points for gid in row.exercises}, options.timeout,
+                            lambda message: _judge(chosen[message["exercise"]].exercise, requests[message["exercise"]],
+                                                   message))
     while not session.finished:
         if options.stop.is_set():  # Ctrl-C: no runner more; the batch keeps no row finished after it
             raise Refused("refused: grading was interrupted before this submission was finished")
@@ -130,7 +157,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
                "time_limit": options.timeout, "wall_limit": options.timeout * RUNNER_WALL,
                "cpu_seconds": int(STARTUP + (options.timeout + 1) * (len(remaining) + 1)) + 5,
                "requests": {g: public(requests[g]) for g in remaining},
-               "probes": {g: list(checks.EXERCISES[g].probe_names) for g in remaining}}  # what each stage pairs with
+               "probes": {g: list(chosen[g].exercise.probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)
         deadline = cast(Deadline, Stoppable(session.start(worker.started), options.stop))  # due at once on Ctrl-C
         outcome = worker.wait(deadline, session.on_message, session.on_late)
@@ -143,10 +170,13 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     row.review += session.review()
     for gid in row.exercises:
         r = session.results[gid]
-        feedback = (r.report(fix=options.feedback_fix) if gid not in session.broken
-                    else f"✗ {gid}: 0/{r.max:g} points. {r.summary}")
-        feedback += "".join(f"\n  note: {e}" for e in session.notes.get(gid, []))
-        row.exercises[gid] = exercise_result(checks.EXERCISES[gid], r, feedback)
+        r.variant = chosen[gid].key if gid in registry.FAMILIES else ""  # the verdict and every output name it
+        whose = (row.owner or None) if registry.varied(gid) else None
+        feedback = (r.report(fix=options.feedback_fix, student=whose) if gid not in session.broken
+                    else f"✗ {gid}: 0/{r.max:g} points. {r.summary}" + (f"\n  {verdict_line(r.variant, whose)}"
+                                                                           if r.variant else ""))
+        feedback += "".join(f"\n  note: {e}" for e in [*session.notes.get(gid, []), *notes.get(gid, [])])
+        row.exercises[gid] = exercise_result(chosen[gid].exercise, r, feedback)
         row.flags += r.flags
 
 
@@ -173,8 +203,8 @@ def described(gid: str) -> tuple[str, int]:
     return (ex.title, list(checks.EXERCISES).index(gid)) if ex is not None else ("", 0)
 
 
-def _judge(gid: str, request: dict, message: dict) -> checks.Result:
-    ex = checks.EXERCISES[gid]
+def _judge(ex: checks.Exercise, request: dict, message: dict) -> checks.Result:
+    gid = ex.grade_id
     result = checks.judge(ex, request, message["facts"])
     if message["fake_output"]:
         result.flags.append(f"{gid}: answer code printed text that looks like a check result (ignored)")

@@ -21,6 +21,8 @@ class Options:
     sandbox: sandbox.Sandbox = sandbox.Sandbox("none", "not detected")  # noqa: RUF009 - frozen: one shared default is safe
     slots: int = 1  # submissions graded at once, each in its own runner slot (--jobs)
     assignment: str | None = None  # the assignment every notebook of the batch must be (--assignment)
+    # each file's roster id (display name -> id) with --roster, else None: whose variants a file is judged against
+    owners: dict[str, str] | None = None
     feedback_fix: bool = False  # feedback shows each failing part's fix too (level 2 of help; --feedback-fix)
     stop: threading.Event = field(default_factory=threading.Event)  # set: grade nothing more, end the runners (Ctrl-C)
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from .attention import DISMISSED
-from .results import Batch, Lateness, SubmissionResult, exercise_ids
+from .results import Batch, Lateness, SubmissionResult, exercise_ids, variants_of
 from .store import atomic_write
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
@@ -102,14 +102,15 @@ def table_csv(rows: list[SubmissionResult], late: dict[str, Lateness] | None = N
     # total: only what counts (empty while held or ungradable, until a decision in the grade book);
     # score: the total after the late policy (as ``export`` writes it); provisional: what the checks gave
     w.writerow(["submission", "assignment", "status", "total", "days_late", "late_penalty", "score", "provisional",
-                "max", *ids, "review", "flags", "decisions"])
+                "max", *ids, "review", "flags", "decisions", "student", "variants"])
     for r in sorted(rows, key=lambda r: r.submission):
         lr = late.get(r.submission, NOT_LATE)
         score = lr.score(r)
         w.writerow([neutral(v) for v in [r.submission, r.assignment, r.status, f"{r.total:g}" if r.graded else "",
                     lr.days, f"{lr.penalty:g}", "" if score is None else f"{score:g}",
                     f"{r.provisional:g}", f"{r.max:g}", *[f"{r.exercises[g].points:g}" if g in r.exercises else "" for g in ids],
-                    " | ".join(r.review), " | ".join(r.flags), " | ".join(r.decisions)]])
+                    " | ".join(r.review), " | ".join(r.flags), " | ".join(r.decisions), r.owner,
+                    variants_of(r, ids)]])
     return buf.getvalue()
 
 

@@ -16,7 +16,7 @@ from ..exercise_result import ExerciseResult, StageOutcome
 from ..status import SubmissionStatus
 
 __all__ = ["Answer", "Batch", "ExerciseResult", "Lateness", "Pair", "StageOutcome", "Status", "SubmissionResult", "Writer",
-           "exercise_ids"]
+           "exercise_ids", "variants_of"]
 
 
 Status = SubmissionStatus  # what became of a submission (``course_utils.status``)
@@ -43,6 +43,7 @@ class SubmissionResult:
     resolved: list[str] = field(default_factory=list)  # flags a decision settled (gradebook.final; never stored)
     # what each flag that accuses rests on (``copies``): {"flag", "exercise", "student", "solution", "shown"}
     evidence: list[dict] = field(default_factory=list)
+    owner: str = ""  # the student the file belongs to (``owners.owner``: roster, platform), "" when unknown
 
     @property
     def total(self) -> float:
@@ -105,6 +106,11 @@ def exercise_ids(rows: list[SubmissionResult]) -> list[str]:
         for gid, e in r.exercises.items():
             seen[gid] = min(seen.get(gid, e.order), e.order)
     return sorted(seen, key=seen.__getitem__)
+
+
+def variants_of(row: SubmissionResult, gids: list[str]) -> str:
+    """The variant each varied exercise of ``row`` was judged against ("killhead=rows-last ..."): CSV and dashboard."""
+    return " ".join(f"{g}={row.exercises[g].variant}" for g in gids if g in row.exercises and row.exercises[g].variant)
 
 
 MIN_SPAN = 50  # characters of tokenised code in common (a name is one) below which no pair is flagged: ~5 lines

@@ -41,10 +41,11 @@ SCRATCH = "/scratch"
 SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
 ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per zygote (uids.Lease), never a real account
 UID_MODE_FIRST_UID = 62000  # uid mode: one per runner (uids.Lease: no two live runners of the machine share one)
-# all of the course the sandbox holds: the runner, its framing and the probes; never checks/ (references,
-# expected values, judging), never solutions/, release or grading's other modules
-RUNNER_FILES = ("__init__.py", "wire.py", "grading/__init__.py", "grading/runner.py", "grading/protocol.py",
-                "grading/audit.py", "grading/sweep.py")
+# all of the course the sandbox holds: the runner, its framing, the probes, and student.py (the shared set-up cell
+# says which student id it sees: nothing there judges); never checks/ (references, expected values, judging), never
+# solutions/, release or grading's other modules
+RUNNER_FILES = ("__init__.py", "wire.py", "student.py", "grading/__init__.py", "grading/runner.py",
+                "grading/protocol.py", "grading/audit.py", "grading/sweep.py")
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 def boot(uid: int | None, seccomp_file: str | None = None, entry: str = "main") -> str:

@@ -82,7 +82,7 @@ def problem(row: SubmissionResult, maxima: dict[str, float] | None = None) -> st
     ``maxima``: each exercise's points in this course; a row may not claim more, nor another maximum.
     """
     if not all(isinstance(v, str) for v in (row.submission, row.assignment, row.status, row.sha256,
-                                             row.course_version, row.sandbox, row.options)):
+                                             row.course_version, row.sandbox, row.options, row.owner)):
         return "a field that should be text is not"
     if not (_texts(row.flags) and _texts(row.review) and _number(row.seconds) and isinstance(row.exercises, dict)
             and (row.checked is None or _number(row.checked)) and _evidence(row.evidence)):
