@@ -14,7 +14,7 @@ from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
 from .engine import FAILED, Result, judge, make_request, probe
-from .registry import EXERCISES, FAMILIES, OWNERS, family, pick, varied
+from .registry import EXERCISES, OWNERS, family, has_family, pick, varied
 from .registry import variant as pick_variant
 from .verdict import Verdict
 
@@ -37,7 +37,7 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
     result = judge(ex, request, wire.loads(wire.dumps(facts)))
-    result.variant = chosen.key if grade_id in FAMILIES else ""  # the verdict names the variant it judged
+    result.variant = chosen.key if has_family(grade_id) else ""  # the verdict names the variant it judged
     return result
 
 
@@ -69,7 +69,7 @@ def check(grade_id: str, namespace: Mapping[str, object], fix: bool = False) -> 
     # which code was graded (another cell's redefinition, the run it graded): the student's view only, no grade
     footer = provenance(grade_id, ex.names, OWNERS, passed=result.points >= result.max) if ex is not None and not problem \
         else ""
-    if problem and grade_id in FAMILIES:
+    if problem and has_family(grade_id):
         result.variant = pick(grade_id, who).key
     if notebook_shell() is None:
         print(result.report(fix=fix, student=who))

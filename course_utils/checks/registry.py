@@ -81,6 +81,11 @@ def family(grade_id: str) -> tuple[Variant, ...]:
     return FAMILIES.get(grade_id) or (Variant(key="default", task="", exercise=EXERCISES[grade_id]),)
 
 
+def has_family(grade_id: str) -> bool:
+    """Whether ``grade_id`` has variants (whether or not they are on): its verdicts name the variant judged."""
+    return grade_id in FAMILIES
+
+
 def varied(grade_id: str) -> bool:
     """Whether students of ``grade_id`` get different variants: it has a family, and its assignment has them on."""
     return grade_id in FAMILIES and variants_on(ASSIGNMENT.get(grade_id, ""))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import student as students
 from ..variant_settings import variants_on
 from ..variant_text import task_head
-from .registry import ASSIGNMENT, EXERCISES, FAMILIES, family, pick
+from .registry import ASSIGNMENT, EXERCISES, family, has_family, pick
 
 
 class Task(str):
@@ -29,7 +29,7 @@ def task(grade_id: str, student: str | None = None) -> Task:
         raise CourseError(f"unknown exercise {grade_id!r}; known: {', '.join(EXERCISES)}.")
     who = student if student is not None else students.current()
     chosen = pick(grade_id, who)
-    if grade_id not in FAMILIES:  # one variant only: nothing to choose, the heading's text is the task
+    if not has_family(grade_id):  # one variant only: nothing to choose, the heading's text is the task
         return Task(f"**`{grade_id}`** has one variant: every student solves the task above.\n")
     off = not variants_on(ASSIGNMENT[grade_id])
     head = task_head(grade_id, chosen.key, len(family(grade_id)), None if off else who, off=off)

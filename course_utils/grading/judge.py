@@ -131,7 +131,7 @@ def variants(row: SubmissionResult, path: Path, submission: ParsedSubmission, op
     chosen = {gid: registry.pick(gid, who or None) for gid in row.exercises}
     varied = [gid for gid in row.exercises if registry.varied(gid)]
     notes = {gid: [owners.no_owner_note(chosen[gid].key)] for gid in varied if not who}
-    if who:
+    if who and varied:
         found = owners.evidence(submission.cells, {gid: chosen[gid].key for gid in varied}, who)
         row.flags += [f["flag"] for f in found]
         row.evidence += found
@@ -170,7 +170,7 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     row.review += session.review()
     for gid in row.exercises:
         r = session.results[gid]
-        r.variant = chosen[gid].key if gid in registry.FAMILIES else ""  # the verdict and every output name it
+        r.variant = chosen[gid].key if registry.has_family(gid) else ""  # the verdict and every output name it
         whose = (row.owner or None) if registry.varied(gid) else None
         feedback = (r.report(fix=options.feedback_fix, student=whose) if gid not in session.broken
                     else f"✗ {gid}: 0/{r.max:g} points. {r.summary}" + (f"\n  {verdict_line(r.variant, whose)}"
