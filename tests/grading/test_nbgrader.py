@@ -1,7 +1,8 @@
 """Real nbgrader grades the exercise notebooks exactly as ``python -m course_utils.grade`` does.
 
 One nbgrader course directory holds every assignment generated from ``solutions/``. Three
-students submit every assignment: correct; mistaken (the first answer cell an
+students submit every assignment: correct (the answers to their own variant of each varied exercise: nbgrader's
+autograde judges the variant of its folder's student, our grader that of submitted/STUDENT/); mistaken (the first answer cell an
 IndentationError, the second exercise without its last solution region, the others
 answers that run but return nothing; an assignment with one exercise gets only the missing
 region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out). One ``nbgrader autograde`` call
@@ -57,8 +58,25 @@ def answer(source: str, keep, stub: str = "return None") -> str:
     return "\n".join(out)
 
 
+def variant_answer(grade_id: str, student: str) -> str | None:
+    """The right answer to ``student``'s variant of an exercise where it is not the default (else None).
+
+    nbgrader's autograde runs the notebook in autograded/STUDENT/ASSIGNMENT/, so its check cells judge the variant
+    of that folder's student (``course_utils.student``); our grader derives the same from submitted/STUDENT/.
+    """
+    from course_utils.checks import registry
+
+    chosen = registry.pick(grade_id, student)
+    if chosen.key == registry.family(grade_id)[0].key:
+        return None
+    path = ROOT / "solutions" / "variants" / f"{grade_id}.py"
+    scope: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), scope)
+    return scope["ANSWERS"][chosen.key]
+
+
 def student_notebook(released: nbformat.NotebookNode, solution: nbformat.NotebookNode, student: str):
-    """The released notebook with the answer cells this student would write."""
+    """The released notebook with the answer cells this student would write (the correct one: for their variant)."""
     if student == "unattempted":
         return nbformat.read(ROOT / "exercises" / f"{solution.metadata['name']}.ipynb", as_version=4)
     solved = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
@@ -68,7 +86,10 @@ def student_notebook(released: nbformat.NotebookNode, solution: nbformat.Noteboo
     partly = 1 if len(answers) > 1 else 0  # the exercise left without its last solution region
     for i, cell in enumerate(answers):
         full = solved[cell.metadata["nbgrader"]["grade_id"]]
-        if student == "correct":
+        theirs = variant_answer(cell.metadata["nbgrader"]["grade_id"].removesuffix("_answer"), student)
+        if student == "correct" and theirs is not None:  # the banner line first: the kernel tracks the cell by it
+            cell.source = full.partition("\n")[0] + "\n" + theirs.removeprefix(full.partition("\n")[0] + "\n")
+        elif student == "correct":
             cell.source = answer(full, lambda r: True)
         elif i == partly:
             last = full.count(BEGIN) - 1
