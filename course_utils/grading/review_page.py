@@ -81,6 +81,10 @@ def _stored_evidence(flag: str, row: SubmissionResult) -> str:
     lines beside the solution's they match, and the answer's lines a lesson shows (never counted as copying)."""
     out = []
     for e in (e for e in row.evidence if e.get("flag") == flag):
+        if not e.get("solution"):  # evidence from the submission alone (``owners``: the variant its outputs show)
+            out.append(f"<figure><figcaption>What the submission's stored output shows ({esc(e.get('exercise', ''))})"
+                       f"</figcaption><pre>{esc(chr(10).join(e.get('student', [])))}</pre></figure>")
+            continue
         shown = "".join(f"<li><code>{esc(line)}</code></li>" for line in e.get("shown", []))
         out.append(f"<div class='pair'><figure><figcaption>What the check matched: the student's lines "
                    f"({esc(e.get('exercise', ''))})</figcaption><pre>{esc(chr(10).join(e.get('student', [])))}</pre>"

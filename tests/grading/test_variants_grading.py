@@ -169,3 +169,38 @@ def test_the_roster_names_each_files_owner_and_a_stored_row_of_another_owner_is_
         store.save(SubmissionResult(submission=display_name(f), sha256=file_digest(f), owner=owner))
     rows, todo = cli._stored([(ada, None), (bob, None)], store, ids)
     assert [r.owner for r in rows] == ["s001"] and [f for f, _ in todo] == [bob]  # bob has no owner now
+
+
+def test_the_task_cell_is_locked_never_run_by_the_grader_and_its_outputs_never_matter(tmp_path):
+    """The build locks a task cell like every cell that is not an answer; the runner never executes it (it only shows
+    text, and the sandbox holds no checks); a submission's copy is "untouched" whatever its stored output says."""
+    from course_utils.grading.collect import untouched
+    from course_utils.grading.results import SubmissionResult
+    from course_utils.grading.submission import plan, read
+    from course_utils.release import tag_cells
+
+    nb = submission("02")
+    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "mul_answer")
+    source = 'from course_utils.checks import task\ntask("mul")'
+    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    tagged = tag_cells(nb, "02_exercises")
+    meta = tagged.cells[at].metadata["nbgrader"]
+    assert meta["locked"] and not meta["solution"] and not meta["grade"]
+    assert untouched(source, source)  # only the source is compared: any student's output passes
+    path = write(tmp_path / "t.ipynb", tagged)
+    assignments = load_assignments(ROOT)
+    cells = plan(SubmissionResult("t"), read(path, assignments), assignments)
+    assert not any("task(" in c["source"] for c in cells)
+    assert any("whoami()" in c["source"] for c in cells)  # the shared set-up cell runs: student.py is in the sandbox
+
+
+def test_the_review_page_shows_the_outputs_a_variant_flag_quotes():
+    from course_utils.grading.results import SubmissionResult
+    from course_utils.grading.review_page import _stored_evidence
+
+    task = cell('task("mul")', "**Variant `never` of `mul`** (one of 2), for student `<b>bob</b>`.")
+    found = owners.evidence((task,), {"mul": "plain"}, "alice")
+    row = SubmissionResult("a.ipynb", flags=[found[0]["flag"]], evidence=found)
+    html = _stored_evidence(found[0]["flag"], row)
+    assert "What the submission's stored output shows (mul)" in html and "&lt;b&gt;bob&lt;/b&gt;" in html
+    assert "The solution's lines" not in html
