@@ -48,7 +48,7 @@ def source() -> tuple[str | None, str]:
         return hub, "the hub's user name"
     try:
         text = remembered_file().read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, RuntimeError, KeyError):  # no home folder (a uid without a passwd entry)
         return None, "none"
     return (text, "remembered on this machine") if text else (None, "none")
 
