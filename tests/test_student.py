@@ -70,3 +70,22 @@ def test_a_bad_id_is_refused_in_one_sentence_and_nothing_is_written(home, bad):
     message = str(info.value)
     assert "is not a student id" in message and "remember('ada.lovelace')" in message and message.count(". ") <= 1
     assert not student.remembered_file().exists()
+
+
+def test_every_exercise_notebooks_shared_set_up_cell_says_which_id_and_shows_the_default_as_built():
+    """Built without an id (NO_ID), every committed exercise notebook's set-up cell says how to set one."""
+    import nbformat
+    from conftest import ROOT
+
+    from course_utils import build
+    from course_utils.checks.cells import SETUP_BANNER
+
+    names = sorted(p.name for p in (ROOT / "exercises").glob("[0-9][0-9]_exercises.ipynb"))
+    assert len(names) >= 11
+    for folder in ("solutions", "exercises"):
+        for name in names:
+            nb = nbformat.read(ROOT / folder / name, as_version=4)
+            setup = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith(SETUP_BANNER))
+            assert setup.source.splitlines()[-2:] == list(build.STUDENT_LINES), f"{folder}/{name}"
+            shown = "".join(o.get("data", {}).get("text/plain", "") for o in setup.outputs)
+            assert shown.startswith("No student id is set") and 'remember("your-id")' in shown, f"{folder}/{name}"

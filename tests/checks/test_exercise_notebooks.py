@@ -53,7 +53,7 @@ def test_the_shared_set_up_is_generated_and_idempotent():
         cell.metadata["nbgrader"] = {"solution": True, "grade_id": f"{gid}_answer"}
     once = build.shared_setup(nb)
     assert once.cells[1].source.splitlines()[1:] == ["import math", "import torch", "from torch.autograd import Function",
-                                                     build.CHECK_IMPORT]
+                                                     build.CHECK_IMPORT, *build.STUDENT_LINES]  # which id, last
     assert once.cells[2].source == ANSWER_BANNER.format(grade_id="a") + "\nclass A(Function):\n    pass"
     assert once.cells[3].source == ANSWER_BANNER.format(grade_id="b") + "\nx = 1"
     twice = build.shared_setup(nbformat.from_dict(once))
