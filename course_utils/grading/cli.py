@@ -201,7 +201,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
                   version, grading)
     root = common_root([display_name(f) for f, _ in files])
-    rows, todo = _stored(files, store, options.owners)
+    rows, todo = _stored(files, store, options.owners, set(assignments))
     parsed: dict[str, submission.ParsedSubmission] = {}  # each graded file's one parse, for the similarity report
     for r in rows if args.json else []:
         print(json_line(r), flush=True)
@@ -293,8 +293,8 @@ def roster_ids(path: str | None, files: list[tuple[Path, str | None]]) -> dict[s
     return {f: sid for sid, subs in matched.files.items() for f in subs}
 
 
-def _stored(files: list[tuple[Path, str | None]], store: Store, ids: dict[str, str] | None = None
-            ) -> tuple[list[SubmissionResult], list[tuple[Path, str]]]:
+def _stored(files: list[tuple[Path, str | None]], store: Store, ids: dict[str, str] | None = None,
+            assignments: set[str] | None = None) -> tuple[list[SubmissionResult], list[tuple[Path, str]]]:
     """The rows already known (skipped files, results in the store) and the ``(file, sha256)`` still to grade.
 
     A stored row judged for another owner than the file has now (the roster changed) is graded again.
@@ -309,7 +309,7 @@ def _stored(files: list[tuple[Path, str | None]], store: Store, ids: dict[str, s
         # hashes the bytes it reads (the file is then opened once)
         digest = file_digest(f) if store.folder is not None else ""
         row = store.lookup(display_name(f), digest)
-        if row is not None and row.owner == owners.owner(f, ids)[0]:
+        if row is not None and row.owner == owners.owner(f, ids, assignments or ())[0]:
             rows.append(row)
         else:
             todo.append((f, digest))

@@ -116,17 +116,17 @@ def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment]
     row.sandbox = options.sandbox.mode
     if options.sandbox.mode == "none":
         row.flags.append("graded WITHOUT the sandbox (" + options.sandbox.reason + "): its code was not isolated")
-    chosen, notes = variants(row, path, submission, options)
+    chosen, notes = variants(row, path, submission, options, assignments)
     _run_all(row, cells, options, slot, chosen, notes)
 
 
-def variants(row: SubmissionResult, path: Path, submission: ParsedSubmission, options: Options
-             ) -> tuple[dict[str, Variant], dict[str, list[str]]]:
+def variants(row: SubmissionResult, path: Path, submission: ParsedSubmission, options: Options,
+             assignments: dict[str, Assignment]) -> tuple[dict[str, Variant], dict[str, list[str]]]:
     """Each exercise's variant, from the file's owner (never from the notebook), and the notes its feedback carries.
 
     Outputs that show another student's variant raise a flag with their evidence (``owners.evidence``).
     """
-    who, _ = owners.owner(path, options.owners)
+    who, _ = owners.owner(path, options.owners, assignments)
     row.owner = who
     chosen = {gid: registry.pick(gid, who or None) for gid in row.exercises}
     varied = [gid for gid in row.exercises if registry.varied(gid)]

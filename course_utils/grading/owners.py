@@ -6,8 +6,8 @@ The owner comes from what the instructor or the platform recorded, never from th
   file it cannot place (no pattern, or two) has no owner;
 * Gradescope: ``submission_metadata.json`` beside the upload folder (``late`` reads its time there too):
   the submitter's SID, else their email (a group upload has no single owner);
-* nbgrader: the course folder ``submitted/STUDENT/ASSIGNMENT/`` (the outermost ``submitted``), which
-  nbgrader's exchange writes.
+* nbgrader: the course folder ``submitted/STUDENT/ASSIGNMENT/FILE`` (the outermost such ``submitted``, with
+  ASSIGNMENT one of the course's), which nbgrader's exchange writes.
 
 A file without an owner is judged against the default variants and its feedback says so.
 
@@ -19,7 +19,7 @@ that quotes them, for a reviewer to read.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from ..release import TASK_CALL
@@ -31,10 +31,11 @@ FLAG = "ran another student's variant"
 SUBMITTED = "submitted"  # nbgrader's folder of collected submissions: submitted/STUDENT/ASSIGNMENT/file.ipynb
 
 
-def owner(path: Path, roster: Mapping[str, str] | None = None) -> tuple[str, str]:
+def owner(path: Path, roster: Mapping[str, str] | None = None, assignments: Collection[str] = ()) -> tuple[str, str]:
     """(the id of the student ``path`` belongs to, where that came from), or ("", "") when nothing records it.
 
-    ``roster``: each file's roster id (``roster.match``), None without ``--roster``.
+    ``roster``: each file's roster id (``roster.match``), None without ``--roster``. ``assignments``: the
+    course's assignment names; nbgrader's folder counts only as ``submitted/STUDENT/<one of them>/FILE``.
     """
     if roster is not None:
         who = roster.get(display_name(path), "")
@@ -43,7 +44,8 @@ def owner(path: Path, roster: Mapping[str, str] | None = None) -> tuple[str, str
     if who:
         return who, "Gradescope's submission metadata"
     parts = path.parts
-    at = next((i for i, name in enumerate(parts) if name == SUBMITTED and len(parts) - i >= 4), None)
+    at = next((i for i, name in enumerate(parts) if name == SUBMITTED and len(parts) - i == 4
+               and parts[i + 2] in assignments), None)
     return (parts[at + 1], "nbgrader's submitted folder") if at is not None else ("", "")
 
 

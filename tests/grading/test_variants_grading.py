@@ -37,7 +37,12 @@ def gradescope_upload(root, users):
 
 def test_the_owner_comes_from_the_roster_gradescope_or_nbgrader_never_the_notebook(tmp_path):
     nbg = write(tmp_path / "course" / "submitted" / "alice" / "02_exercises" / "02_exercises.ipynb")
-    assert owners.owner(nbg) == ("alice", "nbgrader's submitted folder")
+    course = ("02_exercises", "04_exercises")
+    assert owners.owner(nbg, None, course) == ("alice", "nbgrader's submitted folder")
+    # not nbgrader's layout (a dated folder, a file deeper down): no owner rather than a wrong one
+    dated = write(tmp_path / "submitted" / "2026" / "alice" / "02_exercises.ipynb")
+    deeper = write(tmp_path / "c2" / "submitted" / "bob" / "02_exercises" / "old" / "02_exercises.ipynb")
+    assert owners.owner(dated, None, course) == owners.owner(deeper, None, course) == owners.owner(nbg) == ("", "")
     gs = gradescope_upload(tmp_path / "gs", [{"name": "Bo", "email": "bo@example.org", "sid": "s042"}])
     assert owners.owner(gs) == ("s042", "Gradescope's submission metadata")
     by_mail = gradescope_upload(tmp_path / "gs2", [{"name": "Cy", "email": "cy@example.org", "sid": ""}])
@@ -46,7 +51,7 @@ def test_the_owner_comes_from_the_roster_gradescope_or_nbgrader_never_the_notebo
     loose = write(tmp_path / "loose" / "x.ipynb")
     assert owners.owner(group) == owners.owner(loose) == ("", "")
     roster = {display_name(loose): "s7"}  # with --roster, the roster decides, and a file it cannot place has no owner
-    assert owners.owner(loose, roster) == ("s7", "the roster") and owners.owner(nbg, roster) == ("", "")
+    assert owners.owner(loose, roster) == ("s7", "the roster") and owners.owner(nbg, roster, course) == ("", "")
 
 
 def cell(source, shown, kind="code", gid=None):
@@ -167,7 +172,7 @@ def test_the_roster_names_each_files_owner_and_a_stored_row_of_another_owner_is_
     store = Store(tmp_path / "results", "v1")
     for f, owner in ((ada, "s001"), (bob, "s002")):
         store.save(SubmissionResult(submission=display_name(f), sha256=file_digest(f), owner=owner))
-    rows, todo = cli._stored([(ada, None), (bob, None)], store, ids)
+    rows, todo = cli._stored([(ada, None), (bob, None)], store, ids, {"02_exercises"})
     assert [r.owner for r in rows] == ["s001"] and [f for f, _ in todo] == [bob]  # bob has no owner now
 
 
