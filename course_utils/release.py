@@ -35,6 +35,15 @@ STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet:
 
 CHECK_CALL = re.compile(r'^check\("(\w+)"', re.M)
 TASK_CALL = re.compile(r'^task\("(\w+)"\)', re.M)  # a varied exercise's task cell (``checks.task``): locked, shows only
+TASK_IMPORT = "from course_utils.checks import task"
+
+
+def is_task_cell(source: str) -> bool:
+    """Whether a cell only shows a task (its import and ``task("...")`` calls): the grader never runs one."""
+    lines = [line.split("#")[0].strip() for line in source.splitlines()]
+    lines = [line for line in lines if line]
+    return bool(lines) and all(line == TASK_IMPORT or TASK_CALL.fullmatch(line) for line in lines) and \
+        any(TASK_CALL.fullmatch(line) for line in lines)
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,

@@ -36,3 +36,16 @@ def test_a_notebook_built_under_another_setting_is_refused_in_one_sentence(tmp_p
     monkeypatch.setattr(variant_settings, "VARIANTS_OFF", frozenset())
     with pytest.raises(CourseError, match="built with variants off, but .* turns them on"):
         settings_agree(tmp_path)
+
+
+@pytest.mark.parametrize("source, shows_only", [
+    ('from course_utils.checks import task\ntask("mul")', True),
+    ('task("mul")  # the variant of your id\n', True),
+    ('from course_utils.checks import task\ntask("mul")\nx = 1', False),  # other code: the grader runs it
+    ("from course_utils.checks import task", False),
+    ("", False),
+])
+def test_a_task_cell_is_one_that_only_shows_a_task(source, shows_only):
+    from course_utils.release import is_task_cell
+
+    assert is_task_cell(source) is shows_only

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..exercise_result import ExerciseResult
-from ..release import TASK_CALL
+from ..release import is_task_cell
 from .collect import Assignment, Cell, NotebookError, cell_kind, display_name, parse_notebook, read_submission, untouched
 from .policy import learning_flags, review_reasons
 from .results import Status, SubmissionResult
@@ -122,7 +122,7 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
                 row.flags.append(f"locked cell {gid} was deleted (the course's copy was used)")
             elif not untouched(mine.source, cell.source):
                 row.flags.append(f"locked cell {gid} was modified (the course's copy was used)")
-        if kind == "code" and TASK_CALL.search(cell.source):  # shows the task only (and the sandbox holds no checks)
+        if kind == "code" and is_task_cell(cell.source):  # shows the task only (and the sandbox holds no checks)
             continue
         if kind in ("code", "check"):
             out.append({"kind": kind, "exercise": exercise, "source": cell.source})
