@@ -145,19 +145,24 @@ check("clamp_with_mask", globals())
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `tanh_twice` (4 points)
 #
-# `Tanh.apply(x)` computes $\tanh(x)$ elementwise, with $\frac{d}{dx}\tanh x = 1 - \tanh^2 x$.
-# Values and first gradients must match `torch.tanh` (float32 and float64), and it must
-# be **differentiable twice**: `torch.autograd.gradgradcheck(Tanh.apply, (x,))` passes, and
-# `torch.autograd.functional.hessian(lambda t: Tanh.apply(t).sum(), x)` equals the
-# Hessian of `torch.tanh(t).sum()`.
+# Write `Smooth(Function)`, one smooth elementwise function of one tensor (the cell below
+# this one says which). Values and first gradients must match the PyTorch expression your
+# variant names (float32 and float64), and it must be **differentiable twice**:
+# `torch.autograd.gradgradcheck` passes and `torch.autograd.functional.hessian` agrees with
+# PyTorch's.
 #
-# The lesson's `Cube` saved its input and recomputed everything in backward. Tanh's
-# derivative is simplest in terms of its **output**: can you save that instead, and
-# still be differentiable twice? (`gradcheck` alone will not tell you.)
+# The lesson's `Cube` saved its input and recomputed everything in backward. Some
+# derivatives are simplest in terms of the **output**: which tensor can you save and still
+# be differentiable twice? (`gradcheck` alone will not tell you.)
+
+# %%
+from course_utils.checks import task
+
+task("tanh_twice")
 
 # %% nbgrader={"grade": false, "grade_id": "tanh_twice_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `tanh_twice`: edit this cell, run it, then run the check below it.
-class Tanh(Function):
+class Smooth(Function):
     @staticmethod
     def forward(ctx, x):
         ### BEGIN SOLUTION
@@ -187,9 +192,8 @@ check("tanh_twice", globals())
 # $y = x / \lVert x \rVert$ over the last dimension (cosine similarity and many attention
 # variants start with it). It runs, and it is wrong in four ways. Fix it so that:
 #
-# * values and gradients are right for any shape (the VJP is
-#   $\frac{1}{\lVert x \rVert}\big(g - y\,(g \cdot y)\big)$ per row: $y$ changes with $x$ also
-#   through the norm);
+# * values and gradients are right for any shape: derive the VJP of $y = x / \lVert x \rVert$
+#   yourself, per row, and remember that the norm moves with $x$ too;
 # * `x` is left exactly as it was after forward;
 # * no tensor is stored as a ctx attribute (only `save_for_backward`);
 # * `torch.autograd.gradgradcheck` passes in float64.

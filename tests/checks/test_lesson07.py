@@ -57,7 +57,7 @@ def clamp(mask=RIGHT_MASK, mark="ctx.mark_non_differentiable(mask)",
 
 
 TANH = """
-class Tanh(Function):
+class Smooth(Function):
     @staticmethod
     def forward(ctx, x):
         y = torch.tanh(x)
@@ -104,7 +104,7 @@ BUGS = {
     "tanh_once_differentiable": ("tanh_twice", tanh(decorator="@once_differentiable"),
                                  ["@once_differentiable", "remove the decorator"]),
     "tanh_saved_intermediate": ("tanh_twice", tanh(save="ctx.save_for_backward(1 - y * y)", backward="grad_output * y"),
-                                ["neither x nor the output", "constant"]),
+                                ["look at what forward saves", "neither x nor the output", "constant"]),
     "tanh_backward_detached": ("tanh_twice", tanh(backward="grad_output * (1 - y.detach() ** 2)"),
                                ["no graph back to x", ".detach()"]),
 }
