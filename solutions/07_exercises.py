@@ -96,22 +96,27 @@ check("relu_inplace", globals())
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clamp_with_mask` (3 points)
 #
-# `ClampWithMask.apply(x, lo, hi)` takes a tensor and two Python numbers `lo < hi` and
-# returns **two** tensors `(y, mask)`:
+# `ClampWithMask.apply(x, lo, hi)` takes a tensor and two bounds, Python numbers or `None`
+# (`x.clamp(lo, None)` clamps from below only, `x.clamp(None, hi)` from above only), and
+# returns **two** tensors `(y, mask)` (the cell below this one says which bounds your variant
+# has and what its mask marks):
 #
 # * `y` equals `x.clamp(lo, hi)`, and its gradient matches `torch.clamp`'s, **including at
 #   the boundaries** $x = \text{lo}$ and $x = \text{hi}$;
-# * `mask` is a float tensor of `x`'s dtype, 1.0 where `torch.clamp` lets the gradient of
-#   `x` through and 0.0 elsewhere. It has no meaningful gradient, so `mask.requires_grad`
-#   must be `False`;
+# * `mask` is a float tensor of `x`'s dtype, 1.0 or 0.0 per element. It has no meaningful
+#   gradient, so `mask.requires_grad` must be `False`;
 # * backward returns `None` for `lo` and `hi`.
 #
 # Between the boundaries the gradient passes, outside it does not; at the boundaries
 # themselves the rule changed in torch 2.14 (lessons 06 and 09), and the check follows the
 # torch it runs on. Find out what yours does, with autograd on `torch.clamp` itself; inside
 # `forward` autograd is off, and `with torch.enable_grad():` turns it back on.
-# Backward receives one gradient per output. The mask you compute in forward is also
-# exactly what backward needs.
+# Backward receives one gradient per output.
+
+# %%
+from course_utils.checks import task
+
+task("clamp_with_mask")
 
 # %% nbgrader={"grade": false, "grade_id": "clamp_with_mask_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `clamp_with_mask`: edit this cell, run it, then run the check below it.

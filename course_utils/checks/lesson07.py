@@ -1,7 +1,9 @@
 """Lesson 07 exercises: the ctx toolbox put to work (``tanh_twice`` is in ``lesson07_twice``).
 
 * ``relu_inplace``: ``ReluInplace`` modifies its input in place (``mark_dirty``);
-* ``clamp_with_mask``: ``ClampWithMask`` returns ``(y, mask)``, the mask non-differentiable.
+* ``clamp_with_mask``: ``ClampWithMask`` returns ``(y, mask)``, the mask non-differentiable; per-student
+  variants (``VARIANTS``): both bounds or one (the other passed as None), the mask marking where the gradient
+  passes or where it is blocked. Every variant asks the installed torch.clamp for its boundary rule (issue 49).
 
 The generic Function stages of ``autograd_function`` cover one tensor output; these need facts
 they do not collect (object identity, version counters, several outputs, second
@@ -9,11 +11,14 @@ derivatives), so each exercise has its own probe/judge pairs built from the same
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ..wire import Opaque
 from .autograd_function import autograd_flags, close, fmt, grad_output, max_err, tensor_arg, unwrap
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .variants import Variant
 
 catalogue({
     "inplace_returns_new": "an in-place Function does not return its own input, modified in place",
@@ -155,20 +160,51 @@ RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("Re
 
 
 # --------------------------------------------------------------------------- clamp_with_mask
-def _clamp_request(seed: int) -> dict:
-    base = 1000 * seed
-    lo, hi = -0.5 - 0.25 * (seed % 3), 0.75 + 0.25 * (seed % 2)  # exact in float32 and float64
-    cases = []
-    for k, (shape, dtype, layout, label) in enumerate([((8,), F64, "c", "x of shape (8,)"),
-                                                       ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
-                                                       ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
-        spec = tensor_arg(shape, base + 21 + k, dtype, layout=layout)
-        flat = spec["t"].view(-1)
-        flat.mul_(2)
-        flat[:6] = torch.tensor([lo, (lo + hi) / 2, lo - 1, hi, hi / 2, hi + 1])  # both boundaries, in, out
-        cases.append({"x": spec, "lo": lo, "hi": hi, "label": f"{label}, lo={lo:g}, hi={hi:g}",
-                      "g": grad_output(shape, dtype, base + 24 + k)})
-    return {"cases": cases}
+@dataclass(frozen=True)
+class Bounds:
+    """A variant of ``clamp_with_mask``: which bounds the clamp has (the other is passed as None), and what the mask
+    marks: where x's gradient passes (``through``) or where it is blocked."""
+
+    key: str
+    lo: bool
+    hi: bool
+    through: bool
+
+    @property
+    def clamp(self) -> str:
+        return "x.clamp(lo, hi)" if self.lo and self.hi else "x.clamp(lo, None)" if self.lo else "x.clamp(None, hi)"
+
+    @property
+    def edges(self) -> str:
+        return " or ".join(e for e, used in (("x == lo", self.lo), ("x == hi", self.hi)) if used)
+
+    @property
+    def marks(self) -> str:
+        return "lets x's gradient through" if self.through else "blocks x's gradient (where it clamped x)"
+
+
+BOUNDS = (Bounds("both", True, True, True), Bounds("min_only", True, False, True), Bounds("max_only", False, True, True),
+          Bounds("clipped", True, True, False), Bounds("min_clipped", True, False, False))
+
+
+def _clamp_request(bounds: Bounds):
+    def request(seed: int) -> dict:
+        base = 1000 * seed
+        lo, hi = -0.5 - 0.25 * (seed % 3), 0.75 + 0.25 * (seed % 2)  # exact in float32 and float64
+        used_lo, used_hi = (lo if bounds.lo else None), (hi if bounds.hi else None)
+        shown = ", ".join(f"{n}={v:g}" if v is not None else f"{n}=None" for n, v in (("lo", used_lo), ("hi", used_hi)))
+        cases = []
+        for k, (shape, dtype, layout, label) in enumerate([((8,), F64, "c", "x of shape (8,)"),
+                                                           ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
+                                                           ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
+            spec = tensor_arg(shape, base + 21 + k, dtype, layout=layout)
+            flat = spec["t"].view(-1)
+            flat.mul_(2)
+            flat[:6] = torch.tensor([lo, (lo + hi) / 2, lo - 1, hi, hi / 2, hi + 1])  # both boundaries, in, out
+            cases.append({"x": spec, "lo": used_lo, "hi": used_hi, "label": f"{label}, {shown}",
+                          "g": grad_output(shape, dtype, base + 24 + k)})
+        return {"cases": cases}
+    return request
 
 
 def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,51 +214,74 @@ def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.enable_grad():  # grad mode is per thread: the judge's may be off
         (through,) = torch.autograd.grad(x.clamp(case["lo"], case["hi"]).sum(), x)
     x = x.detach()
-    return through, (x == case["lo"]) | (x == case["hi"])
+    edge = torch.zeros_like(x, dtype=torch.bool)
+    for bound in (case["lo"], case["hi"]):
+        if bound is not None:
+            edge |= x == bound
+    return through, edge
 
 
-def _boundary_rule(through: torch.Tensor, edge: torch.Tensor) -> tuple[str, str]:
+def _boundary_rule(through: torch.Tensor, edge: torch.Tensor, bounds: Bounds) -> tuple[str, str]:
     """What this torch's clamp does at the boundaries, in words, and the comparison that says it (for the fix)."""
+    ends = bounds.edges.replace(" or ", " and ")
     if bool((through[edge] == 1).all()):
-        return "lets the gradient through at x == lo and x == hi", "lo <= x <= hi"
+        return f"lets the gradient through at {ends}", _comparison(bounds, passes=True)
     if not bool(through[edge].any()):
-        return "gives no gradient at x == lo and x == hi (its rule from torch 2.14 on)", "lo < x < hi"
-    return "gives the gradient values PyTorch's autograd shows at x == lo and x == hi", "torch.clamp's own gradient"
+        return f"gives no gradient at {ends} (its rule from torch 2.14 on)", _comparison(bounds, passes=False)
+    return f"gives the gradient values PyTorch's autograd shows at {ends}", "torch.clamp's own gradient"
 
 
-def _judge_clamp_forward(req: dict, facts: dict) -> None:
-    gid = "clamp_with_mask"
-    for case, got in _pairs(req, facts):
-        x, label = case["x"]["t"], case["label"]
-        if got["kind"] != "pair":
-            raise Mistake("forward_wrong", f"{gid}: ClampWithMask.apply returned a {got['kind']}; forward must "
-                          "return two tensors, (y, mask).")
-        y, mask = got["y"], got["mask"]
-        want = x.clamp(case["lo"], case["hi"])
-        if not isinstance(y, torch.Tensor) or y.shape != want.shape or not close(y, want, x.dtype):
-            raise Mistake("forward_wrong", f"{gid}: the first output y is wrong for {label}; it should equal "
-                          "x.clamp(lo, hi).")
-        if got["changed"]:
-            raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; the caller's x must stay "
-                          "as it was.", fix="use x.clamp(lo, hi), not x.clamp_(lo, hi).")
-        if got["node"] != "custom":
-            raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
-                          "return a tensor computed in forward and call the Function with .apply.")
-        through, edge = _inside(case)
-        if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
-            raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
-                          f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}.",
-                          fix="convert the comparison with .to(x.dtype).")
-        want_mask = through.to(x.dtype)
-        if not torch.equal(mask, want_mask):
-            rule, comparison = _boundary_rule(through, edge)
-            if torch.equal(mask[~edge], want_mask[~edge]):
-                raise Mistake("clamp_boundary", f"{gid}: the mask differs from torch.clamp's gradient only where "
-                              f"x == lo or x == hi ({label}): the installed torch's clamp {rule}, and the mask "
-                              "marks where the gradient passes.", fix=f"use {comparison} for the mask.")
-            raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
-                          "torch.clamp lets x's gradient through (lo < x < hi, and the boundaries as this torch "
-                          "treats them) and 0.0 elsewhere.")
+def _comparison(bounds: Bounds, passes: bool) -> str:
+    """The mask's comparison when the clamp passes the gradient at its boundaries (``passes``) or not."""
+    if bounds.through:
+        op = "<=" if passes else "<"
+        return f"lo {op} x {op} hi" if bounds.lo and bounds.hi else f"lo {op} x" if bounds.lo else f"x {op} hi"
+    low, high = ("<", ">") if passes else ("<=", ">=")
+    return " or ".join(c for c, on in ((f"x {low} lo", bounds.lo), (f"x {high} hi", bounds.hi)) if on)
+
+
+def _judge_clamp_forward(bounds: Bounds):
+    def judge(req: dict, facts: dict) -> None:
+        gid = "clamp_with_mask"
+        for case, got in _pairs(req, facts):
+            x, label = case["x"]["t"], case["label"]
+            if got["kind"] != "pair":
+                raise Mistake("forward_wrong", f"{gid}: ClampWithMask.apply returned a {got['kind']}; forward must "
+                              "return two tensors, (y, mask).")
+            y, mask = got["y"], got["mask"]
+            want = x.clamp(case["lo"], case["hi"])
+            if not isinstance(y, torch.Tensor) or y.shape != want.shape or not close(y, want, x.dtype):
+                raise Mistake("forward_wrong", f"{gid}: the first output y is wrong for {label}; it should equal "
+                              f"{bounds.clamp}.")
+            if got["changed"]:
+                raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; the caller's x must stay "
+                              "as it was.", fix="use x.clamp(lo, hi), not x.clamp_(lo, hi).")
+            if got["node"] != "custom":
+                raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
+                              "return a tensor computed in forward and call the Function with .apply.")
+            _judge_mask(bounds, case, mask)
+    return judge
+
+
+def _judge_mask(bounds: Bounds, case: dict, mask: object) -> None:
+    gid, x, label = "clamp_with_mask", case["x"]["t"], case["label"]
+    through, edge = _inside(case)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
+        raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
+                      f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}.",
+                      fix="convert the comparison with .to(x.dtype).")
+    want_mask = (through if bounds.through else 1 - through).to(x.dtype)
+    if torch.equal(mask, want_mask):
+        return
+    rule, comparison = _boundary_rule(through, edge, bounds)
+    if torch.equal(mask[~edge], want_mask[~edge]):
+        raise Mistake("clamp_boundary", f"{gid}: the mask differs from torch.clamp's gradient only where "
+                      f"{bounds.edges} ({label}): look at how your comparisons treat the boundaries, and ask the "
+                      "installed torch what its clamp does there.",
+                      fix=f"the installed torch's clamp {rule}, and the mask marks where it {bounds.marks}: use "
+                      f"{comparison} for the mask.")
+    raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
+                  f"torch.clamp {bounds.marks} (the boundaries as this torch treats them) and 0.0 elsewhere.")
 
 
 def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
@@ -234,7 +293,11 @@ def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
                           fix="call ctx.mark_non_differentiable(mask) in forward.")
 
 
-def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
+def _judge_clamp_backward(bounds: Bounds):
+    return lambda req, facts: _judge_clamp_grads(bounds, req, facts)
+
+
+def _judge_clamp_grads(bounds: Bounds, req: dict, facts: dict) -> list[str]:
     gid = "clamp_with_mask"
     for case, got in _pairs(req, facts):
         x, g, label, raw = case["x"]["t"], case["g"], case["label"], got["raw"]
@@ -261,24 +324,41 @@ def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
         if close(grad, want, x.dtype):
             continue
         if close(grad[~edge], want[~edge], x.dtype):
-            rule, comparison = _boundary_rule(through, edge)
-            raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where x == lo or x == hi "
-                          f"({label}); the installed torch's clamp {rule}.", fix=f"use {comparison} for the mask.")
+            rule, _ = _boundary_rule(through, edge, bounds)
+            raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where {bounds.edges} "
+                          f"({label}): look at how backward treats the boundaries, and ask the installed torch what "
+                          "its clamp does there.", fix=f"the installed torch's clamp {rule}: let the gradient through "
+                          "exactly where it does.")
         if close(grad, through.to(x.dtype), x.dtype):
             raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
-                          "is only the local derivative (the mask).", fix="return grad_output * mask.")
+                          "is only the local derivative (a 0/1 mask).", fix="multiply grad_output by that mask.")
         raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
                       f"{fmt(max_err(grad, want))}); it is grad_output where torch.clamp lets it through and 0 "
                       "elsewhere.")
     return autograd_flags(gid, "ClampWithMask", [got for _, got in _pairs(req, facts)])  # issue 31
 
 
-CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
-    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe="forward", judge=_judge_clamp_forward),
-    Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
-          probe="backward", judge=_judge_clamp_backward),
-    Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
-          probe="forward", judge=_judge_clamp_mask_flag),
-), request=_clamp_request)
+def _clamp_exercise(bounds: Bounds) -> Exercise:
+    return Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
+        Stage(name=f"returns y = {bounds.clamp} and the float mask", points=1, probe="forward",
+              judge=_judge_clamp_forward(bounds)),
+        Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
+              probe="backward", judge=_judge_clamp_backward(bounds)),
+        Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
+              probe="forward", judge=_judge_clamp_mask_flag),
+    ), request=_clamp_request(bounds))
 
+
+def _clamp_task(bounds: Bounds) -> str:
+    call = {(True, True): "ClampWithMask.apply(x, lo, hi)", (True, False): "ClampWithMask.apply(x, lo, None)",
+            (False, True): "ClampWithMask.apply(x, None, hi)"}[bounds.lo, bounds.hi]
+    which = ("two numbers `lo < hi`" if bounds.lo and bounds.hi else
+             "a lower bound `lo` only (`hi` is `None`)" if bounds.lo else "an upper bound `hi` only (`lo` is `None`)")
+    return (f"`{call}` gets {which} and returns `(y, mask)`: `y` equals `{bounds.clamp}`, and `mask` is 1.0 where "
+            f"`torch.clamp` {bounds.marks} and 0.0 elsewhere.")
+
+
+CLAMP_VARIANTS = tuple(Variant(key=b.key, task=_clamp_task(b), exercise=_clamp_exercise(b)) for b in BOUNDS)
+CLAMP_WITH_MASK = CLAMP_VARIANTS[0].exercise
 EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]
+VARIANTS = {"clamp_with_mask": CLAMP_VARIANTS}
