@@ -54,18 +54,26 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `relu_inplace` (3 points)
 #
-# `ReluInplace.apply(x)` sets the negative entries of `x` to zero **in place** and returns
-# `x` itself, like `torch.relu_`. The input is a non-leaf (for example `x = w * 1`).
+# `ReluInplace.apply(x)` applies a member of the ReLU family to `x` **in place** and returns
+# `x` itself, like `torch.relu_` (the cell below this one says which member). The input is a
+# non-leaf (for example `x = w * 1`).
 #
-# * After the call `x` holds $\max(x, 0)$ and the result **is** `x` (`y is x`), so code that
+# * After the call `x` holds the result and the result **is** `x` (`y is x`), so code that
 #   goes on using `x` differentiates through your Function.
-# * Gradients match `torch.relu`, including at $x = 0$, where `torch.relu`'s gradient is 0.
+# * Gradients match PyTorch's own op, including at its kinks (at $x = 0$ `torch.relu`'s
+#   gradient is 0; ask autograd what yours gives there).
 # * Like `torch.relu_`, it refuses a leaf that requires grad, and if some earlier operation
 #   saved `x` for its backward (`b = x * x`), that backward must raise instead of
 #   silently using the new values.
 #
-# The lesson's `SquareInPlace` cloned its input before overwriting it. ReLU does not need
-# a copy: which tensor still tells you, after the overwrite, where the gradient passes?
+# The lesson's `SquareInPlace` cloned its input before overwriting it. These functions do
+# not need a copy: which tensor still tells you, after the overwrite, where the gradient
+# passes and how much of it?
+
+# %%
+from course_utils.checks import task
+
+task("relu_inplace")
 
 # %% nbgrader={"grade": false, "grade_id": "relu_inplace_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `relu_inplace`: edit this cell, run it, then run the check below it.

@@ -1,10 +1,10 @@
 """Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
 import pytest
 import torch
-
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+
+from course_utils import checks
 
 RELU = """
 class ReluInplace(Function):
@@ -89,7 +89,7 @@ BUGS = {
                                     ["nonzero where x < 0", "y > 0"]),
     "relu_kink": ("relu_inplace", relu(
         forward="ctx.save_for_backward(x.clone()); x.relu_(); ctx.mark_dirty(x); return x",
-        backward="grad_output * (y >= 0)"), ["except where x == 0", "torch.relu's gradient there is 0"]),
+        backward="grad_output * (y >= 0)"), ["except where x == 0", "torch.relu(x)'s gradient there is 0 at x == 0"]),
     "forgot_grad_output": ("relu_inplace", relu(backward="(y > 0).to(y.dtype)"), ["missing the factor grad_output"]),
     "mask_differentiable": ("clamp_with_mask", clamp(mark="pass"),
                             ["mask.requires_grad is True", "ctx.mark_non_differentiable(mask)"]),
@@ -311,4 +311,22 @@ def test_clamp_variants_follow_the_installed_torchs_boundary_rule(monkeypatch):
 ])
 def test_tanh_twice_variants_name_their_mistakes(key, source, code):
     result = checks.run_check("tanh_twice", ns_from(source), variant=key)
+    assert result.mistakes == [code], result.report(fix=True)
+
+
+@pytest.mark.parametrize("key, source, code", [
+    ("leaky", relu(), "forward_wrong"),  # the default's answer
+    # leaky ReLU with the test on the saved output non-strict: at x == 0 PyTorch's gradient is the slope
+    ("leaky", mutate(variant_answers("relu_inplace")["leaky"], ("torch.where(out > 0, grad_output",
+                                                               "torch.where(out >= 0, grad_output")), "relu_kink"),
+    ("negative", mutate(variant_answers("relu_inplace")["negative"], ("(out < 0)", "(out <= 0)")),
+     "relu_grad_through_negatives"),
+    # ReLU6 read back like a ReLU: the gradient also flows above 6
+    ("relu6", mutate(variant_answers("relu_inplace")["relu6"], ("((out > 0) & (out < 6))", "(out > 0)")),
+     "relu_grad_through_negatives"),
+    # ... and with a non-strict test at 6, which the saved 6 of every x above 6 passes too
+    ("relu6", mutate(variant_answers("relu_inplace")["relu6"], ("(out < 6)", "(out <= 6)")), "relu_grad_through_negatives"),
+])
+def test_relu_inplace_variants_name_their_mistakes(key, source, code):
+    result = checks.run_check("relu_inplace", ns_from(source), variant=key)
     assert result.mistakes == [code], result.report(fix=True)
