@@ -32,7 +32,7 @@
 # cell: `print(check("abs_prod", globals(), fix=True))` prints the verdict with the fix as
 # plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
-# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
 import os, subprocess, sys
@@ -42,13 +42,13 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
 import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `abs_prod` (3 points)
 #
 # Lesson 06 built `AbsProd`, $|uv|$. Here you build a relative of it, `AbsKink`: two inputs
@@ -57,7 +57,7 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # composite your variant names **everywhere**, including where the argument of the absolute
 # value is zero (PyTorch's convention there is $\operatorname{sign}(0) = 0$).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("abs_prod")
@@ -88,7 +88,7 @@ from course_utils.checks import check
 check("abs_prod", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `maximum` (3 points): a kink where two inputs tie
 #
 # Write `Extremum(Function)`: `Extremum.apply(u, v)` takes two tensors of the same shape and
@@ -105,7 +105,7 @@ check("abs_prod", globals())
 #
 # Your gradients must equal those of your variant's PyTorch expression everywhere, ties included.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("maximum")
@@ -136,7 +136,7 @@ from course_utils.checks import check
 check("maximum", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `gradient_test` (4 points)
 #
 # Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns

@@ -70,7 +70,7 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 # not need a copy: which tensor still tells you, after the overwrite, where the gradient
 # passes and how much of it?
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("relu_inplace")
@@ -101,7 +101,7 @@ from course_utils.checks import check
 check("relu_inplace", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clamp_with_mask` (3 points)
 #
 # `ClampWithMask.apply(x, lo, hi)` takes a tensor and two bounds, Python numbers or `None`
@@ -121,7 +121,7 @@ check("relu_inplace", globals())
 # `forward` autograd is off, and `with torch.enable_grad():` turns it back on.
 # Backward receives one gradient per output.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("clamp_with_mask")
@@ -155,7 +155,7 @@ from course_utils.checks import check
 check("clamp_with_mask", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `tanh_twice` (4 points)
 #
 # Write `Smooth(Function)`, one smooth elementwise function of one tensor (the cell below
@@ -168,7 +168,7 @@ check("clamp_with_mask", globals())
 # derivatives are simplest in terms of the **output**: which tensor can you save and still
 # be differentiable twice? (`gradcheck` alone will not tell you.)
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("tanh_twice")
@@ -198,7 +198,7 @@ from course_utils.checks import check
 check("tanh_twice", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_15", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `normalize_fix` (3 points)
 #
 # Find the bugs. The cell below ships `Normalize`, which scales each row to unit length,
