@@ -175,17 +175,24 @@ check("tanh_twice", globals())
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_15", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `normalize_fix` (3 points)
 #
-# Find the bugs. The cell below ships `Normalize`, which scales each row to unit length,
-# $y = x / \lVert x \rVert$ over the last dimension (cosine similarity and many attention
-# variants start with it). It runs, and it is wrong in four ways. Fix it so that:
+# Find the bugs. The answer cell ships `Normalize`, which scales each row to unit length,
+# $y = x / \lVert x \rVert$ with the Euclidean norm over the last dimension (cosine
+# similarity and many attention variants start with it). It runs, and it is wrong in four
+# ways. Your variant (the cell below this one) says which norm `Normalize` must divide by:
+# the shipped one or another. Fix it so that:
 #
-# * values and gradients are right for any shape: derive the VJP of $y = x / \lVert x \rVert$
-#   yourself, per row, and remember that the norm moves with $x$ too;
+# * values and gradients are right for any shape: derive the VJP of your variant's $y$
+#   yourself, and remember that the norm moves with $x$ too;
 # * `x` is left exactly as it was after forward;
 # * no tensor is stored as a ctx attribute (only `save_for_backward`);
 # * `torch.autograd.gradgradcheck` passes in float64.
 #
 # Each bug breaks a rule from lessons 02 to 07; the check names the first one it meets.
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_16", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("normalize_fix")
 
 # %% nbgrader={"grade": false, "grade_id": "normalize_fix_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `normalize_fix`: edit this cell, run it, then run the check below it.

@@ -1,5 +1,6 @@
 """Lesson 07 exercises ``tanh_twice`` (a ``Smooth`` Function that can be differentiated twice, in per-student
-variants: tanh, sigmoid, sin, exp(-x^2), each asking which tensor to save) and ``normalize_fix``.
+variants: tanh, sigmoid, sin, exp(-x^2), each asking which tensor to save) and ``normalize_fix`` (find the bugs
+of a shipped ``Normalize``; per-student variants divide by another norm: L2 per row or per column, L1, RMS).
 
 The first two stages are the generic Function stages (values, first gradients,
 gradcheck); the third differentiates the student's backward: a Hessian-vector product
@@ -180,6 +181,40 @@ def _normalize_cases(base: int):
     ]
 
 
+@dataclass(frozen=True)
+class Norm:
+    """What a variant of ``normalize_fix`` divides x by: the norm, as a function and in words."""
+
+    key: str
+    formula: str  # LaTeX, for the task
+    describe: str  # in words, for stage names and hints
+    norm: Callable[[torch.Tensor], torch.Tensor]
+
+
+NORMS = (
+    Norm("l2_rows", r"y = x / \lVert x \rVert_2", "x / ||x|| over the last dimension",
+         lambda x: torch.linalg.vector_norm(x, dim=-1, keepdim=True)),
+    Norm("l2_cols", r"y = x / \lVert x \rVert_2", "x / ||x|| over the first dimension (each column)",
+         lambda x: torch.linalg.vector_norm(x, dim=0, keepdim=True)),
+    Norm("l1_rows", r"y = x / \lVert x \rVert_1 = x / \sum_j |x_j|", "x / ||x||_1 over the last dimension",
+         lambda x: x.abs().sum(-1, keepdim=True)),
+    Norm("rms_rows", r"y = x / \sqrt{\tfrac{1}{n}\sum_j x_j^2}", "x / rms(x) over the last dimension (n entries)",
+         lambda x: (x * x).mean(-1, keepdim=True).sqrt()),
+)
+
+
+def _projection_missing(norm: Norm):
+    def diagnose(i, got, want, args, g):
+        x = args[0].detach()
+        if got.shape == want.shape and close(got, g / norm.norm(x), want.dtype):
+            return Mistake("normalize_projection", "normalize_fix: backward returns grad_output / norm, the third bug: "
+                           "y also changes through the norm, which moves with x, and that term is missing.",
+                           fix="differentiate the norm with respect to x too: the VJP subtracts a term built from "
+                           "(grad_output * y) summed over the entries the norm sums over.")
+        return None
+    return diagnose
+
+
 def _normalize_diagnose(i, got, want, args, g):
     x = args[0].detach()
     if got.shape == want.shape and close(got, g / torch.linalg.vector_norm(x, dim=-1, keepdim=True), want.dtype):
@@ -207,6 +242,13 @@ NORMALIZE = FunctionSpec(grade_id="normalize_fix", cls_name="Normalize", arg_nam
                          gradcheck_args=lambda base: [tensor_arg((3, 4), base + 305)])
 
 
+def _normalize_spec(norm: Norm) -> FunctionSpec:
+    if norm.key == "l2_rows":
+        return NORMALIZE
+    return replace(NORMALIZE, reference=lambda x: x / norm.norm(x), describe=norm.describe,
+                   diagnose=_projection_missing(norm))
+
+
 def _judge_gradgrad(req: dict, facts: dict) -> None:
     if not unwrap(facts)["ok"]:
         raise Mistake("normalize_gradgrad", "normalize_fix: gradgradcheck fails, although the gradients are right: "
@@ -215,19 +257,27 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
                       fix="save the input x and recompute the norm in backward.")
 
 
-def _normalize_exercise() -> Exercise:
-    forward, backward = function_exercise(spec=NORMALIZE, title="Normalize", forward_points=1, backward_points=1).stages
+def _normalize_exercise(norm: Norm) -> Exercise:
+    spec = _normalize_spec(norm)
+    forward, backward = function_exercise(spec=spec, title="Normalize", forward_points=1, backward_points=1).stages
     gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe="gradgrad", judge=_judge_gradgrad)
 
     def req(seed: int) -> dict:
-        return dict(function_request(NORMALIZE, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))
+        return dict(function_request(spec, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))
     return Exercise(grade_id="normalize_fix", title="Normalize", names=("Normalize",),
                     stages=(replace(forward, name="forward: values right and x left as it was"),
                      replace(backward, name="backward: right gradients, tensors saved only with save_for_backward"),
                      gradgrad), request=req)
 
 
-EXERCISES.insert(0, _normalize_exercise())
+def _normalize_task(norm: Norm) -> str:
+    same = " (the norm the shipped code computes)" if norm.key == "l2_rows" else (
+        ": not the norm the shipped code computes, so its forward changes too")
+    return f"`Normalize.apply(x)` must compute ${norm.formula}$, that is {norm.describe}{same}."
 
 
-VARIANTS = {"tanh_twice": TWICE_VARIANTS}
+NORMALIZE_VARIANTS = tuple(Variant(key=n.key, task=_normalize_task(n), exercise=_normalize_exercise(n)) for n in NORMS)
+EXERCISES.insert(0, NORMALIZE_VARIANTS[0].exercise)
+
+
+VARIANTS = {"normalize_fix": NORMALIZE_VARIANTS, "tanh_twice": TWICE_VARIANTS}

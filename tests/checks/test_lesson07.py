@@ -330,3 +330,22 @@ def test_tanh_twice_variants_name_their_mistakes(key, source, code):
 def test_relu_inplace_variants_name_their_mistakes(key, source, code):
     result = checks.run_check("relu_inplace", ns_from(source), variant=key)
     assert result.mistakes == [code], result.report(fix=True)
+
+
+@pytest.mark.parametrize("key, source, code", [
+    ("l1_rows", variant_answers("normalize_fix")["l2_rows"], "forward_wrong"),  # the default's answer
+    # the L1 norm differentiated like the L2 one: y where the sign of x belongs
+    ("l1_rows", mutate(variant_answers("normalize_fix")["l1_rows"], ("x.sign() * (grad_output", "y * (grad_output")),
+     "gradient_wrong"),
+    # columns normalised, rows projected
+    ("l2_cols", mutate(variant_answers("normalize_fix")["l2_cols"], ("(grad_output * y).sum(dim=0",
+                                                                    "(grad_output * y).sum(dim=-1")),
+     "gradient_wrong"),
+    # the RMS norm without the term through the norm
+    ("rms_rows", mutate(variant_answers("normalize_fix")["rms_rows"], (
+        "(grad_output - y * (grad_output * y).sum(dim=-1, keepdim=True) / x.shape[-1]) / n", "grad_output / n")),
+     "normalize_projection"),
+])
+def test_normalize_fix_variants_name_their_mistakes(key, source, code):
+    result = checks.run_check("normalize_fix", ns_from(source), variant=key)
+    assert result.mistakes == [code], result.report(fix=True)
