@@ -18,8 +18,8 @@
 # ---
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# # Exercises 06 · |uv|
-# > Write `AbsProd`, two inputs and a kink, then `Maximum`, whose kink is where the inputs tie; both match PyTorch everywhere, then write the test that a backward deserves.
+# # Exercises 06 · kinks
+# > Write `AbsKink`, a relative of the lesson's |uv| with two inputs and a kink, then `Extremum`, whose kink is where the inputs tie; both match PyTorch everywhere, then write the test that a backward deserves.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 #
@@ -32,14 +32,7 @@
 # cell: `print(check("abs_prod", globals(), fix=True))` prints the verdict with the fix as
 # plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `abs_prod` (3 points)
-#
-# `AbsProd.apply(u, v)` returns $|uv|$ elementwise for tensors of the same shape. Its
-# gradients must equal those of PyTorch's own `(u * v).abs()` **everywhere**, including
-# where $u$ or $v$ is zero (PyTorch's convention there is $\operatorname{sign}(0) = 0$).
-
-# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
 # In Google Colab it installs the two things Colab lacks: torchviz and course_utils.
 import os, subprocess, sys
@@ -49,7 +42,7 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
 
-# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # 🔒 Shared set-up (locked): imports every exercise below uses. Run it first.
 import torch
 from torch.autograd import Function
@@ -57,10 +50,24 @@ import course_utils.probes.cells  # remembers how each cell last ran: no check g
 from course_utils.student import remember, whoami  # your id chooses your variant of each exercise
 whoami()
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `abs_prod` (3 points)
+#
+# Lesson 06 built `AbsProd`, $|uv|$. Here you build a relative of it, `AbsKink`: two inputs
+# of the same shape, an absolute value with its kink, and a forward that is your variant's
+# (the cell below this one says which). Its gradients must equal those of the PyTorch
+# composite your variant names **everywhere**, including where the argument of the absolute
+# value is zero (PyTorch's convention there is $\operatorname{sign}(0) = 0$).
+
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("abs_prod")
+
 
 # %% nbgrader={"grade": false, "grade_id": "abs_prod_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `abs_prod`: edit this cell, run it, then run the check below it.
-class AbsProd(Function):
+class AbsKink(Function):
     @staticmethod
     def forward(ctx, u, v):
         raise NotImplementedError("Exercise 'abs_prod' is not attempted yet: replace this line with your code.")
@@ -76,25 +83,31 @@ from course_utils.checks import check
 check("abs_prod", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `maximum` (3 points): a kink where two inputs tie
 #
-# Write `Maximum(Function)` with `Maximum.apply(u, v)` = the elementwise maximum of two
-# tensors of the same shape. Where $u > v$ the output is $u$, so the whole `grad_output`
-# goes to `u`; where $v > u$ it all goes to `v`. Where they **tie** ($u = v$) the maximum
-# has a kink, and you must pick a convention: match PyTorch's own `torch.maximum`, which
-# gives **half** of `grad_output` to each input there. Find it out yourself first:
+# Write `Extremum(Function)`: `Extremum.apply(u, v)` takes two tensors of the same shape and
+# returns, elementwise, the larger or the smaller of two competitors built from them (the
+# cell below this one says which). Away from a tie the whole `grad_output` goes to the
+# competitor that won. Where the two **tie**, the output has a kink, and you must pick a
+# convention: match PyTorch's own `torch.maximum` and `torch.minimum`, which give **half**
+# of `grad_output` to each competitor there. Find it out yourself first:
 #
 # ```python
 # u = torch.tensor([1.0, 2.0], requires_grad=True); v = torch.tensor([1.0, 0.0], requires_grad=True)
 # torch.maximum(u, v).sum().backward(); print(u.grad, v.grad)
 # ```
 #
-# Your gradients must equal `torch.maximum`'s everywhere, ties included.
+# Your gradients must equal those of your variant's PyTorch expression everywhere, ties included.
+
+# %% nbgrader={"grade": false, "grade_id": "06_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("maximum")
 
 # %% nbgrader={"grade": false, "grade_id": "maximum_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `maximum`: edit this cell, run it, then run the check below it.
-class Maximum(Function):
+class Extremum(Function):
     @staticmethod
     def forward(ctx, u, v):
         raise NotImplementedError("Exercise 'maximum' is not attempted yet: replace this line with your code.")
@@ -110,7 +123,7 @@ from course_utils.checks import check
 check("maximum", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "06_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `gradient_test` (4 points)
 #
 # Turn around: write the test. `backward_is_correct(function_class, *inputs)` returns

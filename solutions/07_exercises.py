@@ -56,18 +56,26 @@ whoami()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `relu_inplace` (3 points)
 #
-# `ReluInplace.apply(x)` sets the negative entries of `x` to zero **in place** and returns
-# `x` itself, like `torch.relu_`. The input is a non-leaf (for example `x = w * 1`).
+# `ReluInplace.apply(x)` applies a member of the ReLU family to `x` **in place** and returns
+# `x` itself, like `torch.relu_` (the cell below this one says which member). The input is a
+# non-leaf (for example `x = w * 1`).
 #
-# * After the call `x` holds $\max(x, 0)$ and the result **is** `x` (`y is x`), so code that
+# * After the call `x` holds the result and the result **is** `x` (`y is x`), so code that
 #   goes on using `x` differentiates through your Function.
-# * Gradients match `torch.relu`, including at $x = 0$, where `torch.relu`'s gradient is 0.
+# * Gradients match PyTorch's own op, including at its kinks (at $x = 0$ `torch.relu`'s
+#   gradient is 0; ask autograd what yours gives there).
 # * Like `torch.relu_`, it refuses a leaf that requires grad, and if some earlier operation
 #   saved `x` for its backward (`b = x * x`), that backward must raise instead of
 #   silently using the new values.
 #
-# The lesson's `SquareInPlace` cloned its input before overwriting it. ReLU does not need
-# a copy: which tensor still tells you, after the overwrite, where the gradient passes?
+# The lesson's `SquareInPlace` cloned its input before overwriting it. These functions do
+# not need a copy: which tensor still tells you, after the overwrite, where the gradient
+# passes and how much of it?
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("relu_inplace")
 
 # %% nbgrader={"grade": false, "grade_id": "relu_inplace_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `relu_inplace`: edit this cell, run it, then run the check below it.
@@ -95,25 +103,30 @@ from course_utils.checks import check
 check("relu_inplace", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clamp_with_mask` (3 points)
 #
-# `ClampWithMask.apply(x, lo, hi)` takes a tensor and two Python numbers `lo < hi` and
-# returns **two** tensors `(y, mask)`:
+# `ClampWithMask.apply(x, lo, hi)` takes a tensor and two bounds, Python numbers or `None`
+# (`x.clamp(lo, None)` clamps from below only, `x.clamp(None, hi)` from above only), and
+# returns **two** tensors `(y, mask)` (the cell below this one says which bounds your variant
+# has and what its mask marks):
 #
 # * `y` equals `x.clamp(lo, hi)`, and its gradient matches `torch.clamp`'s, **including at
 #   the boundaries** $x = \text{lo}$ and $x = \text{hi}$;
-# * `mask` is a float tensor of `x`'s dtype, 1.0 where `torch.clamp` lets the gradient of
-#   `x` through and 0.0 elsewhere. It has no meaningful gradient, so `mask.requires_grad`
-#   must be `False`;
+# * `mask` is a float tensor of `x`'s dtype, 1.0 or 0.0 per element. It has no meaningful
+#   gradient, so `mask.requires_grad` must be `False`;
 # * backward returns `None` for `lo` and `hi`.
 #
 # Between the boundaries the gradient passes, outside it does not; at the boundaries
 # themselves the rule changed in torch 2.14 (lessons 06 and 09), and the check follows the
 # torch it runs on. Find out what yours does, with autograd on `torch.clamp` itself; inside
 # `forward` autograd is off, and `with torch.enable_grad():` turns it back on.
-# Backward receives one gradient per output. The mask you compute in forward is also
-# exactly what backward needs.
+# Backward receives one gradient per output.
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("clamp_with_mask")
 
 # %% nbgrader={"grade": false, "grade_id": "clamp_with_mask_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `clamp_with_mask`: edit this cell, run it, then run the check below it.
@@ -144,22 +157,27 @@ from course_utils.checks import check
 check("clamp_with_mask", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `tanh_twice` (4 points)
 #
-# `Tanh.apply(x)` computes $\tanh(x)$ elementwise, with $\frac{d}{dx}\tanh x = 1 - \tanh^2 x$.
-# Values and first gradients must match `torch.tanh` (float32 and float64), and it must
-# be **differentiable twice**: `torch.autograd.gradgradcheck(Tanh.apply, (x,))` passes, and
-# `torch.autograd.functional.hessian(lambda t: Tanh.apply(t).sum(), x)` equals the
-# Hessian of `torch.tanh(t).sum()`.
+# Write `Smooth(Function)`, one smooth elementwise function of one tensor (the cell below
+# this one says which). Values and first gradients must match the PyTorch expression your
+# variant names (float32 and float64), and it must be **differentiable twice**:
+# `torch.autograd.gradgradcheck` passes and `torch.autograd.functional.hessian` agrees with
+# PyTorch's.
 #
-# The lesson's `Cube` saved its input and recomputed everything in backward. Tanh's
-# derivative is simplest in terms of its **output**: can you save that instead, and
-# still be differentiable twice? (`gradcheck` alone will not tell you.)
+# The lesson's `Cube` saved its input and recomputed everything in backward. Some
+# derivatives are simplest in terms of the **output**: which tensor can you save and still
+# be differentiable twice? (`gradcheck` alone will not tell you.)
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("tanh_twice")
 
 # %% nbgrader={"grade": false, "grade_id": "tanh_twice_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `tanh_twice`: edit this cell, run it, then run the check below it.
-class Tanh(Function):
+class Smooth(Function):
     @staticmethod
     def forward(ctx, x):
         ### BEGIN SOLUTION
@@ -182,21 +200,27 @@ from course_utils.checks import check
 check("tanh_twice", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "07_exercises_markdown_15", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `normalize_fix` (3 points)
 #
-# Find the bugs. The cell below ships `Normalize`, which scales each row to unit length,
-# $y = x / \lVert x \rVert$ over the last dimension (cosine similarity and many attention
-# variants start with it). It runs, and it is wrong in four ways. Fix it so that:
+# Find the bugs. The answer cell ships `Normalize`, which scales each row to unit length,
+# $y = x / \lVert x \rVert$ with the Euclidean norm over the last dimension (cosine
+# similarity and many attention variants start with it). It runs, and it is wrong in four
+# ways. Your variant (the cell below this one) says which norm `Normalize` must divide by:
+# the shipped one or another. Fix it so that:
 #
-# * values and gradients are right for any shape (the VJP is
-#   $\frac{1}{\lVert x \rVert}\big(g - y\,(g \cdot y)\big)$ per row: $y$ changes with $x$ also
-#   through the norm);
+# * values and gradients are right for any shape: derive the VJP of your variant's $y$
+#   yourself, and remember that the norm moves with $x$ too;
 # * `x` is left exactly as it was after forward;
 # * no tensor is stored as a ctx attribute (only `save_for_backward`);
 # * `torch.autograd.gradgradcheck` passes in float64.
 #
 # Each bug breaks a rule from lessons 02 to 07; the check names the first one it meets.
+
+# %% nbgrader={"grade": false, "grade_id": "07_exercises_code_16", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("normalize_fix")
 
 # %% nbgrader={"grade": false, "grade_id": "normalize_fix_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `normalize_fix`: edit this cell, run it, then run the check below it.

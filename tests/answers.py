@@ -88,16 +88,16 @@ class KillHead(Function):
 """
 
 ABS_PROD = """
-class AbsProd(Function):
+class AbsKink(Function):
     @staticmethod
     def forward(ctx, u, v):
         ctx.save_for_backward(u, v)
-        return (u * v).abs()
+        return u.abs() * v
     @staticmethod
     def backward(ctx, g):
         u, v = ctx.saved_tensors
-        s = torch.sign(u * v)
-        return g * s * v, g * s * u
+        s = torch.sign(u)
+        return g * s * v, g * u.abs()
 """
 
 DIV = """

@@ -243,3 +243,50 @@ def test_the_audit_finds_an_api_used_before_it_is_shown():
     assert "torch.linalg" not in uses_in_code("torch.linalg.vector_norm(x)")
     assert uses_in_cell(jupytext.reads("# %% [markdown]\n# use `x.amax(-1, keepdim=True)` and `.rsqrt()`\n",
                                        fmt="py:percent").cells[0]) >= {".amax", "keepdim=", ".rsqrt"}
+
+
+# --------------------------------------------------------------------------- issue 51: every variant, not only the default
+def variant_stations() -> list[tuple[str, str, Station]]:
+    """(grade id, variant key, a station for that variant's answer): what the course has shown by its exercise, plus
+    the variant's own task text; the answer is ``solutions/variants/<grade_id>.py``'s for that key."""
+    import importlib.util
+
+    from course_utils.checks import registry
+
+    found = []
+    seen: set[str] = set()
+    for s in COURSE:
+        seen |= s.shown
+        if s.grade_id not in registry.FAMILIES:
+            continue
+        path = ROOT / "solutions" / "variants" / f"{s.grade_id}.py"
+        spec = importlib.util.spec_from_file_location(f"taught_{s.grade_id}", path)
+        assert spec and spec.loader, f"{path}: every varied exercise has answers for its variants"
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for variant in registry.family(s.grade_id):
+            task = set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(variant.task)))
+            found.append((s.grade_id, variant.key, Station(f"{s.name}, variant {variant.key}", seen | task, "",
+                                                           uses_in_code(module.ANSWERS[variant.key]), s.grade_id)))
+    return found
+
+
+VARIANT_STATIONS = variant_stations()
+
+
+@pytest.mark.parametrize("grade_id, key, station", VARIANT_STATIONS, ids=[f"{g}-{k}" for g, k, _ in VARIANT_STATIONS])
+def test_every_api_a_variants_answer_uses_is_shown_before_its_exercise(grade_id: str, key: str, station: Station):
+    """Issue 51: a variant asks for no API the default's students were shown and its students were not."""
+    found = gaps([station])
+    missing = {u: w for u, w in found.get(grade_id, {}).items() if u not in KNOWN_GAPS.get(grade_id, set())}
+    assert not missing, (f"asked before taught: variant {key!r} of {grade_id} uses " + ", ".join(f"`{u}`" for u in missing)
+                         + "; show it in a lesson before the exercise or in the variant's task, or answer with what "
+                         "was shown.")
+
+
+def test_the_variant_audit_sees_each_variants_own_answer():
+    """The audit can fail: an answer that uses an API no text shows is found, and the variant's task counts as shown."""
+    station = Station("x", {".abs"}, "", uses_in_code("y = torch.special.erf(x).abs()"), "x")
+    assert gaps([station]) == {"x": {"torch.special.erf": ""}}
+    shown = set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall("the values of `torch.special.erf(x)`")))
+    assert gaps([Station("x", {".abs"} | shown, "", station.answer, "x")]) == {}

@@ -1,7 +1,8 @@
-"""Lesson 07 exercises: the ctx toolbox put to work (``tanh_twice`` is in ``lesson07_twice``).
+"""Lesson 07 exercises: the ctx toolbox put to work (``clamp_with_mask`` is in ``lesson07_clamp``, ``tanh_twice``
+and ``normalize_fix`` in ``lesson07_twice``).
 
-* ``relu_inplace``: ``ReluInplace`` modifies its input in place (``mark_dirty``);
-* ``clamp_with_mask``: ``ClampWithMask`` returns ``(y, mask)``, the mask non-differentiable.
+* ``relu_inplace``: ``ReluInplace`` modifies its input in place (``mark_dirty``); per-student variants: ReLU,
+  leaky ReLU (slope 0.1), the mirrored min(x, 0) and ReLU6, each read back from the saved output;
 
 The generic Function stages of ``autograd_function`` cover one tensor output; these need facts
 they do not collect (object identity, version counters, several outputs, second
@@ -9,21 +10,22 @@ derivatives), so each exercise has its own probe/judge pairs built from the same
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 
 from ..wire import Opaque
 from .autograd_function import autograd_flags, close, fmt, grad_output, max_err, tensor_arg, unwrap
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .variants import Variant
 
 catalogue({
     "inplace_returns_new": "an in-place Function does not return its own input, modified in place",
     "inplace_not_marked": "an in-place forward does not call ctx.mark_dirty on the input it modifies",
     "inplace_on_leaf": "an in-place Function accepts a leaf that requires grad instead of refusing it",
-    "relu_grad_through_negatives": "the ReLU gradient is nonzero where the input was negative",
+    "relu_grad_through_negatives": "the ReLU gradient is nonzero on its flat side (where the input was negative)",
     "relu_kink": "the ReLU gradient at x == 0 differs from torch.relu's (0)",
-    "mask_differentiable": "a mask output is not marked non-differentiable",
-    "mask_wrong": "the mask output has the wrong dtype or values",
-    "clamp_boundary": "the clamp mask or gradient at x == lo or x == hi differs from the installed torch.clamp's",
 })
 
 F64, F32 = torch.float64, torch.float32
@@ -34,7 +36,7 @@ def type_name(x: object) -> str:
     return x.type_name if isinstance(x, Opaque) else type(x).__name__
 
 
-def _pairs(req: dict, facts: dict) -> list[tuple[dict, dict]]:
+def pairs(req: dict, facts: dict) -> list[tuple[dict, dict]]:
     got = facts["cases"]
     pairs = [(case, unwrap(g)) for case, g in zip(req["cases"], got)]
     if len(got) != len(req["cases"]):
@@ -50,20 +52,48 @@ def ctx_mistake(gid: str, names: list) -> None:
 
 
 # --------------------------------------------------------------------------- relu_inplace
-def _relu_request(seed: int) -> dict:
-    base, cases = 1000 * seed, []
-    for k, (shape, dtype, layout, label) in enumerate([((7,), F64, "c", "x of shape (7,) with zeros"),
-                                                       ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
-                                                       ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
-        spec = tensor_arg(shape, base + 1 + k, dtype, layout=layout)
-        flat = spec["t"].view(-1)
-        flat[::3] = 0.0  # the kink, where torch.relu's gradient is 0
-        flat[1], flat[2] = -flat[1].abs() - 0.1, flat[2].abs() + 0.1  # every case has both signs
-        cases.append({"x": spec, "label": label, "g": grad_output(shape, dtype, base + 4 + k)})
-    return {"cases": cases, "leaf": tensor_arg((5,), base + 8)}
+@dataclass(frozen=True)
+class Act:
+    """A ReLU of the family ``relu_inplace`` varies over: its reference, how it is named, and where its kinks are."""
+
+    key: str
+    describe: str  # in words, for stage names and hints
+    code: str  # the PyTorch expression, for the task
+    reference: Callable[[torch.Tensor], torch.Tensor]
+    flat: str = ""  # where PyTorch's gradient is 0, in words
+    kinks: tuple[float, ...] = (0.0,)
 
 
-def _judge_relu_forward(req: dict, facts: dict) -> None:
+ACTS = (Act("relu", "max(x, 0)", "torch.relu(x)", torch.relu, "x < 0"),
+        Act("leaky", "x where x > 0 and 0.1 x elsewhere", "torch.nn.functional.leaky_relu(x, 0.1)",
+            lambda x: torch.nn.functional.leaky_relu(x, 0.1)),
+        Act("negative", "min(x, 0)", "-torch.relu(-x)", lambda x: -torch.relu(-x), "x > 0"),
+        Act("relu6", "min(max(x, 0), 6)", "torch.nn.functional.relu6(x)", torch.nn.functional.relu6,
+            "x < 0 or x > 6", (0.0, 6.0)))
+
+
+def _relu_request(act: Act):
+    def request(seed: int) -> dict:
+        base, cases = 1000 * seed, []
+        for k, (shape, dtype, layout, label) in enumerate([((7,), F64, "c", "x of shape (7,) with zeros"),
+                                                           ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
+                                                           ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
+            spec = tensor_arg(shape, base + 1 + k, dtype, layout=layout)
+            flat = spec["t"].view(-1)
+            flat[::3] = 0.0  # the kink
+            flat[1], flat[2] = -flat[1].abs() - 0.1, flat[2].abs() + 0.1  # every case has both signs
+            if 6.0 in act.kinks:
+                flat[4], flat[5] = 6.0, 6.5  # the upper kink, and above it
+            cases.append({"x": spec, "label": label, "g": grad_output(shape, dtype, base + 4 + k)})
+        return {"cases": cases, "leaf": tensor_arg((5,), base + 8)}
+    return request
+
+
+def _judge_relu_forward(act: Act):
+    return lambda req, facts: _judge_relu_values(act, req, facts)
+
+
+def _judge_relu_values(act: Act, req: dict, facts: dict) -> None:
     gid = "relu_inplace"
     for _case, got in zip(req["cases"], facts["cases"]):
         error = got.get("$error") if isinstance(got, dict) else None
@@ -71,21 +101,22 @@ def _judge_relu_forward(req: dict, facts: dict) -> None:
             raise Mistake("inplace_returns_new", f"{gid}: forward marked x dirty but returned another tensor: a "
                           "Function that works in place returns the tensor it modified.",
                           fix="return x itself.")
-    for case, got in _pairs(req, facts):
+    for case, got in pairs(req, facts):
         x, label, out = case["x"]["t"], case["label"], got["out"]
-        want = torch.relu(x)
+        want = act.reference(x)
         if not isinstance(out, torch.Tensor):
             raise Mistake("forward_wrong", f"{gid}: ReluInplace.apply returned a {type_name(out)}; forward must return "
-                          "its input x, with the negative entries set to 0.")
+                          f"its input x, holding {act.describe}.")
         if out.shape != want.shape or not close(out, want, x.dtype):
             raise Mistake("forward_wrong", f"{gid}: ReluInplace.apply gives wrong values for {label} (shape "
-                          f"{tuple(out.shape)}); it should return max(x, 0), like torch.relu.")
+                          f"{tuple(out.shape)}); x should then hold {act.describe}.")
         after = got["input_after"]
         if not got["same_storage"] or not isinstance(after, torch.Tensor) or torch.equal(after, x):
             what = "left x unchanged" if isinstance(after, torch.Tensor) and torch.equal(after, x) else "changed x"
             raise Mistake("inplace_returns_new", f"{gid}: ReluInplace.apply(x) returned a new tensor and {what} "
                           f"({label}): forward works out of place, the exercise asks to modify x's own memory.",
-                          fix="modify x itself (x.relu_() or x.clamp_(min=0)), mark it dirty and return x.")
+                          fix="modify x itself with an in-place op (x.clamp_(...), x.mul_(...)), mark it dirty and "
+                          "return x.")
         if not got["same_object"] or got["versions"][1] <= got["versions"][0]:
             raise Mistake("inplace_not_marked", f"{gid}: forward changed x in place but did not tell autograd: the "
                           "result is not x itself and x keeps its old history, so code that goes on using x gets "
@@ -95,35 +126,66 @@ def _judge_relu_forward(req: dict, facts: dict) -> None:
                           f"(grad_fn: {got['node']}); call the Function with .apply.")
 
 
-def _judge_relu_backward(req: dict, facts: dict) -> list[str]:
+def _judge_relu_backward(act: Act):
+    return lambda req, facts: _judge_relu_grads(act, req, facts)
+
+
+def _reference_grad(act: Act, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    leaf = x.detach().clone().requires_grad_()
+    with torch.enable_grad():  # grad mode is per thread: the judge's may be off
+        (grad,) = torch.autograd.grad(act.reference(leaf), leaf, g.to(x.dtype))
+    return grad
+
+
+def _judge_relu_grads(act: Act, req: dict, facts: dict) -> list[str]:
     gid = "relu_inplace"
-    for case, got in _pairs(req, facts):
+    for case, got in pairs(req, facts):
         x, g, label, grad = case["x"]["t"], case["g"], case["label"], got["grad"]
         ctx_mistake(gid, got["ctx"])
-        want = g * (x > 0)
+        want = _reference_grad(act, x, g)
         if got["node"] != "custom" or grad is None:
             raise Mistake("missing_gradient", f"{gid}: no gradient reaches x through ReluInplace for {label}: "
-                          "backward returned None for it.", fix="backward must return grad_output * (y > 0).")
+                          "backward returned None for it.", fix="backward must return grad_output times the local "
+                          "derivative, read from the saved output.")
         if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
             raise Mistake("wrong_shape", f"{gid}: the gradient for x is a {type_name(grad)} of shape "
                           f"{tuple(getattr(grad, 'shape', ()))}; it must have x's shape {tuple(x.shape)}.")
         if close(grad, want, x.dtype):
             continue
-        neg, zero = x < 0, x == 0
-        if neg.any() and close(grad[neg], g[neg], x.dtype):
-            raise Mistake("relu_grad_through_negatives", f"{gid}: the gradient for x is nonzero where x < 0 "
-                          f"({label}). After the in-place ReLU the saved tensor holds relu(x) >= 0, so a test like "
-                          "y >= 0 lets everything through.", fix="test y > 0.")
-        if close(grad[~zero], want[~zero], x.dtype):
-            raise Mistake("relu_kink", f"{gid}: the gradient for x is right except where x == 0 ({label}): "
-                          "torch.relu's gradient there is 0.", fix="test y > 0, not >= 0.")
-        if close(grad, (x > 0).to(x.dtype), x.dtype):
-            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
-                          "is only the local derivative (a 0/1 mask), the chain rule's other factor is not there.",
-                          fix="return grad_output * (y > 0).")
+        _diagnose_relu(act, x, g, grad, want, label)
         raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
-                      f"{fmt(max_err(grad, want))}); it should be grad_output where x > 0 and 0 elsewhere.")
-    return autograd_flags(gid, "ReluInplace", [got for _, got in _pairs(req, facts)])  # issue 31
+                      f"{fmt(max_err(grad, want))}); re-derive the local derivative of {act.describe} on each side "
+                      "of its kinks, and multiply by grad_output.")
+    return autograd_flags(gid, "ReluInplace", [got for _, got in pairs(req, facts)])  # issue 31
+
+
+def _diagnose_relu(act: Act, x: torch.Tensor, g: torch.Tensor, grad: torch.Tensor, want: torch.Tensor,
+                   label: str) -> None:
+    gid = "relu_inplace"
+    kink = torch.zeros_like(x, dtype=torch.bool)
+    for k in act.kinks:
+        kink |= x == k
+    flat = (_reference_grad(act, x, torch.ones_like(g)) == 0) & ~kink  # where PyTorch's gradient is 0
+    leak, rest = flat & (grad != 0), ~flat & ~kink
+    if leak.any() and close(grad[leak], g[leak], x.dtype) and close(grad[rest], want[rest], x.dtype):
+        raise Mistake("relu_grad_through_negatives", f"{gid}: the gradient for x is nonzero where {act.flat} "
+                      f"({label}), where PyTorch's is 0: look at the test backward makes on the saved tensor, and at "
+                      "what that tensor holds after the in-place overwrite.",
+                      fix=f"after the overwrite the saved tensor holds {act.describe}, which equals the kink's value "
+                      "all over the flat side, so a test that includes that value (like y >= 0 for a ReLU) lets "
+                      "everything through: make it strict (y > 0 for a ReLU).")
+    if close(grad[~kink], want[~kink], x.dtype):
+        where = " or ".join(f"x == {k:g}" for k in act.kinks)
+        at = _reference_grad(act, torch.tensor(act.kinks, dtype=torch.float64), torch.ones(len(act.kinks)))
+        told = ", ".join(f"{float(d):g} at x == {k:g}" for k, d in zip(act.kinks, at))
+        raise Mistake("relu_kink", f"{gid}: the gradient for x is right except where {where} ({label}): look at "
+                      "how backward's test treats the kink, and at PyTorch's own gradient there.",
+                      fix=f"{act.code}'s gradient there is {told} (times grad_output): make the test on the saved "
+                      "output strict or not to match.")
+    if close(grad, _reference_grad(act, x, torch.ones_like(g)), x.dtype):
+        raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
+                      "is only the local derivative, the chain rule's other factor is not there.",
+                      fix="multiply the local derivative by grad_output.")
 
 
 def _judge_relu_guards(req: dict, facts: dict) -> None:
@@ -145,140 +207,25 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
         raise Mistake("raised", str(error))
 
 
-RELU_INPLACE = Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
-    Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe="forward", judge=_judge_relu_forward),
-    Stage(name="gradients match torch.relu (zeros included, float32/float64, non-contiguous)", points=1,
-          probe="backward", judge=_judge_relu_backward),
-    Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
-          probe="guards", judge=_judge_relu_guards),
-), request=_relu_request)
+def _relu_exercise(act: Act) -> Exercise:
+    return Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
+        Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe="forward",
+              judge=_judge_relu_forward(act)),
+        Stage(name=f"gradients match {act.describe}'s in PyTorch (kinks included, float32/float64, non-contiguous)",
+              points=1, probe="backward", judge=_judge_relu_backward(act)),
+        Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
+              probe="guards", judge=_judge_relu_guards),
+    ), request=_relu_request(act))
 
 
-# --------------------------------------------------------------------------- clamp_with_mask
-def _clamp_request(seed: int) -> dict:
-    base = 1000 * seed
-    lo, hi = -0.5 - 0.25 * (seed % 3), 0.75 + 0.25 * (seed % 2)  # exact in float32 and float64
-    cases = []
-    for k, (shape, dtype, layout, label) in enumerate([((8,), F64, "c", "x of shape (8,)"),
-                                                       ((3, 4), F32, "c", "float32 x of shape (3, 4)"),
-                                                       ((4, 3), F64, "t", "a non-contiguous (transposed) x")]):
-        spec = tensor_arg(shape, base + 21 + k, dtype, layout=layout)
-        flat = spec["t"].view(-1)
-        flat.mul_(2)
-        flat[:6] = torch.tensor([lo, (lo + hi) / 2, lo - 1, hi, hi / 2, hi + 1])  # both boundaries, in, out
-        cases.append({"x": spec, "lo": lo, "hi": hi, "label": f"{label}, lo={lo:g}, hi={hi:g}",
-                      "g": grad_output(shape, dtype, base + 24 + k)})
-    return {"cases": cases}
+def _relu_task(act: Act) -> str:
+    return (f"`ReluInplace.apply(x)` overwrites `x` **in place** with {act.describe} (the values of `{act.code}`) "
+            f"and returns `x` itself; its gradients match those of `{act.code}` everywhere, its kinks included.")
 
 
-def _inside(case: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """Where the installed torch.clamp passes x's gradient through (1.0) or not (0.0), asked of torch.clamp itself
-    (at x == lo and x == hi: 1 up to torch 2.13, 0 from 2.14 on), and where x is a boundary."""
-    x = case["x"]["t"].detach().clone().requires_grad_()
-    with torch.enable_grad():  # grad mode is per thread: the judge's may be off
-        (through,) = torch.autograd.grad(x.clamp(case["lo"], case["hi"]).sum(), x)
-    x = x.detach()
-    return through, (x == case["lo"]) | (x == case["hi"])
+RELU_VARIANTS = tuple(Variant(key=a.key, task=_relu_task(a), exercise=_relu_exercise(a)) for a in ACTS)
+RELU_INPLACE = RELU_VARIANTS[0].exercise
 
 
-def _boundary_rule(through: torch.Tensor, edge: torch.Tensor) -> tuple[str, str]:
-    """What this torch's clamp does at the boundaries, in words, and the comparison that says it (for the fix)."""
-    if bool((through[edge] == 1).all()):
-        return "lets the gradient through at x == lo and x == hi", "lo <= x <= hi"
-    if not bool(through[edge].any()):
-        return "gives no gradient at x == lo and x == hi (its rule from torch 2.14 on)", "lo < x < hi"
-    return "gives the gradient values PyTorch's autograd shows at x == lo and x == hi", "torch.clamp's own gradient"
-
-
-def _judge_clamp_forward(req: dict, facts: dict) -> None:
-    gid = "clamp_with_mask"
-    for case, got in _pairs(req, facts):
-        x, label = case["x"]["t"], case["label"]
-        if got["kind"] != "pair":
-            raise Mistake("forward_wrong", f"{gid}: ClampWithMask.apply returned a {got['kind']}; forward must "
-                          "return two tensors, (y, mask).")
-        y, mask = got["y"], got["mask"]
-        want = x.clamp(case["lo"], case["hi"])
-        if not isinstance(y, torch.Tensor) or y.shape != want.shape or not close(y, want, x.dtype):
-            raise Mistake("forward_wrong", f"{gid}: the first output y is wrong for {label}; it should equal "
-                          "x.clamp(lo, hi).")
-        if got["changed"]:
-            raise Mistake("forward_modifies_input", f"{gid}: forward changed x in place; the caller's x must stay "
-                          "as it was.", fix="use x.clamp(lo, hi), not x.clamp_(lo, hi).")
-        if got["node"] != "custom":
-            raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
-                          "return a tensor computed in forward and call the Function with .apply.")
-        through, edge = _inside(case)
-        if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
-            raise Mistake("mask_wrong", f"{gid}: the mask should be a {x.dtype} tensor of shape {tuple(x.shape)}, "
-                          f"got a {type_name(mask)} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}.",
-                          fix="convert the comparison with .to(x.dtype).")
-        want_mask = through.to(x.dtype)
-        if not torch.equal(mask, want_mask):
-            rule, comparison = _boundary_rule(through, edge)
-            if torch.equal(mask[~edge], want_mask[~edge]):
-                raise Mistake("clamp_boundary", f"{gid}: the mask differs from torch.clamp's gradient only where "
-                              f"x == lo or x == hi ({label}): the installed torch's clamp {rule}, and the mask "
-                              "marks where the gradient passes.", fix=f"use {comparison} for the mask.")
-            raise Mistake("mask_wrong", f"{gid}: the mask has wrong values for {label}; it should be 1.0 where "
-                          "torch.clamp lets x's gradient through (lo < x < hi, and the boundaries as this torch "
-                          "treats them) and 0.0 elsewhere.")
-
-
-def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
-    for case, got in _pairs(req, facts):
-        if got["kind"] != "pair" or got["mask_requires_grad"] is not False:
-            raise Mistake("mask_differentiable", f"clamp_with_mask: mask.requires_grad is True ({case['label']}), so "
-                          "code downstream can backpropagate into a 0/1 mask and its gradient is silently dropped: "
-                          "forward does not declare the mask non-differentiable.",
-                          fix="call ctx.mark_non_differentiable(mask) in forward.")
-
-
-def _judge_clamp_backward(req: dict, facts: dict) -> list[str]:
-    gid = "clamp_with_mask"
-    for case, got in _pairs(req, facts):
-        x, g, label, raw = case["x"]["t"], case["g"], case["label"], got["raw"]
-        ctx_mistake(gid, got["ctx"])
-        if got["g_modified"]:
-            raise Mistake("grad_output_inplace", f"{gid}: backward modified grad_output in place; autograd may "
-                          "share that tensor with other nodes.", fix="use out-of-place ops (grad_output * mask).")
-        if len(raw) < 3 or any(r is not None for r in raw[3:]):
-            raise Mistake("wrong_number_of_gradients", f"{gid}: backward returned {len(raw)} value(s) but forward "
-                          "takes 3 arguments (x, lo, hi): one return value per argument, in order.",
-                          fix="return grad_x, None, None.")
-        if raw[1] is not None or raw[2] is not None:
-            which = "lo" if raw[1] is not None else "hi"
-            raise Mistake("missing_none", f"{gid}: backward returned a value for the number `{which}`; lo and hi "
-                          "are Python numbers, not tensors, and have no gradient.",
-                          fix="return None in their places.")
-        grad = raw[0]
-        if not isinstance(grad, torch.Tensor) or grad.shape != x.shape:
-            raise Mistake("wrong_shape" if grad is not None else "missing_gradient",
-                          f"{gid}: the gradient for x is a {type_name(grad)} of shape "
-                          f"{tuple(getattr(grad, 'shape', ()))}; it must be a tensor of x's shape {tuple(x.shape)}.")
-        through, edge = _inside(case)
-        want = g * through.to(g.dtype)
-        if close(grad, want, x.dtype):
-            continue
-        if close(grad[~edge], want[~edge], x.dtype):
-            rule, comparison = _boundary_rule(through, edge)
-            raise Mistake("clamp_boundary", f"{gid}: the gradient for x is right except where x == lo or x == hi "
-                          f"({label}); the installed torch's clamp {rule}.", fix=f"use {comparison} for the mask.")
-        if close(grad, through.to(x.dtype), x.dtype):
-            raise Mistake("forgot_grad_output", f"{gid}: the gradient for x is missing the factor grad_output: it "
-                          "is only the local derivative (the mask).", fix="return grad_output * mask.")
-        raise Mistake("gradient_wrong", f"{gid}: the gradient for x is wrong for {label} (largest error "
-                      f"{fmt(max_err(grad, want))}); it is grad_output where torch.clamp lets it through and 0 "
-                      "elsewhere.")
-    return autograd_flags(gid, "ClampWithMask", [got for _, got in _pairs(req, facts)])  # issue 31
-
-
-CLAMP_WITH_MASK = Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
-    Stage(name="returns y = x.clamp(lo, hi) and the float mask", points=1, probe="forward", judge=_judge_clamp_forward),
-    Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
-          probe="backward", judge=_judge_clamp_backward),
-    Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
-          probe="forward", judge=_judge_clamp_mask_flag),
-), request=_clamp_request)
-
-EXERCISES = [RELU_INPLACE, CLAMP_WITH_MASK]
+EXERCISES = [RELU_INPLACE]
+VARIANTS = {"relu_inplace": RELU_VARIANTS}

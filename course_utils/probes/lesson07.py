@@ -1,5 +1,5 @@
-"""Lesson 07 probes: ``ReluInplace`` (mark_dirty) and ``ClampWithMask`` (mark_non_differentiable); the
-exercises on differentiating twice are ``lesson07_twice``'s."""
+"""Lesson 07 probes: ``ReluInplace`` (mark_dirty); ``ClampWithMask`` (mark_non_differentiable) is
+``lesson07_clamp``'s, the exercises on differentiating twice are ``lesson07_twice``'s."""
 from __future__ import annotations
 
 import torch
@@ -21,7 +21,7 @@ def ctx_tensor_names(t: torch.Tensor) -> list[str]:
     return sorted(k for k, v in vars(t.grad_fn).items() if tensors_on(v))
 
 
-def _each(req: dict, one) -> dict:
+def each(req: dict, one) -> dict:
     """Run ``one(case)`` for every case, stopping at the first student failure."""
     out = []
     for case in req["cases"]:
@@ -47,7 +47,7 @@ def relu_forward(ns, req: dict) -> dict:
         return {"out": y, "input_after": x.detach().clone(), "same_object": y is x, "node": node_kind(y),
                 "same_storage": isinstance(y, torch.Tensor) and y.data_ptr() == x.data_ptr(),
                 "versions": [before, x._version]}
-    return _each(req, one)
+    return each(req, one)
 
 
 def relu_backward(ns, req: dict) -> dict:
@@ -62,7 +62,7 @@ def relu_backward(ns, req: dict) -> dict:
             through_autograd = recorded("ReluInplace.backward", y.grad_fn.apply, case["g"].clone())[2]
         (grad,) = call("ReluInplace.backward", torch.autograd.grad, y, leaf, case["g"], allow_unused=True)
         return {"grad": grad, "ctx": ctx_tensor_names(y), "node": "custom", "autograd_ops": through_autograd}
-    return _each(req, one)
+    return each(req, one)
 
 
 def relu_guards(ns, req: dict) -> dict:
@@ -89,37 +89,6 @@ def relu_guards(ns, req: dict) -> dict:
     return facts
 
 
-# --------------------------------------------------------------------------- clamp_with_mask
-def clamp_forward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
-
-    def one(case):
-        x = materialize(case["x"])
-        before = x.detach().clone()
-        res = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
-        if not (isinstance(res, tuple) and len(res) == 2):
-            return {"kind": f"tuple of {len(res)}" if isinstance(res, tuple) else type(res).__name__}
-        y, mask = res
-        return {"kind": "pair", "y": y, "mask": mask, "node": node_kind(y), "changed": not torch.equal(x.detach(), before),
-                "mask_requires_grad": bool(getattr(mask, "requires_grad", False))}
-    return _each(req, one)
-
-
-def clamp_backward(ns, req: dict) -> dict:
-    cls = fn_class(ns, "clamp_with_mask", "ClampWithMask")
-
-    def one(case):
-        x = materialize(case["x"])
-        y, mask = call("ClampWithMask.apply", cls.apply, x, case["lo"], case["hi"])
-        g = case["g"].clone()
-        with torch.no_grad():
-            raw, _, through_autograd = recorded("ClampWithMask.backward", y.grad_fn.apply, g, torch.zeros_like(mask))
-        return {"raw": list(raw) if isinstance(raw, tuple) else [raw], "ctx": ctx_tensor_names(y),
-                "g_modified": not torch.equal(g, case["g"]), "autograd_ops": through_autograd}
-    return _each(req, one)
-
-
 PROBES = {
     "relu_inplace": {"forward": relu_forward, "backward": relu_backward, "guards": relu_guards},
-    "clamp_with_mask": {"forward": clamp_forward, "backward": clamp_backward},
 }

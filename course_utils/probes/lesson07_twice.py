@@ -1,4 +1,4 @@
-"""Lesson 07 probes of differentiating twice: ``Tanh`` (``tanh_twice``) and the "find the bug" ``Normalize``
+"""Lesson 07 probes of differentiating twice: ``Smooth`` (``tanh_twice``) and the "find the bug" ``Normalize``
 (``normalize_fix``), both also run through float64 ``gradgradcheck``."""
 from __future__ import annotations
 
@@ -21,25 +21,25 @@ def _saved_kind(t: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> str:
 
 
 def tanh_twice(ns, req: dict) -> dict:
-    cls = fn_class(ns, "tanh_twice", "Tanh")
+    cls = fn_class(ns, "tanh_twice", "Smooth")
     d = req["twice"]
     facts: dict = {"once": getattr(cls.backward, "__code__", None) is _ONCE_CODE}
     x = materialize(d["x"])
-    y = call("Tanh.apply", cls.apply, x)
+    y = call("Smooth.apply", cls.apply, x)
     if node_kind(y) != "custom":
         return dict(facts, node=node_kind(y))
     facts.update(node="custom", ctx=ctx_tensor_names(y),
                  saved=[_saved_kind(t, x, y) for t in call("ctx.saved_tensors", lambda: y.grad_fn.saved_tensors)])
 
     def second():
-        (first,) = call("Tanh.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
+        (first,) = call("Smooth.backward with create_graph=True", torch.autograd.grad, y, x, d["g"], create_graph=True)
         if not first.requires_grad:
             return {"first_requires_grad": False, "second": None}
-        (sec,) = call("differentiating Tanh.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
+        (sec,) = call("differentiating Smooth.backward", torch.autograd.grad, first, x, d["v"], allow_unused=True)
         return {"first_requires_grad": True, "second": sec}
     facts["second"] = attempt(second)
     facts["gradgradcheck"] = attempt(lambda: {"ok": bool(call(
-        "gradgradcheck(Tanh.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
+        "gradgradcheck(Smooth.apply)", torch.autograd.gradgradcheck, cls.apply, (materialize(d["gradgrad"]),),
         raise_exception=False))})
     facts["hessian"] = attempt(lambda: {"h": call(
         "torch.autograd.functional.hessian", torch.autograd.functional.hessian,

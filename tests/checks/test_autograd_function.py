@@ -21,7 +21,7 @@ LINEAR_GRADS = """gi = g.mm(weight) if ctx.needs_input_grad[0] else None
         gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
         return gi, gw, gb"""
 KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, :ctx.n] = 0\n        return gi, None"
-ABS_PROD_GRADS = "s = torch.sign(u * v)\n        return g * s * v, g * s * u"
+ABS_PROD_GRADS = "s = torch.sign(u)\n        return g * s * v, g * u.abs()"
 
 # linear_module: the module alone is graded (FORWARD_ONLY_LINEAR before it); a right one, then its mistakes
 LINEAR_INIT = """self.weight = nn.Parameter(torch.empty(out_features, in_features))
@@ -105,10 +105,10 @@ BUGS = {
                                                              "input[:, :n] = 0\n        return input.clone()")),
                                ["changed input 0 (`input`) in place"]),
     # ---- abs_prod (lesson 06)
-    "kink_convention": ("abs_prod", mutate(ABS_PROD, ("torch.sign(u * v)", "torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)")),
-                        ["input 0 (`u`)", "u * v == 0", "sign(0) = 0"]),
-    "nan_gradient": ("abs_prod", mutate(ABS_PROD, (ABS_PROD_GRADS, "w = (u * v).abs()\n        return g * w / u, g * w / v")),
-                     ["input 0 (`u`) contains NaN or inf", "inputs with zeros", "division by zero"]),
+    "kink_convention": ("abs_prod", mutate(ABS_PROD, ("torch.sign(u)", "torch.where(u >= 0, 1.0, -1.0).to(u.dtype)")),
+                        ["input 0 (`u`)", "except where u == 0", "sign(0) = 0"]),
+    "nan_gradient": ("abs_prod", mutate(ABS_PROD, (ABS_PROD_GRADS, "w = u.abs() * v\n        return g * w / u, g * w / v")),
+                     ["input 0 (`u`) contains NaN or inf", "inputs at the kink", "division by zero"]),
     # ---- linear_module (lesson 04)
     "module_structure": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, (LINEAR_INIT, """\
 self.weight = nn.Parameter(torch.randn(in_features, out_features))
@@ -240,9 +240,9 @@ def test_abs_prod_with_an_aliased_autograd_grad_is_remarked():
     src = mutate(ABS_PROD, (ABS_PROD_GRADS, """grad = (lambda f=getattr: f)()(torch.autograd, "grad")
         with torch.enable_grad():
             u2, v2 = u.detach().requires_grad_(), v.detach().requires_grad_()
-            return grad((u2 * v2).abs(), (u2, v2), g)"""))
+            return grad(u2.abs() * v2, (u2, v2), g)"""))
     result = checks.run_check("abs_prod", ns_from(src))
-    assert any("AbsProd.backward calls autograd itself" in f for f in result.flags), result.report()
+    assert any("AbsKink.backward calls autograd itself" in f for f in result.flags), result.report()
 
 
 def test_a_backward_by_hand_has_no_remark():

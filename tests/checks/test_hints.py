@@ -114,3 +114,74 @@ class Log1mExp(Function):
 """
     result = checks.run_check("log1mexp", ns_from(log1mexp))
     assert result.mistakes == ["log1mexp_gradient"] and "expm1" not in result.diagnosis, result.report()
+
+
+# --------------------------------------------------------------------------- issue 51: every variant's hints
+def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
+    """A variant answer's code lines and expressions (spaces removed), and its formulas (canonical forms), minus
+    what ``shown`` (the task texts) holds: what a level-1 hint on that variant must not say."""
+    import ast
+
+    from check_helpers import FORMULA, MIN_CHARS, _forms, _squash
+
+    lines = [t for t in (ln.strip() for ln in source.splitlines())
+             if t and not t.startswith(("#", "class ", "def ", "@")) and t not in ("return x",)]
+    pieces, forms = set(lines), set()
+    for line in lines:
+        try:
+            tree = ast.parse(line.removeprefix("return ").removeprefix("if ").rstrip(":"))
+        except SyntaxError:
+            continue
+        pieces |= {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript))}
+        forms |= _forms(tree, FORMULA)
+    text = _squash(shown)
+    return {p for p in map(_squash, pieces) if len(p) >= MIN_CHARS and p not in text}, forms - code_in(shown, size=1)
+
+
+def test_no_variants_level_one_hint_gives_its_answer_away():
+    """Every variant's hints, met by the other variants' answers (a student who solved the wrong variant): the
+    level-1 hint holds none of this variant's own answer, under any names (the guard above knows the default's)."""
+    from test_variants import answers
+
+    from check_helpers import EXERCISE_NOTEBOOK, _squash
+    import jupytext
+    from conftest import ROOT
+
+    from course_utils.checks import registry
+
+    mine = [g for g in registry.FAMILIES if (ROOT / "solutions" / "variants" / f"{g}.py").exists()]
+    assert mine
+    for gid in mine:
+        nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[gid]}_exercises.py")
+        common = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        given = answers(gid)
+        for variant in registry.family(gid):
+            pieces, forms = _answer_fragments(given[variant.key], common + "\n" + variant.task)
+            others = [k for k in given if k != variant.key][:2]  # two wrong answers per variant: the default's first
+            for other in others:
+                source = given[other]
+                result = checks.run_check(gid, ns_from(source), variant=variant.key)
+                hint = result.diagnosis
+                said = sorted(p for p in pieces if p in _squash(hint)) + sorted(forms & code_in(hint))
+                assert not said, f"{gid} variant {variant.key}, {other}'s answer: {hint!r} gives away {said}"
+
+
+def test_the_hints_issue_51_names_say_the_symptom_at_level_one():
+    """Item 3: clamp_with_mask's boundary rule, maximum's mask and tanh_twice's saved tensor were fixes at level 1."""
+    from answers import mutate
+    from test_variants import answers
+
+    cases = [
+        ("clamp_with_mask", answers("clamp_with_mask")["both"].replace("at_ends[0] * (x == lo)", "(1 - at_ends[0]) * (x == lo)"),
+         "strict comparisons", "how your comparisons treat the boundaries"),
+        ("maximum", mutate(answers("maximum")["max"], ("0.5 * grad_output * tie", "grad_output * tie")),
+         "a mask like", "look at how your mask treats ties"),
+        ("tanh_twice", mutate(answers("tanh_twice")["tanh"], ("ctx.save_for_backward(t)", "ctx.save_for_backward(1 - t * t)"),
+                              ("return grad_output * (1 - t * t)", "return grad_output * t")),
+         "neither x nor the output", "look at what forward saves"),
+    ]
+    for gid, source, old, new in cases:
+        result = checks.run_check(gid, ns_from(source))
+        assert result.status == "failed" and result.fix, result.report()
+        assert old not in result.diagnosis and new in result.diagnosis, result.report(fix=True)
+        assert result.fix not in result.diagnosis

@@ -1,13 +1,14 @@
-"""Lesson 06's transfer exercise `maximum`: each catalogued mistake gets its diagnosis."""
+"""Lesson 06's exercises `abs_prod`, `maximum` (each with per-student variants) and `gradient_test`: each
+catalogued mistake gets its diagnosis; the laziest wrong answers to the variants fail."""
 import pytest
 import torch
+from answers import mutate
+from check_helpers import assert_diagnosed, leaks, ns_from, solution_namespace
 
 from course_utils import checks
-from answers import mutate
-from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 MAXIMUM = """
-class Maximum(Function):
+class Extremum(Function):
     @staticmethod
     def forward(ctx, u, v):
         ctx.save_for_backward(u, v)
@@ -19,17 +20,18 @@ class Maximum(Function):
 """
 
 
-def maximum(mask_u: str, mask_v: str) -> str:
-    return MAXIMUM.replace("MASK_U", mask_u).replace("MASK_V", mask_v)
+def maximum(mask_u: str, mask_v: str, forward: str = "") -> str:
+    src = MAXIMUM.replace("MASK_U", mask_u).replace("MASK_V", mask_v)
+    return mutate(src, ("torch.where(u >= v, u, v)", forward)) if forward else src
 
 
 BUGS = {
     "tie_full": ("maximum", maximum("u >= v", "v > u"),
-                 ["input 0 (`u`)", "whole grad_output where u == v", "splits it evenly"]),
+                 ["input 0 (`u`)", "except where u == v (a tie)", "whole grad_output there", "u >= ... counts the tie"]),
     "tie_dropped": ("maximum", maximum("u > v", "v > u"),
-                    ["input 0 (`u`)", "is 0 where u == v", "a share of grad_output"]),
+                    ["input 0 (`u`)", "is 0 where u == v", "a share of grad_output", "strict mask"]),
     "maximum_mask_swapped": ("maximum", maximum("u < v", "v < u"),
-                             ["input 0 (`u`)", "*smaller* input", "u > v"]),
+                             ["input 0 (`u`)", "*lost*", "comparison reversed"]),
 }
 
 
@@ -65,13 +67,89 @@ def test_every_request_has_ties():
 
 
 def test_solution_matches_torch_maximum_at_ties():
-    Maximum = solution_namespace("06")["Maximum"]
+    Maximum = solution_namespace("06")["Extremum"]
     u = torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64, requires_grad=True)
     v = torch.tensor([0.0, 3.0, -2.0], dtype=torch.float64, requires_grad=True)
     g = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
     got = torch.autograd.grad(Maximum.apply(u, v), (u, v), g)
     want = torch.autograd.grad(torch.maximum(u, v), (u, v), g)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_level_one_tie_hints_name_the_symptom_not_the_mask():
+    """Issue 51, item 3: "a mask like u >= v gives the tie in full" was the fix, at level 1; it is level 2 now."""
+    for code, mask in (("tie_full", "u >= v"), ("tie_dropped", "u > v")):
+        result = checks.run_check("maximum", ns_from(maximum(mask, "v > u")))
+        assert result.mistakes == [code] and ">=" not in result.diagnosis and "0.5" not in result.diagnosis
+        assert "look at how your mask treats ties" in result.diagnosis and "strict" in result.report(fix=True)
+
+
+# --------------------------------------------------------------------------- the variants' laziest wrong answers
+def variant_answers(grade_id: str) -> dict[str, str]:
+    from test_variants import answers
+
+    return answers(grade_id)
+
+
+@pytest.mark.parametrize("key, source, code, phrase", [
+    # the lesson's own AbsProd, |u v|, on the default variant |u| v: the gradient for v lacks u's sign... and is wrong
+    ("absu_v", """
+class AbsKink(Function):
+    @staticmethod
+    def forward(ctx, u, v):
+        ctx.save_for_backward(u, v)
+        return (u * v).abs()
+    @staticmethod
+    def backward(ctx, grad_output):
+        u, v = ctx.saved_tensors
+        return grad_output * u.sign() * v.abs(), grad_output * u.abs() * v.sign()
+""", "forward_wrong", "|u| * v"),
+    # |u + v| with a comparison at the kink
+    ("abs_sum", mutate(variant_answers("abs_prod")["abs_sum"], ("torch.sign(s)", "torch.where(s >= 0, 1.0, -1.0)")),
+     "kink_convention", "except where u + v == 0"),
+    # |u - v| with the same gradient for both inputs (|u + v|'s backward)
+    ("abs_diff", mutate(variant_answers("abs_prod")["abs_diff"], ("return grad, -grad", "return grad, grad")),
+     "gradient_sign", "input 1 (`v`)"),
+])
+def test_abs_prod_variants_name_their_mistakes(key, source, code, phrase):
+    result = checks.run_check("abs_prod", ns_from(source), variant=key)
+    assert result.mistakes == [code] and phrase in result.report(fix=True), result.report(fix=True)
+    assert not leaks(result), leaks(result)
+
+
+@pytest.mark.parametrize("key, mask_u, mask_v, forward, code, phrase", [
+    ("min", "u <= v", "v < u", "torch.minimum(u, v)", "tie_full", "except where u == v (a tie)"),
+    ("min", "u > v", "v > u", "torch.minimum(u, v)", "maximum_mask_swapped", "torch.minimum(u, v) *lost*"),
+    ("max_neg", "u > v", "v > u", "", "forward_wrong", "torch.maximum(u, -v)"),  # the default's answer
+])
+def test_maximum_variants_name_their_mistakes(key, mask_u, mask_v, forward, code, phrase):
+    result = checks.run_check("maximum", ns_from(maximum(mask_u, mask_v, forward)), variant=key)
+    assert result.mistakes == [code] and phrase in result.report(fix=True), result.report(fix=True)
+
+
+def test_max_neg_without_the_chain_rules_minus_is_a_sign_error():
+    src = mutate(variant_answers("maximum")["max_neg"], ("return grad_u, -(grad_output - grad_u)",
+                                                         "return grad_u, grad_output - grad_u"))
+    result = checks.run_check("maximum", ns_from(src), variant="max_neg")
+    assert result.mistakes == ["gradient_sign"] and "input 1 (`v`)" in result.diagnosis, result.report()
+
+
+def test_min_neg_ties_where_u_is_minus_v():
+    src = variant_answers("maximum")["min_neg"].replace("0.5 * grad_output * tie", "grad_output * tie")
+    result = checks.run_check("maximum", ns_from(src), variant="min_neg")
+    assert result.mistakes == ["tie_full"] and "except where u == -v" in result.diagnosis, result.report()
+
+
+def test_every_variant_request_hits_its_kink_or_ties():
+    from course_utils.checks import registry
+    from course_utils.checks.lesson06 import KINKS, PICKS
+
+    for kink, variant in zip(KINKS, registry.family("abs_prod")):
+        args = variant.exercise.request(3)["cases"][-1]["args"]
+        assert (kink.inside(args[0]["t"], args[1]["t"]) == 0).sum() >= 3, kink.key
+    for pick, variant in zip(PICKS, registry.family("maximum")):
+        ties = [int((c["args"][0]["t"] == pick.sign * c["args"][1]["t"]).sum()) for c in variant.exercise.request(3)["cases"]]
+        assert sum(t > 0 for t in ties) >= 3, pick.key
 
 
 # --------------------------------------------------------------------------- gradient_test: the laziest tests

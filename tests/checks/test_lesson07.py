@@ -1,10 +1,10 @@
 """Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
 import pytest
 import torch
-
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+
+from course_utils import checks
 
 RELU = """
 class ReluInplace(Function):
@@ -57,7 +57,7 @@ def clamp(mask=RIGHT_MASK, mark="ctx.mark_non_differentiable(mask)",
 
 
 TANH = """
-class Tanh(Function):
+class Smooth(Function):
     @staticmethod
     def forward(ctx, x):
         y = torch.tanh(x)
@@ -89,7 +89,7 @@ BUGS = {
                                     ["nonzero where x < 0", "y > 0"]),
     "relu_kink": ("relu_inplace", relu(
         forward="ctx.save_for_backward(x.clone()); x.relu_(); ctx.mark_dirty(x); return x",
-        backward="grad_output * (y >= 0)"), ["except where x == 0", "torch.relu's gradient there is 0"]),
+        backward="grad_output * (y >= 0)"), ["except where x == 0", "torch.relu(x)'s gradient there is 0 at x == 0"]),
     "forgot_grad_output": ("relu_inplace", relu(backward="(y > 0).to(y.dtype)"), ["missing the factor grad_output"]),
     "mask_differentiable": ("clamp_with_mask", clamp(mark="pass"),
                             ["mask.requires_grad is True", "ctx.mark_non_differentiable(mask)"]),
@@ -104,7 +104,7 @@ BUGS = {
     "tanh_once_differentiable": ("tanh_twice", tanh(decorator="@once_differentiable"),
                                  ["@once_differentiable", "remove the decorator"]),
     "tanh_saved_intermediate": ("tanh_twice", tanh(save="ctx.save_for_backward(1 - y * y)", backward="grad_output * y"),
-                                ["neither x nor the output", "constant"]),
+                                ["look at what forward saves", "neither x nor the output", "constant"]),
     "tanh_backward_detached": ("tanh_twice", tanh(backward="grad_output * (1 - y.detach() ** 2)"),
                                ["no graph back to x", ".detach()"]),
 }
@@ -232,3 +232,120 @@ def test_normalize_summing_over_the_first_dimension_is_named():
     src = normalize(backward=mutate(GOOD_BACKWARD, (".sum(-1, keepdim=True)", ".sum(0, keepdim=True)")))
     result = checks.run_check("normalize_fix", ns_from(src))
     assert result.mistakes == ["normalize_sum_not_per_row"] and "over dimension 0" in result.diagnosis, result.report()
+
+
+# --------------------------------------------------------------------------- issue 51: hints and the variants' wrong answers
+def variant_answers(grade_id: str) -> dict[str, str]:
+    from test_variants import answers
+
+    return answers(grade_id)
+
+
+def test_level_one_hints_name_the_symptom_not_the_fix():
+    """Issue 51, item 3: the boundary rule and the saved tensor's kind were the fix at level 1; level 2 now."""
+    result = checks.run_check("clamp_with_mask", ns_from(clamp(mask=OTHER_MASK)))
+    assert result.mistakes == ["clamp_boundary"] and "<" not in result.diagnosis, result.report()
+    assert "how your comparisons treat the boundaries" in result.diagnosis
+    assert ("lo <= x <= hi" if PASSES else "lo < x < hi") in result.report(fix=True)
+    result = checks.run_check("tanh_twice", ns_from(BUGS["tanh_saved_intermediate"][1]))
+    assert "neither x nor the output" not in result.diagnosis and "look at what forward saves" in result.diagnosis
+    assert "neither x nor the output" in result.report(fix=True)
+
+
+@pytest.mark.parametrize("key, source, code, phrase", [
+    # the default's answer: hi is None here, and torch.tensor([lo, None]) raises
+    ("min_only", clamp(), "raised", "ClampWithMask"),
+    # a mask of where the gradient passes where the variant asks where it is blocked
+    ("clipped", clamp(), "mask_wrong", "blocks x's gradient"),
+    # the complement's boundaries taken from the other torch release's rule
+    ("clipped", clamp(mask=f"1 - {OTHER_MASK}", backward="grad_y * (1 - mask), None, None"), "clamp_boundary",
+     "only where x == lo or x == hi"),
+    ("max_only", clamp(mask=f"({'x <= hi' if not PASSES else 'x < hi'}).to(x.dtype)"), "clamp_boundary",
+     "only where x == hi"),
+])
+def test_clamp_variants_name_their_mistakes(key, source, code, phrase):
+    result = checks.run_check("clamp_with_mask", ns_from(source), variant=key)
+    assert result.mistakes[:1] == [code] and phrase in result.report(fix=True), result.report(fix=True)
+
+
+def test_clamp_variants_follow_the_installed_torchs_boundary_rule(monkeypatch):
+    """Issue 49, item 4 on every variant: with clamp's boundary rule flipped each variant's right answer is told
+    where it differs, at the boundaries only."""
+    real = torch.Tensor.clamp
+
+    def flipped(self, lo=None, hi=None):
+        y = real(self, lo, hi)
+        if not self.requires_grad:
+            return y
+        inside = torch.ones_like(self, dtype=torch.bool)
+        edge = torch.zeros_like(inside)
+        for bound, keep in ((lo, self > (lo if lo is not None else 0)), (hi, self < (hi if hi is not None else 0))):
+            if bound is not None:
+                inside &= keep
+                edge |= self == bound
+        return y.detach() + (self - self.detach()) * (inside | (edge & (not PASSES)))
+    given = variant_answers("clamp_with_mask")
+    for key, expected in (("min_only", "passed"), ("clipped", "passed")):
+        assert checks.run_check("clamp_with_mask", ns_from(given[key]), variant=key).status == expected
+    monkeypatch.setattr(torch.Tensor, "clamp", flipped)
+    for key in ("min_only", "clipped"):
+        assert checks.run_check("clamp_with_mask", ns_from(given[key]), variant=key).status == "passed", key
+    src = given["min_only"].replace("at_ends[0] * (x == lo)", f"{float(PASSES)} * (x == lo)")
+    result = checks.run_check("clamp_with_mask", ns_from(src), variant="min_only")
+    assert result.mistakes == ["clamp_boundary"] and "only where x == lo" in result.diagnosis, result.report()
+
+
+@pytest.mark.parametrize("key, source, code", [
+    ("sigmoid", tanh(), "forward_wrong"),  # the default's answer
+    # sigmoid's output saved, the derivative right, but from a saved intermediate
+    ("sigmoid", mutate(tanh(save="ctx.save_for_backward(y * (1 - y))", backward="grad_output * y"),
+                       ("y = torch.tanh(x)", "y = torch.sigmoid(x)")), "tanh_saved_intermediate"),
+    # sin from its output: |cos| = sqrt(1 - y^2) loses the sign of cos x
+    ("sin", mutate(tanh(backward="grad_output * (1 - y * y).sqrt()"), ("y = torch.tanh(x)", "y = torch.sin(x)")),
+     "gradient_wrong"),
+    # exp(-x^2) with -2x saved: the first derivative is right, the second is not
+    ("gauss", mutate(variant_answers("tanh_twice")["gauss"], ("ctx.save_for_backward(x, y)",
+                                                             "ctx.save_for_backward(-2 * x * y, y)"),
+                     ("x, y = ctx.saved_tensors", "d, y = ctx.saved_tensors"), ("(-2 * x * y)", "d")),
+     "tanh_saved_intermediate"),
+])
+def test_tanh_twice_variants_name_their_mistakes(key, source, code):
+    result = checks.run_check("tanh_twice", ns_from(source), variant=key)
+    assert result.mistakes == [code], result.report(fix=True)
+
+
+@pytest.mark.parametrize("key, source, code", [
+    ("leaky", relu(), "forward_wrong"),  # the default's answer
+    # leaky ReLU with the test on the saved output non-strict: at x == 0 PyTorch's gradient is the slope
+    ("leaky", mutate(variant_answers("relu_inplace")["leaky"], ("torch.where(out > 0, grad_output",
+                                                               "torch.where(out >= 0, grad_output")), "relu_kink"),
+    ("negative", mutate(variant_answers("relu_inplace")["negative"], ("(out < 0)", "(out <= 0)")),
+     "relu_grad_through_negatives"),
+    # ReLU6 read back like a ReLU: the gradient also flows above 6
+    ("relu6", mutate(variant_answers("relu_inplace")["relu6"], ("((out > 0) & (out < 6))", "(out > 0)")),
+     "relu_grad_through_negatives"),
+    # ... and with a non-strict test at 6, which the saved 6 of every x above 6 passes too
+    ("relu6", mutate(variant_answers("relu_inplace")["relu6"], ("(out < 6)", "(out <= 6)")), "relu_grad_through_negatives"),
+])
+def test_relu_inplace_variants_name_their_mistakes(key, source, code):
+    result = checks.run_check("relu_inplace", ns_from(source), variant=key)
+    assert result.mistakes == [code], result.report(fix=True)
+
+
+@pytest.mark.parametrize("key, source, code", [
+    ("l1_rows", variant_answers("normalize_fix")["l2_rows"], "forward_wrong"),  # the default's answer
+    # the L1 norm differentiated like the L2 one: y where the sign of x belongs
+    ("l1_rows", mutate(variant_answers("normalize_fix")["l1_rows"], ("x.sign() * (grad_output", "y * (grad_output")),
+     "gradient_wrong"),
+    # columns normalised, rows projected
+    ("l2_cols", mutate(variant_answers("normalize_fix")["l2_cols"], ("(grad_output * y).sum(dim=0",
+                                                                    "(grad_output * y).sum(dim=-1")),
+     "gradient_wrong"),
+    # the RMS norm without the term through the norm
+    ("rms_rows", mutate(variant_answers("normalize_fix")["rms_rows"], (
+        "(grad_output - y * (grad_output * y).sum(dim=-1, keepdim=True) / x.shape[-1]) / n", "grad_output / n")),
+     "normalize_projection"),
+])
+def test_normalize_fix_variants_name_their_mistakes(key, source, code):
+    result = checks.run_check("normalize_fix", ns_from(source), variant=key)
+    assert result.mistakes == [code], result.report(fix=True)

@@ -257,20 +257,19 @@ class ClipGrad(Function):
         return grad_output, None
 '''),
     "abs_prod_own": ("06_exercises", "abs_prod_answer", '''
-class AbsProd(Function):
+class AbsKink(Function):
     @staticmethod
     def forward(ctx, u, v):
         ctx.save_for_backward(u, v)
-        return torch.abs(u * v)
+        return torch.abs(u) * v
 
     @staticmethod
     def backward(ctx, grad_output):
         u, v = ctx.saved_tensors
-        s = torch.sign(u * v)
-        return grad_output * s * v, grad_output * s * u
+        return grad_output * torch.sign(u) * v, grad_output * torch.abs(u)
 '''),
     "maximum_own": ("06_exercises", "maximum_answer", '''
-class Maximum(Function):
+class Extremum(Function):
     @staticmethod
     def forward(ctx, u, v):
         ctx.save_for_backward(u, v)
@@ -297,7 +296,7 @@ class ReluInplace(Function):
         return grad_output * (y > 0).to(grad_output.dtype)
 '''),
     "tanh_twice_own": ("07_exercises", "tanh_twice_answer", '''
-class Tanh(Function):
+class Smooth(Function):
     @staticmethod
     def forward(ctx, x):
         y = x.tanh()
