@@ -63,7 +63,7 @@ from torch.autograd import Function
 import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("mul")
@@ -94,7 +94,7 @@ from course_utils.checks import check
 check("mul", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `div` (3 points)
 #
 # Now a Function the lesson did not show: a **quotient** of two tensors `a` and `b`. The cell
@@ -106,7 +106,7 @@ check("mul", globals())
 # The check compares values and both gradients with PyTorch (float32 and float64,
 # non-contiguous inputs included) and runs `torch.autograd.gradcheck` in float64.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("div")

@@ -57,7 +57,7 @@ from torch.autograd import Function
 import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("exp")
@@ -88,7 +88,7 @@ from course_utils.checks import check
 check("exp", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `sigmoid` (3 points)
 #
 # The same idea for functions the lesson did not show: S-shaped curves whose derivative, like
@@ -101,7 +101,7 @@ check("exp", globals())
 #
 # The check also looks at what your forward saved.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from course_utils.checks import task
 
 task("sigmoid")
