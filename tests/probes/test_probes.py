@@ -73,7 +73,7 @@ def test_a_stage_naming_no_probe_or_a_probe_no_stage_names_is_refused():
 
     ex = checks.EXERCISES["mul"]
     typo = dataclasses.replace(ex, stages=(dataclasses.replace(ex.stages[0], probe="forwrd"), ex.stages[1]))
-    with pytest.raises(ValueError, match=r"^exercise 'mul': stage 'forward matches a \* b' names probe 'forwrd', "
+    with pytest.raises(ValueError, match=r"^exercise 'mul': stage 'forward matches a \* b \* b' names probe 'forwrd', "
                                          r"which probes/lesson02.py does not declare \(it declares: forward, backward\)"):
         pair(typo, probes.PROBES, "lesson02")
     short = dataclasses.replace(ex, stages=ex.stages[:1])
