@@ -18,7 +18,7 @@ from .guard import Mistake, attempt, call, lookup
 LAYERS = 25  # doubling layers of the efficiency probe: 2**25 paths from the output down to x
 VISIT_LIMIT = 1000  # writes to x.grad after which the probe stops the sweep (a topological sweep needs ~4)
 EFFICIENCY_SECONDS = 2.0  # backstop time limit for the efficiency probe (the sweep itself takes microseconds)
-DEEP = 20000  # additions in the deep chain of the "deep" variant: far deeper than Python's recursion limit (1000)
+DEEP = 5000  # additions in the deep chain of the "deep" variant: 5 times Python's recursion limit (1000)
 
 
 def _deep_chain(v, sin, exp):

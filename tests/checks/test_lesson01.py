@@ -157,7 +157,7 @@ ITERATIVE_TOPO = """
 """
 BUGS.update({
     # the lesson's recursive depth-first search, on the default variant (deep)
-    "scalar_recursion_depth": ("scalar_engine", scalar_source(), ["20000 nested additions", "RecursionError",
+    "scalar_recursion_depth": ("scalar_engine", scalar_source(), ["5000 nested additions", "RecursionError",
                                                                   "explicit stack"]),
     # the lesson's backward (every node reset to 0) where leaves accumulate across calls
     "scalar_not_accumulated": ("scalar_engine", scalar_source(), ["a second out.backward()", "expected [8, 4]",
