@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 01 · A scalar reverse-mode engine
-# > Build `Scalar` with `+`, `*`, `sin`, `exp` and a correct `backward()`.
+# > Build your own `Scalar` engine (`+`, `*`, `sin`, `exp`, a `backward()` with a rule of its own), then extend it.
 #
 # Fill in every `raise NotImplementedError(...)` line of the answer cell, run it, then run
 # the check cell below it. The check compares your engine with `torch.autograd` and tells
@@ -37,14 +37,15 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_engine` (4 points)
 #
-# Write a class `Scalar` such that
+# Write your own `Scalar` engine: a relative of the lesson's, with one rule of its own. The cell
+# under the set-up cells says which rule for you (each student has their own). Every variant asks
 #
-# * `Scalar(x)` stores the number in `.data` (a float) and starts with `.grad = 0.0`;
+# * `Scalar(x)` stores the number in `.data` (a float);
 # * `a + b` and `a * b` work when `a` and `b` are `Scalar`s, and when either side is a
 #   plain Python number (`2 * x`, `x + 1`, `1 + x`);
 # * `x.sin()` and `x.exp()` return new `Scalar`s;
-# * `out.backward()` sets `out.grad = 1` and fills `.grad` of **every** node `out`
-#   depends on with $\partial\,\text{out} / \partial\,\text{node}$.
+# * `out.backward()` gives every leaf `out` depends on
+#   $\partial\,\text{out} / \partial\,\text{leaf}$ in `.grad` (a *leaf* is a `Scalar` built from a number).
 #
 # Two things make `backward` subtle (lesson 01): a node used several times must receive
 # the **sum** of its contributions, and a node may only pass its gradient on once it has
@@ -71,6 +72,12 @@ import math
 import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
 from course_utils.student import remember, whoami  # your id chooses your variant of each exercise
 whoami()
+
+
+# %% nbgrader={"grade": false, "grade_id": "01_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("scalar_engine")
 
 
 # %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
@@ -110,7 +117,7 @@ from course_utils.checks import check
 check("scalar_engine", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_ops` (3 points)
 #
 # The lesson gave `Scalar` two binary operations and two functions. Add four more, each

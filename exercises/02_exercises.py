@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 02 · Your first Function
-# > Write `Mul`, the custom Function for `a * b`.
+# > Write `Mul`, a product of two tensors, and `Div`, a quotient: Functions whose gradients you derive.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run the check
 # below it. The check compares your Function with PyTorch on several inputs and runs
@@ -37,13 +37,14 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `mul` (2 points)
 #
-# `Mul.apply(a, b)` must return `a * b` (elementwise, same shapes) and its backward the
-# gradients of both inputs:
+# The lesson's `Mul` computed $a \cdot b$. Yours computes **another product** of two tensors `a`
+# and `b` of the same shape: the cell under the set-up cells says which one for you (each
+# student has their own). `Mul.apply(a, b)` returns that product elementwise, and its backward
+# returns the gradients of both inputs, in the order of forward's arguments.
 #
-# $$\frac{\partial J}{\partial a} = \mathtt{grad\_output} \cdot b, \qquad
-#   \frac{\partial J}{\partial b} = \mathtt{grad\_output} \cdot a .$$
-#
-# Save what backward needs with `ctx.save_for_backward`.
+# Work out both partial derivatives on paper first, then decide what forward must save for
+# them with `ctx.save_for_backward`. The check also calls your Function with only one of the
+# two inputs requiring a gradient.
 
 # %% nbgrader={"grade": false, "grade_id": "02_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -64,6 +65,12 @@ from course_utils.student import remember, whoami  # your id chooses your varian
 whoami()
 
 
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("mul")
+
+
 # %% nbgrader={"grade": false, "grade_id": "mul_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `mul`: edit this cell, run it, then run the check below it.
 class Mul(Function):
@@ -82,17 +89,22 @@ from course_utils.checks import check
 check("mul", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "02_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `div` (3 points)
 #
-# Now a Function the lesson did not show: `Div.apply(a, b)` must return `a / b`
-# elementwise, for `a` and `b` of the same shape. Work out both local derivatives first,
-# on paper: $\partial (a/b) / \partial a$ and $\partial (a/b) / \partial b$. Unlike
-# multiplication, division is not symmetric in its inputs, so the two gradients do not
-# mirror each other.
+# Now a Function the lesson did not show: a **quotient** of two tensors `a` and `b`. The cell
+# under this one says which quotient `Div.apply(a, b)` must return for you (each student has
+# their own). Work out both local derivatives first, on paper: the derivative with respect to
+# `a` and the one with respect to `b`. Unlike multiplication, division is not symmetric in its
+# inputs, so the two gradients do not mirror each other.
 #
-# The check compares values and both gradients with PyTorch's `a / b` (float32 and
-# float64, non-contiguous inputs included) and runs `torch.autograd.gradcheck` in float64.
+# The check compares values and both gradients with PyTorch (float32 and float64,
+# non-contiguous inputs included) and runs `torch.autograd.gradcheck` in float64.
+
+# %% nbgrader={"grade": false, "grade_id": "02_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("div")
 
 # %% nbgrader={"grade": false, "grade_id": "div_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `div`: edit this cell, run it, then run the check below it.

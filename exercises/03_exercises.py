@@ -35,8 +35,10 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `exp` (2 points)
 #
-# `Exp.apply(x)` must return $e^x$. Its derivative is $e^x$ again, which forward has
-# already computed: save the **output** and reuse it in backward.
+# `Exp.apply(x)` computes a function of the exponential family; the cell under this one says
+# which one for you (each student has their own). Derive its derivative on paper, then decide
+# what forward must save so that backward is cheapest: lesson 03 showed that a derivative
+# written with the **output** needs no recomputation.
 
 # %% nbgrader={"grade": false, "grade_id": "03_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -57,6 +59,12 @@ from course_utils.student import remember, whoami  # your id chooses your varian
 whoami()
 
 
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("exp")
+
+
 # %% nbgrader={"grade": false, "grade_id": "exp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `exp`: edit this cell, run it, then run the check below it.
 class Exp(Function):
@@ -75,19 +83,23 @@ from course_utils.checks import check
 check("exp", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `sigmoid` (3 points)
 #
-# The same idea for a function the lesson did not show. $\sigma(x) = 1 / (1 + e^{-x})$
-# has the derivative $\sigma'(x) = \sigma(x)\,(1 - \sigma(x))$: like $e^x$, it can be
-# written with the **output** alone. Write `Sigmoid` so that
+# The same idea for functions the lesson did not show: S-shaped curves whose derivative, like
+# that of $e^x$, can be written with the **output** alone. The cell under this one says which
+# function `Sigmoid.apply(x)` computes for you (each student has their own). Write `Sigmoid` so that
 #
-# * `Sigmoid.apply(x)` matches `torch.sigmoid(x)` in float32 and float64, also for large
-#   $|x|$ (e.g. $x = \pm 100$ in float32), where a careless formula divides inf by inf;
+# * `Sigmoid.apply(x)` matches the reference in float32 and float64, also for large $|x|$;
 # * forward saves the output, and **only** the output (not `x`), with
 #   `ctx.save_for_backward`, and backward computes the gradient from it.
 #
 # The check also looks at what your forward saved.
+
+# %% nbgrader={"grade": false, "grade_id": "03_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("sigmoid")
 
 # %% nbgrader={"grade": false, "grade_id": "sigmoid_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `sigmoid`: edit this cell, run it, then run the check below it.

@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 01 · A scalar reverse-mode engine
-# > Build `Scalar` with `+`, `*`, `sin`, `exp` and a correct `backward()`.
+# > Build your own `Scalar` engine (`+`, `*`, `sin`, `exp`, a `backward()` with a rule of its own), then extend it.
 #
 # Fill in every `raise NotImplementedError(...)` line of the answer cell, run it, then run
 # the check cell below it. The check compares your engine with `torch.autograd` and tells
@@ -37,14 +37,15 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_engine` (4 points)
 #
-# Write a class `Scalar` such that
+# Write your own `Scalar` engine: a relative of the lesson's, with one rule of its own. The cell
+# under the set-up cells says which rule for you (each student has their own). Every variant asks
 #
-# * `Scalar(x)` stores the number in `.data` (a float) and starts with `.grad = 0.0`;
+# * `Scalar(x)` stores the number in `.data` (a float);
 # * `a + b` and `a * b` work when `a` and `b` are `Scalar`s, and when either side is a
 #   plain Python number (`2 * x`, `x + 1`, `1 + x`);
 # * `x.sin()` and `x.exp()` return new `Scalar`s;
-# * `out.backward()` sets `out.grad = 1` and fills `.grad` of **every** node `out`
-#   depends on with $\partial\,\text{out} / \partial\,\text{node}$.
+# * `out.backward()` gives every leaf `out` depends on
+#   $\partial\,\text{out} / \partial\,\text{leaf}$ in `.grad` (a *leaf* is a `Scalar` built from a number).
 #
 # Two things make `backward` subtle (lesson 01): a node used several times must receive
 # the **sum** of its contributions, and a node may only pass its gradient on once it has
@@ -73,6 +74,12 @@ from course_utils.student import remember, whoami  # your id chooses your varian
 whoami()
 
 
+# %% nbgrader={"grade": false, "grade_id": "01_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("scalar_engine")
+
+
 # %% nbgrader={"grade": false, "grade_id": "scalar_engine_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `scalar_engine`: edit this cell, run it, then run the check below it.
 class Scalar:
@@ -80,7 +87,7 @@ class Scalar:
         ### BEGIN SOLUTION
         self.data = float(data)
         self.grad = 0.0
-        self._parents = parents  # (parent, local derivative) pairs
+        self._parents = tuple(parents)  # (parent, d self / d parent) for each input
         ### END SOLUTION
 
     def __repr__(self):
@@ -88,19 +95,21 @@ class Scalar:
 
     def __add__(self, other):
         ### BEGIN SOLUTION
-        other = other if isinstance(other, Scalar) else Scalar(other)
-        return Scalar(self.data + other.data, ((self, 1.0), (other, 1.0)))
+        if not isinstance(other, Scalar):
+            other = Scalar(other)
+        return Scalar(self.data + other.data, [(self, 1.0), (other, 1.0)])
         ### END SOLUTION
 
     def __radd__(self, other):  # other + self, when other is a number
         ### BEGIN SOLUTION
-        return self + other
+        return self + other  # + is commutative
         ### END SOLUTION
 
     def __mul__(self, other):
         ### BEGIN SOLUTION
-        other = other if isinstance(other, Scalar) else Scalar(other)
-        return Scalar(self.data * other.data, ((self, other.data), (other, self.data)))
+        if not isinstance(other, Scalar):
+            other = Scalar(other)
+        return Scalar(self.data * other.data, [(self, other.data), (other, self.data)])
         ### END SOLUTION
 
     def __rmul__(self, other):  # other * self, when other is a number
@@ -110,33 +119,34 @@ class Scalar:
 
     def sin(self):
         ### BEGIN SOLUTION
-        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))
+        return Scalar(math.sin(self.data), [(self, math.cos(self.data))])
         ### END SOLUTION
 
     def exp(self):
         ### BEGIN SOLUTION
-        value = math.exp(self.data)
-        return Scalar(value, ((self, value),))
+        e = math.exp(self.data)
+        return Scalar(e, [(self, e)])  # the derivative of exp is its value
         ### END SOLUTION
 
     def backward(self):
         ### BEGIN SOLUTION
-        order, seen = [], set()
-
-        def visit(node):
-            if id(node) not in seen:
+        # topological order without recursion: an explicit stack of (node, parents done?)
+        order, seen, stack = [], set(), [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)  # every parent is already in order
+            elif id(node) not in seen:
                 seen.add(id(node))
-                for parent, _ in node._parents:
-                    visit(parent)
-                order.append(node)
+                stack.append((node, True))
+                stack.extend((parent, False) for parent, _ in node._parents)
 
-        visit(self)
         for node in order:
             node.grad = 0.0
         self.grad = 1.0
-        for node in reversed(order):
+        for node in order[::-1]:  # users before the nodes they use
             for parent, local in node._parents:
-                parent.grad += node.grad * local
+                parent.grad += local * node.grad
         ### END SOLUTION
 
 
@@ -146,7 +156,7 @@ from course_utils.checks import check
 check("scalar_engine", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "01_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `scalar_ops` (3 points)
 #
 # The lesson gave `Scalar` two binary operations and two functions. Add four more, each

@@ -36,11 +36,11 @@ class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return a * b
+        return a * b * b
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        return g * b, g * a
+        return g * b * b, 2 * g * a * b
 """
 
 EXP = """
@@ -115,24 +115,24 @@ class Div(Function):
 BASES = {"mul": MUL, "div": DIV, "exp": EXP, "linear_function": LINEAR_FUNCTION, "killhead": KILLHEAD, "abs_prod": ABS_PROD}
 
 # --------------------------------------------------------------------------- edits more than one test file makes
-MUL_GRADS = "return g * b, g * a"  # mul's backward line, which most of mul's mistakes rewrite
-SWAPPED: Edit = (MUL_GRADS, "return g * a, g * b")  # each input's gradient multiplied by itself, not the other
-TAUGHT_GRADS = "return grad_output * b, grad_output * a"  # the same line in MUL_AS_TAUGHT
+MUL_GRADS = "return g * b * b, 2 * g * a * b"  # mul's backward line (its default, a * b * b), which most mistakes rewrite
+SWAPPED: Edit = (MUL_GRADS, "return 2 * g * a * b, g * b * b")  # each input given the other input's gradient
+TAUGHT_GRADS = "return grad_output * b * b, 2 * grad_output * a * b"  # the same line in MUL_AS_TAUGHT
 
-# mul as lesson 02 lays it out (a blank line between the methods, grad_output spelled out): the cells of the tests
-# that run a real kernel, where a student's cell looks like the lesson's
-MUL_AS_TAUGHT = mutate(MUL, ("return a * b\n", "return a * b\n\n"),
+# mul as the lessons lay a Function out (a blank line between the methods, grad_output spelled out): the cells of the
+# tests that run a real kernel, where a student's cell looks like the lesson's
+MUL_AS_TAUGHT = mutate(MUL, ("return a * b * b\n", "return a * b * b\n\n"),
                        ("def backward(ctx, g):", "def backward(ctx, grad_output):"), (MUL_GRADS, TAUGHT_GRADS))
 DIV_GRADS = "return g / b, -g * a / b ** 2"  # div's backward line
-SWAPPED_AS_TAUGHT: Edit = (TAUGHT_GRADS, "return grad_output * a, grad_output * b")
+SWAPPED_AS_TAUGHT: Edit = (TAUGHT_GRADS, "return 2 * grad_output * a * b, grad_output * b * b")
 
 
 def recomputed_by(grad: str) -> Edit:
-    """mul's gradients taken by autograd itself on a recomputed a * b, ``grad`` naming torch.autograd.grad: full
+    """mul's gradients taken by autograd itself on a recomputed a * b * b, ``grad`` naming torch.autograd.grad: full
     points, but not the derivative the lesson asks for, so the grader remarks it."""
     return (MUL_GRADS, "with torch.enable_grad():\n"
                        "            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
-                       f"            return {grad}(a2 * b2, (a2, b2), g)")
+                       f"            return {grad}(a2 * b2 * b2, (a2, b2), g)")
 
 
 # --------------------------------------------------------------------------- outside answers, issue 49 (second batch)
@@ -141,5 +141,5 @@ SQUEEZED_BIAS: Edit = ("gb = g.sum(0)", "gb = g.sum(0).squeeze(0)")  # LINEAR_FU
 # MUL that saves b only when b needs a gradient, and so has no b for a's gradient when only a needs one
 SAVES_B_ONLY_FOR_B: tuple[Edit, Edit] = (
     ("ctx.save_for_backward(a, b)", "ctx.save_for_backward(a, b) if b.requires_grad else ctx.save_for_backward(a)"),
-    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "a, *b = ctx.saved_tensors\n        return (g * b[0] if b else None), g * a"),
+    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "a, *b = ctx.saved_tensors\n        return (g * b[0] * b[0], 2 * g * a * b[0]) if b else (None, None)"),
 )

@@ -214,8 +214,8 @@ def test_a_graded_edition_holds_no_fix_text_and_check_fix_true_says_so(graded):
     assert [t for t in texts if t in shipped] == []
     out = in_edition(graded, "from course_utils.checks import run_check\nfrom torch.autograd import Function\n"
                      "class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
-                     "        ctx.save_for_backward(a, b)\n        return a * b\n    @staticmethod\n"
-                     "    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * a, g * b\n"
+                     "        ctx.save_for_backward(a, b)\n        return a * b * b\n    @staticmethod\n"
+                     "    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return 2 * g * a * b, g * b * b\n"
                      "print(run_check('mul', {'Mul': Mul}).report(fix=True))\n")
     assert "look swapped" in out and "no fix to show" in out  # the hint stays, the fix is gone
     readme = (graded / "README.md").read_text()

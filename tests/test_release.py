@@ -125,9 +125,9 @@ def test_a_check_runs_from_the_released_folder(edition):
     dest, _ = edition
     code = ("import torch\nfrom torch.autograd import Function\n"
             "class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
-            "        ctx.save_for_backward(a, b)\n        return a * b\n"
+            "        ctx.save_for_backward(a, b)\n        return a * b * b\n"
             "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n"
-            "        return g * b, g * a\n")
+            "        return g * b * b, 2 * g * a * b\n")
     probe = (f"import course_utils\nfrom course_utils.checks import run_check\nns = {{}}\nexec({code!r}, ns)\n"
              "r = run_check('mul', ns)\nprint(course_utils.__file__)\nprint(r.points)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=dest, env={"PYTHONPATH": str(dest), "PATH": "/usr/bin:/bin"},

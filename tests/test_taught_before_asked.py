@@ -231,6 +231,62 @@ def test_every_technique_is_taught_in_a_lesson_before_its_exercise(name: str):
         f"{grade_id} needs '{what}' ({name}), which no lesson before it shows")
 
 
+# --------------------------------------------------------------------------- every variant (issue 51)
+def variant_answers(grade_id: str) -> dict[str, str]:
+    """``solutions/variants/<grade_id>.py``'s ANSWERS: variant key -> a right answer cell for that variant."""
+    import importlib.util
+
+    path = ROOT / "solutions" / "variants" / f"{grade_id}.py"
+    spec = importlib.util.spec_from_file_location(f"variant_answers_{grade_id}", path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS
+
+
+def variant_gaps(stations: list[Station], families: dict[str, list[tuple[str, str, str]]]) -> dict[str, dict[str, str]]:
+    """'grade_id/key' -> {use a variant's answer makes before any text shows it: where it is first shown}. A
+    variant's student has seen what the exercise's own station shows plus their variant's task text.
+    ``families``: grade id -> [(key, task text, answer source)]."""
+    first: dict[str, str] = {}
+    for s in stations:
+        for use in s.shown:
+            for alias in _aliases(use):
+                first.setdefault(alias, s.name)
+    found: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for s in stations:
+        seen |= s.shown
+        for key, text, answer in families.get(s.grade_id, []):
+            told = seen | set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(text)))
+            missing = {u for u in uses_in_code(answer) - PYTHON - PYTHON_KEYWORDS
+                       if not u.startswith(PYTHON_MODULES) and not any(a in told for a in _aliases(u))}
+            if missing:
+                found[f"{s.grade_id}/{key}"] = {use: first.get(use, "") for use in sorted(missing)}
+    return found
+
+
+def test_every_api_a_variants_answer_uses_is_shown_before_its_exercise_or_in_its_task():
+    from course_utils.checks import registry
+
+    families = {gid: [(v.key, v.task, variant_answers(gid)[v.key]) for v in registry.family(gid)]
+                for gid in registry.FAMILIES}
+    assert families, "no exercise has variants: this test would prove nothing"
+    found = variant_gaps(COURSE, families)
+    assert not found, ("asked before taught: " + describe(found) + ". Show each in a lesson before the exercise or "
+                       "in the variant's task text, or write the variant's answer with what was shown.")
+
+
+def test_the_variant_audit_finds_an_api_only_a_variants_answer_uses():
+    """The audit can fail: a variant whose answer uses `.tanh` passes only when its task text shows it."""
+    lesson = Station("lesson 03", {".exp"}, "", set())
+    exercise = Station("exercise s", set(), "", {".exp"}, "s")
+    answer = "y = torch.tanh(x)"
+    assert variant_gaps([lesson, exercise], {"s": [("tanh", "returns tanh x", answer)]}) == {
+        "s/tanh": {"torch.tanh": ""}}
+    assert variant_gaps([lesson, exercise], {"s": [("tanh", "returns `torch.tanh(x)`", answer)]}) == {}
+
+
 def test_the_audit_finds_an_api_used_before_it_is_shown():
     """The audit can fail: `.mT` first shown in lesson 09 but used in an exercise of lesson 04 is found."""
     early = Station("lesson 04", {".mm"}, "", set())

@@ -13,7 +13,7 @@ from conftest import ROOT
 from course_utils.release import BEGIN, CHECK_CALL, END, SHIPPED
 
 # exercises that mirror their lesson's worked example on purpose; every other one is transfer
-MIRRORS = {"scalar_engine", "mul", "exp", "linear_function", "linear_module", "killhead"}
+MIRRORS = {"exp", "linear_function", "linear_module", "killhead"}
 TRANSFER_LIMIT, OVERALL_LIMIT = 0.15, 0.30
 
 
@@ -58,6 +58,45 @@ def test_solution_lines_copied_from_the_lessons_stay_under_the_limits():
     assert total > 200 and t_total > 150, "the solutions lost their answer regions?"
     assert t_copied / t_total <= TRANSFER_LIMIT, f"transfer exercises: {t_copied}/{t_total} lines are in the lessons"
     assert copied / total <= OVERALL_LIMIT, f"all exercises: {copied}/{total} lines are in the lessons"
+
+
+def variant_solution_regions() -> dict[str, list[list[str]]]:
+    """'grade_id/key' -> the solution regions (lines between the markers) of each variant's answer in
+    solutions/variants/, in order: a Function's last region is its backward."""
+    import importlib.util
+
+    found: dict[str, list[list[str]]] = {}
+    for path in sorted((ROOT / "solutions" / "variants").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"variant_answers_{path.stem}", path)
+        assert spec and spec.loader, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for key, source in module.ANSWERS.items():
+            regions = found.setdefault(f"{path.stem}/{key}", [])
+            inside = False
+            for line in source.splitlines():
+                t = line.strip()
+                if t in (BEGIN, END):
+                    inside = t == BEGIN
+                    regions += [[]] if inside else []
+                elif inside and t and not t.startswith("#"):
+                    regions[-1].append(t)
+    return found
+
+
+def test_no_transfer_variants_answer_is_lesson_code():
+    """Issue 51: every variant of a transfer exercise asks for a relative of the lesson's example, not the example.
+    Saving and unpacking lines are the API every answer repeats; what a variant computes (its regions as a whole)
+    and returns from backward (the gradients) must not be lesson code."""
+    known = lesson_lines()
+    transfer = {name: regions for name, regions in variant_solution_regions().items()
+                if name.split("/")[0] not in MIRRORS and regions}
+    assert transfer, "no transfer exercise has variants with marked solution regions: this test proves nothing"
+    whole = [name for name, regions in transfer.items() if all(t in known for region in regions for t in region)]
+    assert not whole, f"these variants' answers are lesson code line for line: {whole}"
+    returned = {name: t for name, regions in transfer.items() for t in regions[-1]
+                if t.startswith("return") and t in known}
+    assert not returned, f"these variants' backward returns a lesson's line: {returned}"
 
 
 def test_the_share_counts_a_copied_line():

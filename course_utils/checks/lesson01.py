@@ -10,6 +10,11 @@ student's ``Scalar`` that counts writes to ``x.grad`` and stops the sweep after
 engine's guard) is only the backstop for engines that do not write ``.grad`` while they
 sweep (e.g. adjoints kept in a dict). ``scalar_ops`` (in ``lesson01_ops``) adds
 ``/``, ``**`` and ``tanh`` to the same class.
+
+A transfer exercise (issue 51): the lesson prints an engine; every variant asks for a relative with one
+rule of its own, checked on top of the values, gradients and cost: ``deep`` (the default) orders the
+nodes without recursion (a path of ``DEEP`` nodes), ``accumulate`` adds into the leaves across calls,
+``leaves`` fills ``.grad`` of the leaves only, ``none`` starts ``.grad`` at None (PyTorch's rules).
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from collections.abc import Callable
 
 import torch
 
-from ..probes.lesson01 import EFFICIENCY_SECONDS, ENGINE_API, ENGINE_EXPRESSIONS, LAYERS, VISIT_LIMIT
+from ..probes.lesson01 import DEEP, EFFICIENCY_SECONDS, ENGINE_API, ENGINE_EXPRESSIONS, LAYERS, VISIT_LIMIT
 from .engine import Exercise, Mistake, Stage, catalogue, unwrap
+from .variants import Variant
 
 catalogue({
     "scalar_api": "Scalar lacks part of the required interface",
@@ -29,6 +35,10 @@ catalogue({
     "scalar_no_accumulation": "Scalar.backward overwrites (=) instead of accumulating (+=)",
     "scalar_wrong_order": "Scalar.backward visits nodes before all their contributions arrived",
     "scalar_exponential": "Scalar.backward walks every path through shared nodes instead of visiting each node once",
+    "scalar_recursion_depth": "Scalar.backward recurses once per node and fails on a graph deeper than the recursion limit",
+    "scalar_not_accumulated": "Scalar.backward overwrites the leaves' .grad instead of adding to it across calls",
+    "scalar_interior_grad": "Scalar.backward leaves a gradient in .grad of nodes that are not leaves",
+    "scalar_grad_not_none": ".grad is not None before backward, or for a leaf the output does not use",
 })
 
 API = list(zip(ENGINE_API, [5.0, 6.0, 3.0, 3.0, 8.0, 8.0, math.sin(0.5), math.exp(0.5)]))  # ((label, build), value)
@@ -142,6 +152,55 @@ def _judge_backward(req, facts):
     grad = unwrap(facts["twice"])["grad"]
     if type(grad) is not float or not math.isclose(grad, 3.0):
         raise Mistake("scalar_no_accumulation", "scalar_engine: x * x at 1.5 should give x.grad = 3.0.")
+    mode = req.get("mode", "deep")
+    if mode in CONTRACTS:
+        CONTRACTS[mode](unwrap(facts[mode]))
+
+
+def _same(got: list, want: list[float | None]) -> bool:
+    return len(got) == len(want) and all((w is None and type(g) is not float) or (
+        w is not None and type(g) is float and math.isclose(g, w)) for g, w in zip(got, want))
+
+
+def _judge_accumulate(got: dict) -> None:
+    where = "scalar_engine: for out = x * y + x at (2, 3)"
+    if not _same(got["first"], [4.0, 2.0]):
+        raise Mistake("scalar_local_derivative", f"{where} one backward gives [x.grad, y.grad] = {got['first']}, "
+                      "expected [4, 2].")
+    if not _same(got["second"], [8.0, 4.0]) or not _same([got["other"]], [11.0]):
+        raise Mistake("scalar_not_accumulated", f"{where} a second out.backward() leaves [x.grad, y.grad] = "
+                      f"{got['second']} (expected [8, 4]), and then backward of x * 3 leaves x.grad = {got['other']} "
+                      "(expected 11): in this variant a leaf's .grad keeps what earlier backward calls put there, as "
+                      "a tensor's does. Which nodes does your backward reset?",
+                      fix="reset only the nodes that have parents (or keep the adjoints apart) and add (+=) into the "
+                      "leaves' .grad.")
+
+
+def _judge_leaves(got: dict) -> None:
+    if not _same(got["leaves"], [3.0 * (12.0 + math.cos(6.0)), 2.0 * (12.0 + math.cos(6.0))]):
+        raise Mistake("scalar_local_derivative", f"scalar_engine: for out = s * s + sin(s), s = x * y at (2, 3) the "
+                      f"leaves get [x.grad, y.grad] = {got['leaves']}; check the local derivatives.")
+    if not _same(got["interior"], [0.0, 0.0]):
+        raise Mistake("scalar_interior_grad", "scalar_engine: for out = s * s + sin(s), s = x * y, after backward "
+                      f"[s.grad, out.grad] = {got['interior']}, expected [0, 0]: in this variant only leaves (nodes "
+                      "without parents) receive a gradient, as only leaf tensors do. Where do the other nodes' "
+                      "adjoints live while backward runs?", fix="keep the adjoints in a dict keyed by id(node) and "
+                      "write .grad of the leaves only.")
+
+
+def _judge_none(got: dict) -> None:
+    if not _same(got["before"], [None, None]):
+        raise Mistake("scalar_grad_not_none", f"scalar_engine: Scalar(2.0).grad is {got['before'][0]} before any "
+                      "backward; in this variant it starts as None, as a tensor's .grad does.",
+                      fix="set self.grad = None in __init__ and treat None as 0 when a contribution arrives.")
+    if not _same(got["after"], [4.0, None]):
+        raise Mistake("scalar_grad_not_none", "scalar_engine: after backward of out = x * 4 + 1, [x.grad, y.grad] = "
+                      f"{got['after']} for x and a leaf y that out does not use; expected [4, None]: a leaf the "
+                      "output does not depend on keeps .grad = None.",
+                      fix="start from None and only nodes reached from the output get a number.")
+
+
+CONTRACTS = {"accumulate": _judge_accumulate, "leaves": _judge_leaves, "none": _judge_none}
 
 
 def _judge_efficiency(req, facts):
@@ -158,12 +217,61 @@ def _judge_efficiency(req, facts):
         raise Mistake("scalar_wrong_order", f"{what} gives x.grad = {grad}, expected 2**{LAYERS} = {2 ** LAYERS}: "
                       "some node passes on its gradient before it is complete.", fix="every node must pass on its "
                       "complete gradient once, in reverse topological order.")
+    if req.get("mode", "deep") == "deep":
+        _judge_deep(facts["deep"])
 
 
-SCALAR_ENGINE = Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
-    Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe="api", judge=_judge_api),
-    Stage(name="backward matches torch.autograd, shared nodes included", points=2, probe="backward", judge=_judge_backward),
-    Stage(name=f"backward visits each node once ({LAYERS} doubling layers)", points=1, probe="efficiency",
-          judge=_judge_efficiency),
-), request=_request)
-EXERCISES = [SCALAR_ENGINE]
+def _judge_deep(got: dict) -> None:
+    what = f"scalar_engine: on s = x + x + ... + x ({DEEP} nested additions, a path {DEEP} nodes long) your backward"
+    error = got.get("$error") if isinstance(got, dict) else None
+    if error is not None:
+        hint = str(error.get("hint", ""))
+        if "Recursion" in hint or "recursion" in hint:
+            raise Mistake("scalar_recursion_depth", f"{what} failed with a RecursionError: it calls itself once per "
+                          f"node of the path, and Python stops at about 1000 nested calls.",
+                          fix="build the topological order with an explicit stack (a list you append to and pop "
+                          "from) instead of a recursive function.")
+        unwrap(got)
+    if type(got["grad"]) is not float or got["grad"] != DEEP + 1:
+        raise Mistake("scalar_wrong_order", f"{what} gives x.grad = {got['grad']}, expected {DEEP + 1}.")
+
+
+def _request_for(mode: str):
+    return lambda seed: {**perturbed(seed, PROBES), "mode": mode}
+
+
+STAGE_NAMES = {"deep": f"backward visits each node once ({LAYERS} doubling layers), without recursion ({DEEP} nodes deep)",
+               "accumulate": "backward matches torch.autograd and accumulates into leaves across calls",
+               "leaves": "backward matches torch.autograd and fills .grad of the leaves only",
+               "none": "backward matches torch.autograd, .grad None until a gradient arrives"}
+
+
+def _engine(mode: str) -> Exercise:
+    backward = STAGE_NAMES[mode] if mode != "deep" else "backward matches torch.autograd, shared nodes included"
+    efficiency = STAGE_NAMES[mode] if mode == "deep" else f"backward visits each node once ({LAYERS} doubling layers)"
+    return Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
+        Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe="api",
+              judge=_judge_api),
+        Stage(name=backward, points=2, probe="backward", judge=_judge_backward),
+        Stage(name=efficiency, points=1, probe="efficiency", judge=_judge_efficiency),
+    ), request=_request_for(mode))
+
+
+_TASKS = {
+    "deep": f"Your engine must also differentiate a graph far deeper than Python's recursion limit (about 1000 "
+            f"nested calls): the check builds `s = x + x + ... + x` as {DEEP} nested additions, a path {DEEP} nodes "
+            "long, and calls `s.backward()`.",
+    "accumulate": "Like a tensor's, a **leaf's** `.grad` accumulates across backward calls: calling `out.backward()` "
+                  "twice leaves twice the gradient in every leaf (a leaf is a `Scalar` built from a number, with no "
+                  "parents), and a backward through another graph adds to the same leaves. Every call must still "
+                  "give each node of its own graph its complete gradient exactly once.",
+    "leaves": "Like PyTorch, only **leaves** (`Scalar`s built from a number, with no parents) receive a gradient: "
+              "after `out.backward()`, every node that has parents, `out` included, keeps `.grad == 0.0`.",
+    "none": "Like a tensor's, `.grad` is `None` until a gradient arrives: `Scalar(x).grad` starts as `None`, "
+            "`out.backward()` gives every node that `out` depends on a number, and a leaf that `out` does not use "
+            "keeps `.grad is None`.",
+}
+FAMILY = tuple(Variant(key=mode, task=_TASKS[mode], exercise=_engine(mode)) for mode in ("deep", "accumulate", "leaves",
+                                                                                          "none"))
+EXERCISES = [FAMILY[0].exercise]
+VARIANTS = {"scalar_engine": FAMILY}

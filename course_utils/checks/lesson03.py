@@ -7,6 +7,7 @@ import torch
 
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Mistake, Stage, catalogue
+from .relatives import Relative, family
 from .saved_tensors import judge_saves_output_only
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
@@ -38,7 +39,38 @@ def _diagnose(i, got, want, args, g):
 EXP = FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=torch.exp, cases=_cases, describe="exp(x)",
                    diagnose=_diagnose,
                    gradcheck_args=lambda base: [tensor_arg((5,), base + 24)])
-EXERCISES = [function_exercise(spec=EXP, title="Exp", forward_points=1, backward_points=1)]
+
+
+def _exp_cases(shift: int, fixed: list[float]):
+    def cases(base: int):
+        return [
+            ([tensor_arg((6,), base + 21 + shift)], "x of shape (6,)"),
+            ([tensor_arg((2, 3), base + 22 + shift, torch.float32)], "float32 x of shape (2, 3)"),
+            ([tensor_arg((3, 2), base + 23 + shift, layout="t")], "a non-contiguous x"),
+            ([fixed_arg(fixed)], "x = [" + ", ".join(f"{v:g}" for v in fixed) + "]"),
+        ]
+    return cases
+
+
+def _exp_relative(describe: str, reference, shift: int, fixed: list[float]) -> FunctionSpec:
+    return replace(EXP, reference=reference, describe=describe, diagnose=None, cases=_exp_cases(shift, fixed),
+                   gradcheck_args=lambda base: [tensor_arg((5,), base + 24 + shift)])
+
+
+# the relatives (per-student variants): another function of the exponential family; what to save is part of the work
+_ANY = " elementwise, for a tensor `x` of any shape (float32 or float64)."
+EXP_FAMILY = family([
+    Relative(key="exp", spec=EXP, task="`Exp.apply(x)` returns $e^x$" + _ANY),
+    Relative(key="decay", spec=_exp_relative("exp(-x)", lambda x: torch.exp(-x), 100, [0.0, 1.0, -2.0]),
+             task="`Exp.apply(x)` returns $e^{-x}$" + _ANY),
+    Relative(key="minus_one", spec=_exp_relative("exp(x) - 1", lambda x: torch.exp(x) - 1, 200, [0.0, 1.0, -2.0]),
+             task="`Exp.apply(x)` returns $e^x - 1$" + _ANY),
+    Relative(key="times_x", spec=_exp_relative("x * exp(x)", lambda x: x * torch.exp(x), 300, [0.0, 1.0, -2.0]),
+             task="`Exp.apply(x)` returns $x\\,e^x$" + _ANY),
+    Relative(key="bell", spec=_exp_relative("exp(-x**2 / 2)", lambda x: torch.exp(-x * x / 2), 400, [0.0, 1.0, -2.0]),
+             task="`Exp.apply(x)` returns $e^{-x^2/2}$ (the bell curve, unnormalised)" + _ANY),
+], lambda spec: function_exercise(spec=spec, title="Exp", forward_points=1, backward_points=1))
+EXERCISES = [EXP_FAMILY[0].exercise]
 
 
 # --------------------------------------------------------------------------- transfer: Sigmoid
@@ -75,7 +107,38 @@ def _sigmoid_diagnose(i, got, want, args, g):
 SIGMOID = FunctionSpec(grade_id="sigmoid", cls_name="Sigmoid", arg_names=("x",), reference=torch.sigmoid, cases=_sigmoid_cases,
                        describe="torch.sigmoid(x)",
                        diagnose=_sigmoid_diagnose, gradcheck_args=lambda base: [tensor_arg((5,), base + 44)])
-_SAVES_OUTPUT = Stage(name="forward saves its output only (not the input) for backward", points=1,
-                      probe="saved", judge=lambda req, facts: judge_saves_output_only(SIGMOID, req, facts))
-_sigmoid = function_exercise(spec=SIGMOID, title="Sigmoid", forward_points=1, backward_points=1)
-EXERCISES.append(replace(_sigmoid, stages=_sigmoid.stages + (_SAVES_OUTPUT,)))
+
+
+def _sigmoid_relative(describe: str, reference) -> FunctionSpec:
+    return replace(SIGMOID, reference=reference, describe=describe, diagnose=None)
+
+
+def _saves_output_only(spec: FunctionSpec) -> Stage:
+    return Stage(name="forward saves its output only (not the input) for backward", points=1,
+                 probe="saved", judge=lambda req, facts: judge_saves_output_only(spec, req, facts))
+
+
+def _with_saved_stage(spec: FunctionSpec):
+    ex = function_exercise(spec=spec, title="Sigmoid", forward_points=1, backward_points=1)
+    return replace(ex, stages=ex.stages + (_saves_output_only(spec),))
+
+
+# the relatives (per-student variants): another S-shaped function whose derivative can be written with its output
+_LARGE = (" elementwise, for a tensor `x` of any shape, also for large $|x|$ (the check uses $x = \\pm 100$ in "
+          "float32 and $\\pm 800$ in float64), where a careless formula divides inf by inf.")
+SIGMOID_FAMILY = family([
+    Relative(key="sigmoid", spec=SIGMOID, task="`Sigmoid.apply(x)` returns $\\sigma(x) = 1 / (1 + e^{-x})$, "
+             "`torch.sigmoid(x)`," + _LARGE),
+    Relative(key="tanh", spec=_sigmoid_relative("torch.tanh(x)", torch.tanh),
+             task="`Sigmoid.apply(x)` returns $\\tanh x = (e^x - e^{-x}) / (e^x + e^{-x})$, `torch.tanh(x)`,"
+             + _LARGE),
+    Relative(key="falling", spec=_sigmoid_relative("1 / (1 + exp(x))", lambda x: torch.sigmoid(-x)),
+             task="`Sigmoid.apply(x)` returns $1 / (1 + e^{x})$, the falling sigmoid $\\sigma(-x)$," + _LARGE),
+    Relative(key="centred", spec=_sigmoid_relative("2 * sigmoid(x) - 1", lambda x: 2 * torch.sigmoid(x) - 1),
+             task="`Sigmoid.apply(x)` returns $2\\,\\sigma(x) - 1$, a sigmoid centred on 0 with values in "
+             "$(-1, 1)$," + _LARGE),
+    Relative(key="steep", spec=_sigmoid_relative("sigmoid(2 * x)", lambda x: torch.sigmoid(2 * x)),
+             task="`Sigmoid.apply(x)` returns $\\sigma(2x) = 1 / (1 + e^{-2x})$, a steeper sigmoid," + _LARGE),
+], _with_saved_stage)
+EXERCISES.append(SIGMOID_FAMILY[0].exercise)
+VARIANTS = {"exp": EXP_FAMILY, "sigmoid": SIGMOID_FAMILY}

@@ -18,6 +18,7 @@ from .guard import Mistake, attempt, call, lookup
 LAYERS = 25  # doubling layers of the efficiency probe: 2**25 paths from the output down to x
 VISIT_LIMIT = 1000  # writes to x.grad after which the probe stops the sweep (a topological sweep needs ~4)
 EFFICIENCY_SECONDS = 2.0  # backstop time limit for the efficiency probe (the sweep itself takes microseconds)
+DEEP = 5000  # additions in the deep chain of the "deep" variant: 5 times Python's recursion limit (1000)
 
 
 def _deep_chain(v, sin, exp):
@@ -118,7 +119,45 @@ def engine_backward(ns, req):
         y = x * x
         call("Scalar.backward", y.backward)
         return {"grad": number(x.grad)}
-    return {"probes": out, "twice": attempt(twice)}
+    facts = {"probes": out, "twice": attempt(twice)}
+    if req.get("mode") == "accumulate":
+        facts["accumulate"] = attempt(lambda: _accumulate(S))
+    if req.get("mode") == "leaves":
+        facts["leaves"] = attempt(lambda: _leaves(S))
+    if req.get("mode") == "none":
+        facts["none"] = attempt(lambda: _none(S))
+    return facts
+
+
+def _none(S: Any) -> dict:
+    """.grad before any backward, then after out = x * 4 + 1 for x and for a leaf y the output does not use."""
+    x, y = S(2.0), S(3.0)
+    before = [number(getattr(x, "grad", None)), number(getattr(y, "grad", None))]
+    out = call("building x * 4 + 1", lambda: x * 4 + 1)
+    call("Scalar.backward", out.backward)
+    return {"before": before, "after": [number(getattr(x, "grad", None)), number(getattr(y, "grad", None))]}
+
+
+def _accumulate(S: Any) -> dict:
+    """Two backward calls on one graph, then one on another graph over the same leaf: .grad after each."""
+    x, y = S(2.0), S(3.0)
+    out = x * y + x
+    call("Scalar.backward", out.backward)
+    first = [number(x.grad), number(y.grad)]
+    call("Scalar.backward (a second time)", out.backward)
+    second = [number(x.grad), number(y.grad)]
+    other = x * 3
+    call("Scalar.backward of another graph", other.backward)
+    return {"first": first, "second": second, "other": number(x.grad)}
+
+
+def _leaves(S: Any) -> dict:
+    """After backward: the leaves' .grad and the interior nodes' (s = x * y and the output)."""
+    x, y = S(2.0), S(3.0)
+    s = x * y
+    out = s * s + s.sin()
+    call("Scalar.backward", out.backward)
+    return {"leaves": [number(x.grad), number(y.grad)], "interior": [number(s.grad), number(out.grad)]}
 
 
 class _TooManyVisits(BaseException):
@@ -160,7 +199,24 @@ def engine_efficiency(ns, req):
         if m.code != "timeout":
             raise
     facts["writes"] = counter["writes"]
+    if req.get("mode") == "deep" and facts["finished"]:
+        facts["deep"] = attempt(lambda: _deep(S))
     return facts
+
+
+def _deep(S: Any) -> dict:
+    """x.grad of s = x + x + ... + x built as DEEP nested additions (a path DEEP nodes long)."""
+    x = call("Scalar(0.5)", S, 0.5)
+
+    def chain():
+        s = x
+        for _ in range(DEEP):
+            s = s + x
+        return s
+    s = call(f"building s = x + x + ... ({DEEP} additions)", chain)
+    with guard.limited(EFFICIENCY_SECONDS):
+        call("Scalar.backward", s.backward)
+    return {"grad": number(getattr(x, "grad", None))}
 
 
 PROBES = {"scalar_engine": {"api": engine_api, "backward": engine_backward, "efficiency": engine_efficiency}}

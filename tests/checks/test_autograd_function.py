@@ -14,7 +14,7 @@ from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
 
 from course_utils import checks
 
-MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b"
+MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b * b"
 EXP_GRAD = "return g * y"
 LINEAR_GRADS = """gi = g.mm(weight) if ctx.needs_input_grad[0] else None
         gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
@@ -56,24 +56,24 @@ BUGS = {
     "forward_wrong": ("mul", mutate(MUL, ("return a * b", "return a + b")), ["forward should compute a * b"]),
     "swapped_gradients": ("mul", mutate(MUL, SWAPPED), ["input 0 (`a`)", "swapped"]),
     "tensor_on_ctx": ("mul", mutate(MUL, ("ctx.save_for_backward(a, b)", "ctx.a, ctx.b = a, b"),
-                                    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "return g * ctx.b, g * ctx.a")),
+                                    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "return g * ctx.b * ctx.b, 2 * g * ctx.a * ctx.b")),
                       ["ctx.a", "save_for_backward"]),
     "wrong_shape": ("mul", mutate(MUL, (MUL_GRADS, "return (g * b).sum(), g * a")),
                     ["input 0 (`a`)", "shape ()", "shape of its input"]),
-    "missing_gradient": ("mul", mutate(MUL, (MUL_GRADS, "return g * b, None")), ["None for input 1 (`b`)"]),
+    "missing_gradient": ("mul", mutate(MUL, (MUL_GRADS, "return g * b * b, None")), ["None for input 1 (`b`)"]),
     "wrong_number_of_gradients": ("mul", mutate(MUL, (MUL_GRADS, "return (g * b,)")),
                                   ["returned 1 value(s) but forward takes 2 arguments (a, b)"]),
-    "no_graph": ("mul", mutate(MUL, (MUL_FORWARD, "out = a * b\n        ctx.mark_non_differentiable(out)\n"
+    "no_graph": ("mul", mutate(MUL, (MUL_FORWARD, "out = a * b * b\n        ctx.mark_non_differentiable(out)\n"
                                                    "        return out")), ["no MulBackward node"]),
     "raised": ("mul", mutate(MUL, (MUL_GRADS, 'raise ValueError("my own bug")')),
                ["Mul.backward raised ValueError: my own bug", "in backward, line 13 of your cell"]),
     "missing_name": ("mul", "x = 1\n", ["`Mul` is not defined"]),
     "not_a_function": ("mul", "def Mul(a, b):\n    return a * b\n", ["deriving from torch.autograd.Function"]),
     "gradient_sign": ("mul", mutate(MUL, ("def backward(ctx, g):", "def backward(ctx, grad_output):"),
-                                    (MUL_GRADS, "return -grad_output * b, grad_output * a")),
+                                    (MUL_GRADS, "return -grad_output * b * b, 2 * grad_output * a * b")),
                       ["input 0 (`a`)", "wrong sign everywhere", "exactly the negative"]),  # review 2, finding 9
     "gradcheck_failed": ("mul", mutate(MUL, (MUL_GRADS, "if a.shape == (4,):  # wrong only for the shape gradcheck"
-                                                        " happens to use\n            return g * b * 1.01, g * a\n"
+                                                        " happens to use\n            return g * b * b * 1.01, 2 * g * a * b\n"
                                                         "        " + MUL_GRADS)), ["gradcheck fails in float64"]),
     # ---- exp (lesson 03)
     "saved_wrong_tensor": ("exp", mutate(EXP, ("y = torch.exp(x)\n        ctx.save_for_backward(y)\n        return y",
@@ -186,7 +186,7 @@ def test_judge_does_not_accept_points_from_facts():
 
 
 # --------------------------------------------------------------------------- autograd inside backward, seen at run time
-def mul_with_backward(body: str, forward: str = "ctx.save_for_backward(a, b)\n        return a * b") -> str:
+def mul_with_backward(body: str, forward: str = MUL_FORWARD) -> str:
     return f"""
 class Mul(Function):
     @staticmethod
@@ -201,7 +201,7 @@ RECOMPUTE = """
 a, b = ctx.saved_tensors
 with torch.enable_grad():
     a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
-    return AUTOGRAD_GRAD(a2 * b2, (a2, b2), g)
+    return AUTOGRAD_GRAD(a2 * b2 * b2, (a2, b2), g)
 """
 AUTOGRAD_IN_BACKWARD = {  # however autograd is reached, the ops it runs are seen
     "getattr with a built name": mul_with_backward(RECOMPUTE.replace("AUTOGRAD_GRAD", 'getattr(torch, "auto" + "grad").grad')),
@@ -211,14 +211,14 @@ AUTOGRAD_IN_BACKWARD = {  # however autograd is reached, the ops it runs are see
 a, b = ctx.saved_tensors
 with torch.enable_grad():
     a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()
-    (a2 * b2).backward(g)
+    (a2 * b2 * b2).backward(g)
 return a2.grad, b2.grad
 """),
     "a graph built in forward, differentiated in backward (grad mode stays off)": mul_with_backward(
         "a2, b2, y = ctx.saved_tensors\nreturn torch.autograd.grad(y, (a2, b2), g, retain_graph=True)",
         forward="with torch.enable_grad():\n            a2, b2 = a.detach().requires_grad_(), b.detach().requires_grad_()\n"
-                "            y = a2 * b2\n        ctx.save_for_backward(a2, b2, y)\n        return y.detach()"),
-    "torch.func.vjp": mul_with_backward("a, b = ctx.saved_tensors\nreturn torch.func.vjp(torch.mul, a, b)[1](g)"),
+                "            y = a2 * b2 * b2\n        ctx.save_for_backward(a2, b2, y)\n        return y.detach()"),
+    "torch.func.vjp": mul_with_backward("a, b = ctx.saved_tensors\nreturn torch.func.vjp(lambda a, b: a * b * b, a, b)[1](g)"),
 }
 
 
@@ -246,7 +246,7 @@ def test_abs_prod_with_an_aliased_autograd_grad_is_remarked():
 
 
 def test_a_backward_by_hand_has_no_remark():
-    result = checks.run_check("mul", ns_from(mul_with_backward("a, b = ctx.saved_tensors\nreturn g * b, g * a")))
+    result = checks.run_check("mul", ns_from(mul_with_backward("a, b = ctx.saved_tensors\nreturn g * b * b, 2 * g * a * b")))
     assert result.status == "passed" and result.flags == [], result.flags
 
 

@@ -67,9 +67,9 @@ class Sigmoid(torch.autograd.Function):
     # forward is lesson 02's, written as the lesson writes it: only its gradients differ
     "mul: docs pattern, needs_input_grad": ("mul", mutate(MUL_AS_TAUGHT, (TAUGHT_GRADS, """grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = (grad_output * b).sum_to_size(a.shape)
+            grad_a = (grad_output * b * b).sum_to_size(a.shape)
         if ctx.needs_input_grad[1]:
-            grad_b = (grad_output * a).sum_to_size(b.shape)
+            grad_b = (2 * grad_output * a * b).sum_to_size(b.shape)
         return grad_a, grad_b"""))),
     # the common embedding Function (index_select forward, index_add_ backward), as in many tutorials
     "embedding: index_select / index_add_": ("embedding", """

@@ -141,9 +141,62 @@ BUGS.update({
 })
 
 
+# ---- scalar_engine's variants (issue 51): each a rule of its own for backward
+ITERATIVE_TOPO = """
+    def topo(self):
+        order, seen, stack = [], set(), [(self, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+            elif id(n) not in seen:
+                seen.add(id(n))
+                stack.append((n, True))
+                stack.extend((p, False) for p, _ in n._parents)
+        return order
+"""
+BUGS.update({
+    # the lesson's recursive depth-first search, on the default variant (deep)
+    "scalar_recursion_depth": ("scalar_engine", scalar_source(), ["5000 nested additions", "RecursionError",
+                                                                  "explicit stack"]),
+    # the lesson's backward (every node reset to 0) where leaves accumulate across calls
+    "scalar_not_accumulated": ("scalar_engine", scalar_source(), ["a second out.backward()", "expected [8, 4]",
+                                                                  "reset only the nodes that have parents"]),
+    # the lesson's backward, which leaves every interior node's adjoint in .grad
+    "scalar_interior_grad": ("scalar_engine", scalar_source(), ["[s.grad, out.grad]", "expected [0, 0]",
+                                                                "only leaves"]),
+    # .grad starting at 0.0 where it starts as None
+    "scalar_grad_not_none": ("scalar_engine", scalar_source(), ["Scalar(2.0).grad is 0.0", "starts as None"]),
+})
+VARIANT_OF = {"scalar_not_accumulated": "accumulate", "scalar_interior_grad": "leaves", "scalar_grad_not_none": "none"}
+
+
 @pytest.mark.parametrize("code", sorted(BUGS))
 def test_each_mistake_gets_its_hint(code):
-    assert_diagnosed(code, *BUGS[code])
+    assert_diagnosed(code, *BUGS[code], variant=VARIANT_OF.get(code))
+
+
+@pytest.mark.parametrize("key", ["deep", "accumulate", "leaves", "none"])
+def test_the_lessons_engine_falls_short_on_every_variant(key):
+    """The lesson's engine (recursive order, every node reset and written) is no variant's answer."""
+    result = checks.run_check("scalar_engine", ns_from(scalar_source()), variant=key)
+    assert result.points == (3 if key == "deep" else 1), result.report()  # deep: the last stage; others: backward
+
+
+def test_an_iterative_engine_passes_the_deep_variant_and_only_it():
+    source = scalar_source().replace(SCALAR_BASE[SCALAR_BASE.index("    def topo"):], ITERATIVE_TOPO.lstrip("\n"))
+    assert "stack.pop()" in source
+    assert checks.run_check("scalar_engine", ns_from(source), variant="deep").status == "passed"
+    for key in ("accumulate", "leaves", "none"):
+        assert checks.run_check("scalar_engine", ns_from(source), variant=key).points < 4, key
+
+
+def test_an_accumulating_engine_that_also_accumulates_interior_nodes_fails():
+    """Leaves keep their gradient across calls, but interior nodes must start afresh: a second call must not
+    push the first call's interior adjoints on again."""
+    no_reset = TOPO_BACKWARD.replace("        for n in order:\n            n.grad = 0.0\n", "")
+    result = checks.run_check("scalar_engine", ns_from(scalar_source(backward=no_reset)), variant="accumulate")
+    assert result.mistakes == ["scalar_not_accumulated"], result.report()
 
 
 def test_naive_engine_keeps_the_points_for_correct_gradients():

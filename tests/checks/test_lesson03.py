@@ -108,3 +108,71 @@ def test_backward_reading_the_saved_output_passes_the_reads_probe():
 
     facts = saving.probe_saved(solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
     assert [case["reads"] for case in facts["cases"]] == [True] * len(facts["cases"])
+
+
+# --------------------------------------------------------------------------- variants: the laziest answers fail
+def exp_variant(forward: str, saved: str, unpack: str, grad: str) -> str:
+    return f"""
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = {forward}
+        ctx.save_for_backward({saved})
+        return y
+    @staticmethod
+    def backward(ctx, g):
+        {unpack} = ctx.saved_tensors
+        return {grad}
+"""
+
+
+@pytest.mark.parametrize("key, forward, grad, code, phrase", [
+    ("decay", "torch.exp(-x)", "g * y", "gradient_sign", "wrong sign everywhere"),  # the inner -x forgotten
+    ("minus_one", "torch.exp(x) - 1", "g * y", "gradient_wrong", "input 0 (`x`)"),  # exp's rule on another output
+    ("times_x", "x * torch.exp(x)", "g * y", "gradient_wrong", "x * exp(x)"),  # the product rule's second term lost
+    ("bell", "torch.exp(-x * x / 2)", "-g * y", "gradient_wrong", "exp(-x**2 / 2)"),  # the chain rule's x lost
+    ("exp", "torch.exp(x)", "g * y * (1 + x)", "derived_other_function", "gradient of x * exp(x)"),  # a classmate's
+])
+def test_an_exponentials_wrong_backward_fails_its_variant(key, forward, grad, code, phrase):
+    result = checks.run_check("exp", ns_from(exp_variant(forward, "x, y", "x, y", grad)), variant=key)
+    assert result.mistakes == [code] and result.points == 1, result.report()
+    assert phrase in result.report(), result.report()
+
+
+@pytest.mark.parametrize("key, forward, grad", [
+    ("tanh", "torch.tanh(x)", "g * y * (1 - y)"),  # sigmoid's rule on tanh's output
+    ("falling", "torch.sigmoid(-x)", "g * y * (1 - y)"),  # the inner minus sign lost
+    ("centred", "2 * torch.sigmoid(x) - 1", "g * (1 - y * y)"),  # tanh's rule: the factor 1/2 of tanh(x / 2) lost
+    ("steep", "torch.sigmoid(2 * x)", "g * y * (1 - y)"),  # the chain rule's factor 2 lost
+])
+def test_an_s_curves_wrong_backward_fails_its_variant(key, forward, grad):
+    result = checks.run_check("sigmoid", ns_from(sigmoid_source(forward=forward, grad=grad)), variant=key)
+    assert result.points == 1 and result.mistakes[0] in ("gradient_wrong", "gradient_sign",
+                                                        "derived_other_function"), result.report()
+    assert "input 0 (`x`)" in result.report()
+
+
+@pytest.mark.parametrize("key, forward, grad", [("tanh", "torch.tanh(x)", "g * (1 - y * y)"),
+                                               ("falling", "torch.sigmoid(-x)", "-g * y * (1 - y)")])
+def test_a_variant_saving_the_input_loses_the_saving_point(key, forward, grad):
+    result = checks.run_check("sigmoid", ns_from(sigmoid_source(forward=forward, saved="x, y", unpack="x, y",
+                                                                grad=grad)), variant=key)
+    assert result.mistakes == ["saved_input"] and result.points == 2, result.report()
+
+
+def test_an_overflowing_tanh_forward_is_named():
+    forward = "(torch.exp(2 * x) - 1) / (torch.exp(2 * x) + 1)"
+    result = checks.run_check("sigmoid", ns_from(sigmoid_source(forward=forward, grad="g * (1 - y * y)")),
+                              variant="tanh")
+    assert result.mistakes[0] == "forward_not_finite", result.report()
+
+
+@pytest.mark.parametrize("grade_id, keys", [("exp", ["decay", "minus_one", "times_x", "bell"]),
+                                            ("sigmoid", ["tanh", "falling", "centred", "steep"])])
+def test_the_defaults_answer_fails_every_other_variant(grade_id, keys):
+    from check_helpers import solution_answer
+
+    base = solution_answer("03", "Exp" if grade_id == "exp" else "Sigmoid")
+    for key in keys:
+        result = checks.run_check(grade_id, ns_from(base), variant=key)
+        assert result.points < result.max and result.mistakes[0] == "forward_wrong", (key, result.report())

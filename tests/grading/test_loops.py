@@ -15,16 +15,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from answers import MUL, mutate
+from answers import MUL, MUL_GRADS, mutate
 from conftest import ROOT
 from grading_corpus import IMPORTS, submission
 
 TIMEOUT = "2"  # seconds of CPU time per exercise: each loop below costs about that
 LOOPS = {  # mul's answer cell; div (3 points) stays the solution's in every notebook
     "top_level": IMPORTS + MUL + "\nwhile True:\n    pass\n",
-    "in_forward": IMPORTS + mutate(MUL, ("return a * b", "while True:\n            pass")),
-    "in_backward": IMPORTS + mutate(MUL, ("return g * b, g * a", "while True:\n            pass")),
-    "waits_in_backward": IMPORTS + "\nimport time" + mutate(MUL, ("return g * b, g * a", "time.sleep(10 ** 6)")),
+    "in_forward": IMPORTS + mutate(MUL, ("return a * b * b", "while True:\n            pass")),
+    "in_backward": IMPORTS + mutate(MUL, (MUL_GRADS, "while True:\n            pass")),
+    "waits_in_backward": IMPORTS + "\nimport time" + mutate(MUL, (MUL_GRADS, "time.sleep(10 ** 6)")),
 }
 MUL_POINTS = {"top_level": 0.0, "in_forward": 0.0, "in_backward": 1.0, "waits_in_backward": 1.0}
 

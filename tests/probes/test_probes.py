@@ -49,8 +49,8 @@ def _mul_solution() -> dict:
     from check_helpers import ns_from
 
     return ns_from("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
-                   "        ctx.save_for_backward(a, b)\n        return a * b\n    @staticmethod\n"
-                   "    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
+                   "        ctx.save_for_backward(a, b)\n        return a * b * b\n    @staticmethod\n"
+                   "    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b * b, 2 * g * a * b\n")
 
 
 def test_reordered_probes_still_pair_with_their_stages(monkeypatch):
@@ -73,7 +73,7 @@ def test_a_stage_naming_no_probe_or_a_probe_no_stage_names_is_refused():
 
     ex = checks.EXERCISES["mul"]
     typo = dataclasses.replace(ex, stages=(dataclasses.replace(ex.stages[0], probe="forwrd"), ex.stages[1]))
-    with pytest.raises(ValueError, match=r"^exercise 'mul': stage 'forward matches a \* b' names probe 'forwrd', "
+    with pytest.raises(ValueError, match=r"^exercise 'mul': stage 'forward matches a \* b \* b' names probe 'forwrd', "
                                          r"which probes/lesson02.py does not declare \(it declares: forward, backward\)"):
         pair(typo, probes.PROBES, "lesson02")
     short = dataclasses.replace(ex, stages=ex.stages[:1])
@@ -130,19 +130,19 @@ def test_tensors_kept_on_ctx_in_any_container_are_found():
             @staticmethod
             def forward(ctx, a, b):
                 {line}
-                return a * b
+                return a * b * b
             @staticmethod
             def backward(ctx, g):
                 k = ctx.kept
                 a, b = (k["a"], k["b"]) if isinstance(k, dict) else (k[0], k[1])
                 a, b = (a[0], b[0]) if isinstance(a, list) else (a, b)
-                return g * b, g * a
+                return g * b * b, 2 * g * a * b
         """)
         result = checks.run_check("mul", ns_from(src))
         assert result.mistakes == ["tensor_on_ctx"] and "ctx.kept" in result.summary, (what, result.report())
     ok = "ctx.shapes = [a.shape, b.shape]; ctx.save_for_backward(a, b)"
-    src = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        " + ok + "\n        return a * b\n"
-           "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b, g * a\n")
+    src = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        " + ok + "\n        return a * b * b\n"
+           "    @staticmethod\n    def backward(ctx, g):\n        a, b = ctx.saved_tensors\n        return g * b * b, 2 * g * a * b\n")
     assert checks.run_check("mul", ns_from(src)).status == "passed"  # plain data on ctx is fine
 
 
