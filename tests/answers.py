@@ -73,19 +73,19 @@ class LinearFunction(Function):
 """
 
 KILLHEAD = """
-class KillHead(Function):
+class KillSlice(Function):
     @staticmethod
     def forward(ctx, input, n):
         ctx.n = n
         out = input.clone()
-        out[:, :n] = 0
+        out[:, input.shape[1] - n:] = 0
         return out
     @staticmethod
     def backward(ctx, g):
         gi = g.clone()
-        gi[:, :ctx.n] = 0
+        gi[:, g.shape[1] - ctx.n:] = 0
         return gi, None
-"""
+"""  # killhead's default variant (last-cols): the last n columns zeroed
 
 ABS_PROD = """
 class AbsProd(Function):

@@ -233,13 +233,14 @@ def canonical_solution(grade_id: str) -> frozenset[str]:
     return frozenset(forms - task_code(grade_id))
 
 
-def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str]):
-    """The answer `source` fails `grade_id` with exactly mistake `code`, and the hint says each phrase.
+def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str], variant: str | None = None):
+    """The answer `source` fails `grade_id` (its ``variant``, the default if None) with exactly mistake `code`, and
+    the hint says each phrase.
 
     A phrase may sit in the hint (level 1) or in its fix (level 2, shown on request): both are checked together;
     the fix never shows in the plain verdict.
     """
-    result = checks.run_check(grade_id, ns_from(source))
+    result = checks.run_check(grade_id, ns_from(source), variant=variant)
     report = result.report(fix=True)
     assert result.mistakes == [code], report
     assert result.status == "failed" and result.points < result.max

@@ -20,7 +20,7 @@ LINEAR_GRADS = """gi = g.mm(weight) if ctx.needs_input_grad[0] else None
         gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
         gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
         return gi, gw, gb"""
-KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, :ctx.n] = 0\n        return gi, None"
+KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, g.shape[1] - ctx.n:] = 0\n        return gi, None"
 ABS_PROD_GRADS = "s = torch.sign(u * v)\n        return g * s * v, g * s * u"
 
 # linear_module: the module alone is graded (FORWARD_ONLY_LINEAR before it); a right one, then its mistakes
@@ -97,12 +97,13 @@ BUGS = {
     # ---- killhead (lesson 05)
     "missing_none": ("killhead", mutate(KILLHEAD, ("return gi, None", "return gi")),
                      ["the non-tensor argument `n`", "return None for `n`"]),
-    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, :ctx.n] = 0\n        return g, None")),
+    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, g.shape[1] - ctx.n:] = 0\n        return g, None")),
                             ["modified grad_output in place", "grad_output.clone()"]),
     "killhead_backward_not_masked": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "return g.clone(), None")),
-                                     ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
-    "forward_modifies_input": ("killhead", mutate(KILLHEAD, ("out = input.clone()\n        out[:, :n] = 0\n        return out",
-                                                             "input[:, :n] = 0\n        return input.clone()")),
+                                     ["input 0 (`input`)", "entries forward sets to zero"]),
+    "forward_modifies_input": ("killhead", mutate(KILLHEAD, ("out = input.clone()\n        out[:, input.shape[1] - n:] = 0\n"
+                                                             "        return out", "input[:, input.shape[1] - n:] = 0\n"
+                                                             "        return input.clone()")),
                                ["changed input 0 (`input`) in place"]),
     # ---- abs_prod (lesson 06)
     "kink_convention": ("abs_prod", mutate(ABS_PROD, ("torch.sign(u * v)", "torch.where(u * v >= 0, 1.0, -1.0).to(u.dtype)")),
