@@ -153,27 +153,29 @@ check("linear_module", globals())
 
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `linear_nd` (5 points): a Linear for any number of leading dimensions
+# ## Exercise `linear_nd` (5 points): a Linear for any number of extra dimensions
 #
-# `F.linear` accepts an input of shape $(*, \text{in})$: any number of leading dimensions
-# (a batch of sequences, a single vector with none at all), and applies the same weight
-# $(\text{out}, \text{in})$ to every row. Write `LinearND(Function)` with
-# `LinearND.apply(input, weight, bias=None)` that gives the same values and gradients as
-# `F.linear` for **every** such input, and, like `LinearFunction`, computes only the
-# gradients `ctx.needs_input_grad` asks for.
+# `F.linear` accepts an input with any number of extra dimensions (a batch of sequences, a
+# single vector with none at all) and applies the same weight to every row. Write
+# `LinearND(Function)` that does the same for **your** variant's layout (the cell below) and
+# gives the right values and gradients for **every** such input.
 #
-# The lesson's `mm` only takes matrices, so think about the leading dimensions:
+# The lesson's `mm` only takes matrices, so think about the extra dimensions:
 #
-# * every leading index is one more row that uses the *same* weight and bias, so the
-#   weight and bias gradients **sum** over all of them (not the first one, not the mean);
-# * one way: flatten the leading dims with `reshape(-1, in)` / `reshape(-1, out)`, do the
-#   matrix algebra of the lesson, and give `grad_input` the input's shape back; use
-#   `reshape`, not `view`: the input may be non-contiguous (say `x.transpose(0, 1)`), and
-#   `view` cannot flatten such leading dims;
-# * another: `@` broadcasts over leading dims; a gradient of shape `(*, out, in)` for the
+# * every extra index is one more row that uses the *same* weight and bias, so their
+#   gradients collect a contribution from every one of them;
+# * one way: flatten the extra dims with `reshape`, do the matrix algebra of the lesson, and
+#   give `grad_input` the input's shape back; use `reshape`, not `view`: the input may be
+#   non-contiguous (say `x.transpose(0, 1)`), and `view` cannot flatten such dims;
+# * another: `@` broadcasts over leading dims; a gradient with extra leading dims for the
 #   weight is not wrong either (autograd sums it down to the weight's shape), but be explicit.
 #
-# Test it on an input of shape `(3,)`, `(4, 3)` and `(2, 5, 3)` before you run the check.
+# Test it on inputs with zero, one and two extra dimensions before you run the check.
+
+# %% nbgrader={"grade": false, "grade_id": "04_exercises_code_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("linear_nd")
 
 # %% nbgrader={"grade": false, "grade_id": "linear_nd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `linear_nd`: edit this cell, run it, then run the check below it.

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 
-from . import linear_family, linear_modules
+from . import linear_family, linear_modules, linear_nd_family
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -194,51 +195,72 @@ def _nd_labelled(judge: Judge) -> Judge:
     return wrapped
 
 
+def _nd_gradcheck(base: int) -> list[dict]:
+    return [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69), tensor_arg((2,), base + 70)]
+
+
 LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("input", "weight", "bias"), reference=_reference,
                          cases=_nd_cases,
                          describe="input @ weight.T + bias over any leading dims", diagnose=_nd_diagnose,
-                         gradcheck_args=lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
-                                       tensor_arg((2,), base + 70)],
+                         gradcheck_args=_nd_gradcheck,
                          patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
-def _judge_permuted(req: dict, facts: object) -> None:
-    case = req["permuted"]
-    try:
-        got = unwrap(facts)
-        want = _reference(*[materialize(a) for a in case["args"]]).detach()
-        if not close(got["out"], want, want.dtype):
-            raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
-                          "it should match F.linear whatever the input's memory layout.")
-        judge_backward(LINEAR_ND, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
-    except Mistake as m:
-        if m.code != "raised":
-            raise
-        if "view" in m.hint:  # PyTorch's own "Use .reshape(...) instead." is the fix: level 2 only
-            hint = re.sub(r"\s*Use \.reshape\(\.\.\.\) instead\.?", "", m.hint).rstrip(" .")
-            raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {hint}. "
-                          "view only works when the memory allows it, and a non-contiguous input does not.",
-                          fix="flatten with reshape(-1, in), which copies when it must.") from None
-        raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
+def _nd_spec(kind: linear_nd_family.Kind) -> FunctionSpec:
+    """A variant's spec: the default's cases laid out for it, generic diagnoses only."""
+    def cases(base: int):
+        return [(args := linear_nd_family.relaid(kind, a, k), linear_nd_family.label(args, lab))
+                for k, (a, lab) in enumerate(_nd_cases(base))]
+    return replace(LINEAR_ND, reference=kind.reference, cases=cases, describe=kind.describe, diagnose=None,
+                   arg_names=("input", "weight", "bias", "scale") if kind.scale else ("input", "weight", "bias"),
+                   gradcheck_args=lambda base: linear_nd_family.relaid(kind, _nd_gradcheck(base), 1))
 
 
-def _nd_request(seed: int) -> dict:
-    req = request(LINEAR_ND, seed)
+def _judge_permuted(spec: FunctionSpec) -> Judge:
+    def judge(req: dict, facts: object) -> None:
+        case = req["permuted"]
+        try:
+            got = unwrap(facts)
+            want = spec.reference(*[materialize(a) for a in case["args"]]).detach()
+            if not close(got["out"], want, want.dtype):
+                should = "match F.linear" if spec is LINEAR_ND else f"compute {spec.describe}"
+                raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
+                              f"it should {should} whatever the input's memory layout.")
+            judge_backward(spec, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
+        except Mistake as m:
+            if m.code != "raised":
+                raise
+            if "view" in m.hint:  # PyTorch's own "Use .reshape(...) instead." is the fix: level 2 only
+                hint = re.sub(r"\s*Use \.reshape\(\.\.\.\) instead\.?", "", m.hint).rstrip(" .")
+                raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {hint}. "
+                              "view only works when the memory allows it, and a non-contiguous input does not.",
+                              fix="flatten with reshape(-1, in), which copies when it must.") from None
+            raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
+    return judge
+
+
+def _nd_request(spec: FunctionSpec, kind: linear_nd_family.Kind | None, seed: int) -> dict:
+    req = request(spec, seed)
     base = 1000 * seed
-    req["permuted"] = {"args": [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72),
-                                tensor_arg((5,), base + 73)],
-                       "label": "non-contiguous input of shape (3, 2, 4) (x.transpose(0, 1) of a contiguous x)",
-                       "g": grad_output((3, 2, 5), torch.float64, base + 74)}
+    args = [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72), tensor_arg((5,), base + 73)]
+    args = linear_nd_family.relaid(kind, args, 0) if kind else args
+    want = spec.reference(*[materialize(a) for a in args])
+    req["permuted"] = {"args": args, "label": f"non-contiguous input of shape {tuple(args[0]['t'].shape)} "
+                       "(x.transpose(0, 1) of a contiguous x)", "g": grad_output(want.shape, torch.float64, base + 74)}
     return req
 
 
-def _linear_nd_exercise() -> Exercise:
-    forward, backward, needs = function_exercise(spec=LINEAR_ND, title="LinearND", forward_points=1, backward_points=2,
+def _linear_nd_exercise(kind: linear_nd_family.Kind | None = None) -> Exercise:
+    spec = _nd_spec(kind) if kind else LINEAR_ND
+    forward, backward, needs = function_exercise(spec=spec, title="LinearND", forward_points=1, backward_points=2,
                                                  needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
-                    probe="permuted", judge=_judge_permuted), needs)
-    return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages, request=_nd_request)
+                    probe="permuted", judge=_judge_permuted(spec)), needs)
+    return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages,
+                    request=partial(_nd_request, spec, kind))
 
 
 EXERCISES.append(_linear_nd_exercise())
+VARIANTS["linear_nd"] = (Variant(key="rows", task=linear_nd_family.DEFAULT_TASK, exercise=EXERCISES[-1]),
+                         *(Variant(key=k.key, task=k.task, exercise=_linear_nd_exercise(k)) for k in linear_nd_family.KINDS))

@@ -438,3 +438,29 @@ def test_a_neighbouring_init_fails(key, wrong):
     result = checks.run_check("linear_module", ns_from(src), variant=key)
     assert result.mistakes == ["module_init"] and result.points == 1, result.report()
     assert "not initialised as your variant asks" in result.diagnosis
+
+
+# --------------------------------------------------------------------------- linear_nd: a family of layouts
+@pytest.mark.parametrize("key", ["in-out", "features-first", "scaled"])
+def test_the_default_linear_nd_fails_every_other_layout(key):
+    """The laziest answer to a variant: the default's (F.linear's layout)."""
+    result = checks.run_check("linear_nd", ns_from(linear_nd()), variant=key)
+    assert result.points < result.max, (key, result.report())
+
+
+def test_features_first_with_the_bias_on_the_last_dim_fails_its_forward():
+    from test_variants import answers
+    src = mutate(answers("linear_nd")["features-first"], ("cols = cols + bias.reshape(fan_out, 1)\n", "pass\n"),
+                 ("return cols.reshape(fan_out, *input.shape[1:])",
+                  "cols = cols.reshape(fan_out, *input.shape[1:])\n        return cols if bias is None else cols + bias"))
+    result = checks.run_check("linear_nd", ns_from(src), variant="features-first")
+    assert result.points == 0 and result.mistakes[0] in ("forward_wrong", "raised"), result.report()
+
+
+def test_every_linear_nd_variant_keeps_the_degenerate_sizes_and_bias_none():
+    """Issue 49, items 1 and 2, for every variant: the default's cases, laid out for it."""
+    for v in checks.registry.family("linear_nd"):
+        cases = v.exercise.request(0)["cases"]
+        labels = " | ".join(c["label"] for c in cases)
+        for what in ("one output feature", "one input feature", "a batch of one", "an empty batch", "bias=None"):
+            assert what in labels, (v.key, what, labels)
