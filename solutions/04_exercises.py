@@ -19,7 +19,7 @@
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Exercises 04 · Linear
-# > Write `LinearFunction` with an optional bias and `needs_input_grad`, a `Linear` module around it, then `LinearND` for inputs with any number of leading dims.
+# > Write `LinearFunction`, a relative of the lesson's layer, with an optional bias and `needs_input_grad`, a `Linear` module around it (another layout and initialisation than the lesson's), then `LinearND` for inputs with any number of leading dims.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 #
@@ -33,16 +33,16 @@
 # plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `linear_function` (4 points)
+# ## Exercise `linear_function` (4 points): a relative of the lesson's layer
 #
-# `LinearFunction.apply(input, weight, bias=None)` with input $(N, \text{in})$, weight
-# $(\text{out}, \text{in})$ and bias $(\text{out})$ or `None` returns
-# `input @ weight.T + bias`. Backward returns, with $G$ = `grad_output`,
+# Write `LinearFunction(Function)`, a linear layer like the lesson's, but **not** the lesson's:
+# the cell under the shared set-up says how your variant stores its tensors and what its
+# forward returns. Derive backward yourself, entry by entry as the lesson does, then check
+# every shape: a gradient always has its input's shape.
 #
-# $$\bar X = G W, \qquad \bar W = G^\top X, \qquad \bar b = \textstyle\sum_n G_n,$$
-#
-# and computes **only** the gradients that `ctx.needs_input_grad` asks for (`None` for
-# the others, and for a missing bias).
+# * `bias` is optional in every variant: `apply(input, weight)` and `bias=None` must work;
+# * compute **only** the gradients `ctx.needs_input_grad` asks for (`None` for the others);
+# * the answer cell's signatures are those of the default variant: write your variant's.
 
 # %% nbgrader={"grade": false, "grade_id": "04_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -66,31 +66,32 @@ from course_utils.student import remember, whoami  # your id chooses your varian
 whoami()
 
 
+# %% nbgrader={"grade": false, "grade_id": "04_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("linear_function")
+
+
 # %% nbgrader={"grade": false, "grade_id": "linear_function_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `linear_function`: edit this cell, run it, then run the check below it.
 class LinearFunction(Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):
         ### BEGIN SOLUTION
-        ctx.save_for_backward(input, weight, bias)
-        output = input.mm(weight.t())
-        if bias is not None:
-            output = output + bias
-        return output
+        ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
+        y = input.mm(weight)  # (N, in) @ (in, out)
+        return y + bias if ctx.has_bias else y
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        input, weight, bias = ctx.saved_tensors
-        grad_input = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_input = grad_output.mm(weight)
-        if ctx.needs_input_grad[1]:
-            grad_weight = grad_output.t().mm(input)
-        if bias is not None and ctx.needs_input_grad[2]:
-            grad_bias = grad_output.sum(0)
-        return grad_input, grad_weight, grad_bias
+        x, w = ctx.saved_tensors
+        gx = grad_output.mm(w.t()) if ctx.needs_input_grad[0] else None  # (N, out) @ (out, in)
+        gw = x.t().mm(grad_output) if ctx.needs_input_grad[1] else None  # (in, N) @ (N, out)
+        gb = grad_output.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return gx, gw, gb
         ### END SOLUTION
 
 
@@ -99,18 +100,19 @@ from course_utils.checks import check
 
 check("linear_function", globals())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `linear_module` (3 points)
 #
-# Write `Linear(in_features, out_features, bias=True)`, an `nn.Module` that
-#
-# * holds `weight` of shape $(\text{out}, \text{in})$ and `bias` of shape $(\text{out})$ as
-#   `nn.Parameter`s (with `bias=False`, `self.bias` is `None`);
-# * initialises them exactly like `nn.Linear` in `reset_parameters`: Kaiming-uniform with
-#   `a=math.sqrt(5)` for the weight, then $U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$ for
-#   the bias;
-# * computes its output with `LinearFunction.apply`;
-# * shows `in_features=..., out_features=..., bias=...` in its repr via `extra_repr`.
+# Write `Linear(in_features, out_features, bias=True)`, an `nn.Module` around **your**
+# `LinearFunction`: the module owns the parameters and their initialisation, the Function does
+# the maths. Your variant (the cell below) says how the module stores its weight and how it
+# initialises its parameters; whatever layout your `LinearFunction` variant takes, pass it what
+# it expects (a transpose around the call is fine: autograd handles it).
+
+# %% nbgrader={"grade": false, "grade_id": "04_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("linear_module")
 
 # %% nbgrader={"grade": false, "grade_id": "linear_module_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `linear_module`: edit this cell, run it, then run the check below it.
@@ -118,27 +120,26 @@ class Linear(nn.Module):
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
         ### BEGIN SOLUTION
-        self.in_features = in_features
-        self.out_features = out_features
-        self.weight = nn.Parameter(torch.empty(out_features, in_features))
-        if bias:
-            self.bias = nn.Parameter(torch.empty(out_features))
-        else:
-            self.register_parameter("bias", None)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(in_features, out_features))  # stored (in, out)
+        self.bias = nn.Parameter(torch.empty(out_features)) if bias else None
         self.reset_parameters()
         ### END SOLUTION
 
     def reset_parameters(self):
         ### BEGIN SOLUTION
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        drawn = torch.empty(self.out_features, self.in_features)  # nn.Linear's layout: the fan-in is its dim 1
+        nn.init.kaiming_uniform_(drawn, a=math.sqrt(5))
+        with torch.no_grad():
+            self.weight[:] = drawn.t()
         if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features)
-            nn.init.uniform_(self.bias, -bound, bound)
+            limit = 1 / math.sqrt(self.in_features)
+            nn.init.uniform_(self.bias, -limit, limit)
         ### END SOLUTION
 
     def forward(self, input):
         ### BEGIN SOLUTION
-        return LinearFunction.apply(input, self.weight, self.bias)
+        return LinearFunction.apply(input, self.weight, self.bias)  # the default LinearFunction takes (in, out)
         ### END SOLUTION
 
     def extra_repr(self):
@@ -153,28 +154,30 @@ from course_utils.checks import check
 check("linear_module", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `linear_nd` (5 points): a Linear for any number of leading dimensions
+# %% [markdown] nbgrader={"grade": false, "grade_id": "04_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise `linear_nd` (5 points): a Linear for any number of extra dimensions
 #
-# `F.linear` accepts an input of shape $(*, \text{in})$: any number of leading dimensions
-# (a batch of sequences, a single vector with none at all), and applies the same weight
-# $(\text{out}, \text{in})$ to every row. Write `LinearND(Function)` with
-# `LinearND.apply(input, weight, bias=None)` that gives the same values and gradients as
-# `F.linear` for **every** such input, and, like `LinearFunction`, computes only the
-# gradients `ctx.needs_input_grad` asks for.
+# `F.linear` accepts an input with any number of extra dimensions (a batch of sequences, a
+# single vector with none at all) and applies the same weight to every row. Write
+# `LinearND(Function)` that does the same for **your** variant's layout (the cell below) and
+# gives the right values and gradients for **every** such input.
 #
-# The lesson's `mm` only takes matrices, so think about the leading dimensions:
+# The lesson's `mm` only takes matrices, so think about the extra dimensions:
 #
-# * every leading index is one more row that uses the *same* weight and bias, so the
-#   weight and bias gradients **sum** over all of them (not the first one, not the mean);
-# * one way: flatten the leading dims with `reshape(-1, in)` / `reshape(-1, out)`, do the
-#   matrix algebra of the lesson, and give `grad_input` the input's shape back; use
-#   `reshape`, not `view`: the input may be non-contiguous (say `x.transpose(0, 1)`), and
-#   `view` cannot flatten such leading dims;
-# * another: `@` broadcasts over leading dims; a gradient of shape `(*, out, in)` for the
+# * every extra index is one more row that uses the *same* weight and bias, so their
+#   gradients collect a contribution from every one of them;
+# * one way: flatten the extra dims with `reshape`, do the matrix algebra of the lesson, and
+#   give `grad_input` the input's shape back; use `reshape`, not `view`: the input may be
+#   non-contiguous (say `x.transpose(0, 1)`), and `view` cannot flatten such dims;
+# * another: `@` broadcasts over leading dims; a gradient with extra leading dims for the
 #   weight is not wrong either (autograd sums it down to the weight's shape), but be explicit.
 #
-# Test it on an input of shape `(3,)`, `(4, 3)` and `(2, 5, 3)` before you run the check.
+# Test it on inputs with zero, one and two extra dimensions before you run the check.
+
+# %% nbgrader={"grade": false, "grade_id": "04_exercises_code_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("linear_nd")
 
 # %% nbgrader={"grade": false, "grade_id": "linear_nd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `linear_nd`: edit this cell, run it, then run the check below it.

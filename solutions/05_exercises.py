@@ -18,8 +18,8 @@
 # ---
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_0", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# # Exercises 05 · KillHead
-# > Write `KillHead`, a Function with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient, and an embedding lookup whose backward adds rows.
+# # Exercises 05 · KillSlice
+# > Write `KillSlice`, a relative of the lesson's `KillHead` with a non-tensor argument, then `ClipGrad`, whose backward clips the gradient, and an embedding lookup whose backward adds rows.
 #
 # Fill in every `raise NotImplementedError(...)` line, run the cell, then run its check.
 #
@@ -33,13 +33,15 @@
 # plain text (run as a script, `check(..., fix=True)` prints it by itself).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise `killhead` (2 points)
+# ## Exercise `killhead` (2 points): kill a slice
 #
-# `KillHead.apply(input, n)` takes an input of shape $(N, D)$ and an `int` $n$, and returns
-# a copy of the input whose first $n$ columns are zero. Remember:
+# `KillSlice(Function)` zeroes a part of its input, like the lesson's `KillHead`, but not the
+# same part: the cell below says which part, and which arguments it takes, for **your** variant.
+# Work out what backward must return from what forward does; the check tells you which case fails.
 #
-# * store `n` on `ctx` directly; never modify `input` or `grad_output` in place;
-# * backward returns one value per forward argument: `None` for `n`.
+# * the integer arguments are plain Python numbers, not tensors;
+# * the answer cell's signatures are those of the default variant: write your variant's;
+# * never modify `input` or `grad_output` in place.
 
 # %% nbgrader={"grade": false, "grade_id": "05_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).
@@ -60,24 +62,30 @@ from course_utils.student import remember, whoami  # your id chooses your varian
 whoami()
 
 
+# %% nbgrader={"grade": false, "grade_id": "05_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("killhead")
+
+
 # %% nbgrader={"grade": false, "grade_id": "killhead_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `killhead`: edit this cell, run it, then run the check below it.
-class KillHead(Function):
+class KillSlice(Function):
     @staticmethod
     def forward(ctx, input, n):
         ### BEGIN SOLUTION
-        ctx.n = n
-        result = input.clone()
-        result[:, :n] = 0
-        return result
+        ctx.width = input.shape[1] - n  # the columns that survive: the first D - n
+        out = input.clone()
+        out[:, ctx.width:] = 0
+        return out
         ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad_output):
         ### BEGIN SOLUTION
-        grad_input = grad_output.clone()
-        grad_input[:, :ctx.n] = 0
-        return grad_input, None
+        grad = grad_output.clone()
+        grad[:, ctx.width:] = 0
+        return grad, None
         ### END SOLUTION
 
 
@@ -87,24 +95,19 @@ from course_utils.checks import check
 check("killhead", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `clip_grad` (3 points): a backward that is not the true gradient
 #
 # A custom Function may return *any* gradient you decide on, not only the derivative of its
-# forward. Write `ClipGrad(Function)` with `ClipGrad.apply(x, max_norm)` that
-#
-# * in forward returns a tensor equal to `x` (the value passes through unchanged);
-# * in backward returns `grad_output` rescaled so that its norm is at most `max_norm`:
-#
-#   $$\bar x = G \cdot \min\Bigl(1, \frac{\mathtt{max\_norm}}{\lVert G \rVert}\Bigr),$$
-#
-#   where $\lVert G \rVert$ is the norm of the **whole** `grad_output` (one number, not one per
-#   row), so a gradient that is already small passes unchanged and a large one keeps its
-#   direction;
-# * returns `None` for `max_norm` (a float), and never modifies `grad_output` in place.
-#
-# Do not expect `torch.autograd.gradcheck` to approve it: `gradcheck(ClipGrad.apply, (x, 0.5))`
-# fails, because this backward is deliberately not the derivative of the forward.
+# forward. Write `ClipGrad(Function)`: its forward returns a tensor equal to `x` (the value
+# passes through unchanged), and its backward returns `grad_output` **clipped**, by the rule
+# the cell below gives for your variant. A small gradient passes unchanged; only a large one
+# is clipped.
+
+# %% nbgrader={"grade": false, "grade_id": "05_exercises_code_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("clip_grad")
 
 # %% nbgrader={"grade": false, "grade_id": "clip_grad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `clip_grad`: edit this cell, run it, then run the check below it.
@@ -130,21 +133,25 @@ from course_utils.checks import check
 check("clip_grad", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "05_exercises_markdown_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `embedding` (3 points)
 #
-# `EmbeddingFunction.apply(indices, weight)` looks rows up in a table: `indices` is an
-# int64 tensor of any shape with values in $[0, \text{num})$, `weight` a float tensor of
-# shape $(\text{num}, \text{dim})$, and the result is `weight[indices]`, of shape
-# `indices.shape + (dim,)`. This is `torch.nn.functional.embedding`, the first layer of
-# every language model.
+# `EmbeddingFunction` looks rows (or columns) up in a table `weight` with an int64 tensor
+# `indices` of any shape: `torch.nn.functional.embedding` and its relatives, the first layer of
+# every language model. Indexing a tensor with an integer tensor looks every index up at once:
+# `weight[indices]` has shape `indices.shape + weight.shape[1:]`. The cell below says what
+# **your** variant's forward returns.
 #
-# * Backward returns `(None, grad_weight)`: integer indices have no gradient.
-#   `grad_weight` has `weight`'s shape; a row looked up $k$ times receives the **sum** of
-#   its $k$ `grad_output` rows (rows never looked up get 0). Empty `indices` must work.
+# * Backward returns `None` for `indices`: integer indices have no gradient. A row looked up
+#   several times receives a gradient from every lookup; work out how they combine.
 # * Never build a one-hot matrix: the check watches backward's allocations and fails any
 #   tensor with `numel(indices) * num` elements or more. Lesson 05's section "An integer
 #   argument, and a gradient that adds up" shows the tool.
+
+# %% nbgrader={"grade": false, "grade_id": "05_exercises_code_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("embedding")
 
 # %% nbgrader={"grade": false, "grade_id": "embedding_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `embedding`: edit this cell, run it, then run the check below it.

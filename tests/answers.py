@@ -61,31 +61,31 @@ class LinearFunction(Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight, bias)
-        out = input.mm(weight.t())
+        out = input.mm(weight)
         return out if bias is None else out + bias
     @staticmethod
     def backward(ctx, g):
         input, weight, bias = ctx.saved_tensors
-        gi = g.mm(weight) if ctx.needs_input_grad[0] else None
-        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+        gi = g.mm(weight.t()) if ctx.needs_input_grad[0] else None
+        gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
         gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
         return gi, gw, gb
-"""
+"""  # linear_function's default variant (in-out): the weight stored (in, out)
 
 KILLHEAD = """
-class KillHead(Function):
+class KillSlice(Function):
     @staticmethod
     def forward(ctx, input, n):
         ctx.n = n
         out = input.clone()
-        out[:, :n] = 0
+        out[:, input.shape[1] - n:] = 0
         return out
     @staticmethod
     def backward(ctx, g):
         gi = g.clone()
-        gi[:, :ctx.n] = 0
+        gi[:, g.shape[1] - ctx.n:] = 0
         return gi, None
-"""
+"""  # killhead's default variant (last-cols): the last n columns zeroed
 
 ABS_PROD = """
 class AbsKink(Function):

@@ -234,13 +234,13 @@ def canonical_solution(grade_id: str) -> frozenset[str]:
 
 
 def assert_diagnosed(code: str, grade_id: str, source: str, phrases: list[str], variant: str | None = None):
-    """The answer `source` fails `grade_id` (its ``variant``, by key; the default without one) with exactly mistake
-    `code`, and the hint says each phrase.
+    """The answer `source` fails `grade_id` (its ``variant``, the default if None) with exactly mistake `code`, and
+    the hint says each phrase.
 
     A phrase may sit in the hint (level 1) or in its fix (level 2, shown on request): both are checked together;
     the fix never shows in the plain verdict.
     """
-    result = checks.run_check(grade_id, ns_from(source), **({"variant": variant} if variant else {}))
+    result = checks.run_check(grade_id, ns_from(source), variant=variant)
     report = result.report(fix=True)
     assert result.mistakes == [code], report
     assert result.status == "failed" and result.points < result.max

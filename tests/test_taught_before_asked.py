@@ -216,6 +216,51 @@ def test_every_api_a_reference_answer_uses_is_shown_before_its_exercise():
     assert not stale, f"KNOWN_GAPS lists what is now taught in time, remove it: {stale}"
 
 
+def variant_answer(grade_id: str, key: str) -> str:
+    """The right answer to one variant (``solutions/variants/<grade_id>.py``, ``ANSWERS[key]``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"variant_answers_{grade_id}", ROOT / "solutions" / "variants" /
+                                                  f"{grade_id}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS[key]
+
+
+def variant_course(grade_id: str, key: str) -> list[Station]:
+    """The course as a student of variant ``key`` reads it: the exercise shows that variant's task text, and its
+    answer is that variant's answer."""
+    from course_utils.checks.registry import variant
+
+    task = variant(grade_id, key).task
+    shown = set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(task)))
+    return [Station(s.name, s.shown | shown, s.code + "\n" + task, uses_in_code(variant_answer(grade_id, key)), grade_id)
+            if s.grade_id == grade_id else s for s in COURSE]
+
+
+def _variants() -> list[tuple[str, str]]:
+    from course_utils.checks.registry import FAMILIES
+
+    return [(gid, v.key) for gid, family in sorted(FAMILIES.items()) for v in family]
+
+
+@pytest.mark.parametrize("grade_id, key", _variants())
+def test_every_api_a_variants_answer_uses_is_shown_before_it(grade_id: str, key: str):
+    """Issue 51: every variant, not only the default, asks only for what was shown (its own task text included)."""
+    found = gaps(variant_course(grade_id, key)).get(grade_id, {})
+    assert not found, f"asked before taught: {describe({f'{grade_id} ({key})': found})}"
+
+
+def test_the_variant_audit_reads_the_variants_task_and_answer():
+    """The audit can fail: an answer using `.amax` before any text shows it is found, unless its task shows it."""
+    gid, key = _variants()[0]
+    stations = variant_course(gid, key)
+    own = next(s for s in stations if s.grade_id == gid)
+    own.answer = own.answer | {".some_api_no_lesson_shows"}
+    assert ".some_api_no_lesson_shows" in gaps(stations)[gid]
+
+
 @pytest.mark.parametrize("name", TECHNIQUES)
 def test_every_technique_is_taught_in_a_lesson_before_its_exercise(name: str):
     grade_id, pattern, what = TECHNIQUES[name]

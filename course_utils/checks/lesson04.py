@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from functools import partial
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from . import linear_family, linear_modules, linear_nd_family
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -24,6 +25,9 @@ from .autograd_function import (
     value_arg,
 )
 from .engine import Exercise, Judge, Mistake, Stage, catalogue
+from .linear_family import NO_BIAS
+from .linear_modules import LINEAR_MODULE
+from .variants import Variant
 
 catalogue({
     "transposed_weight_grad": "the weight gradient is transposed",
@@ -37,26 +41,7 @@ catalogue({
 })
 
 
-# --------------------------------------------------------------------------- linear_function
-def _cases(base: int):
-    t = tensor_arg
-    return [
-        ([t((4, 3), base + 31), t((2, 3), base + 32), t((2,), base + 33)], "input (4, 3), weight (2, 3), bias (2,)"),
-        ([t((5, 3), base + 34), t((3, 3), base + 35), t((3,), base + 36)], "a square weight (3, 3)"),
-        ([t((1, 4), base + 37), t((3, 4), base + 38), t((3,), base + 39)], "a batch of one"),
-        ([t((4, 3), base + 40), t((2, 3), base + 41), value_arg(None)], "bias=None"),
-        ([t((3, 3), base + 51), t((4, 3), base + 52)], NO_BIAS),
-        ([t((6, 2), base + 42, torch.float32), t((5, 2), base + 43, torch.float32), t((5,), base + 44, torch.float32)],
-         "float32 inputs"),
-        ([t((3, 4), base + 45, layout="t"), t((2, 4), base + 46, layout="t"), t((2,), base + 47)], "non-contiguous inputs"),
-        # the degenerate sizes every layer meets (issue 49): last, so they name only what they alone show
-        ([t((4, 3), base + 75), t((1, 3), base + 76), t((1,), base + 77)], "one output feature: weight (1, 3), bias (1,)"),
-        ([t((5, 1), base + 78), t((2, 1), base + 79), t((2,), base + 80)], "one input feature: input (5, 1), weight (2, 1)"),
-        ([t((0, 3), base + 81), t((2, 3), base + 82), t((2,), base + 83)], "an empty batch: input (0, 3)"),
-    ]
-
-
-NO_BIAS = "apply(input, weight) with no bias argument"
+# --------------------------------------------------------------------------- linear_function (transfer: linear_family)
 
 
 def _crashed_case(m: Mistake, req: dict, facts: object) -> int | None:
@@ -90,158 +75,23 @@ def _bias_optional(judge: Judge) -> Judge:
     return wrapped
 
 
-def _diagnose(i, got, want, args, g):
-    if i == 1:
-        if got.shape == want.t().shape and got.shape != want.shape:
-            return Mistake("transposed_weight_grad", f"linear_function: the gradient for input 1 (`weight`) has shape "
-                           f"{tuple(got.shape)}, the transpose of the weight's {tuple(want.shape)}: the matrix product "
-                           "is taken in the wrong order (a gradient has its input's shape).",
-                           fix="use grad_output.t() @ input, not input.t() @ grad_output.")
-        if got.shape == want.shape and got.dim() == 2 and got.shape[0] == got.shape[1] and close(got.t(), want, want.dtype):
-            return Mistake("transposed_weight_grad", "linear_function: the gradient for input 1 (`weight`) is the "
-                           "transpose of the right one (only visible with a square weight): the matrix product is "
-                           "taken in the wrong order.", fix="use grad_output.t() @ input, not input.t() @ grad_output.")
-    if i == 2:
-        n = args[0].shape[0]
-        if got.shape == want.shape and n > 1 and close(got * n, want, want.dtype):
-            return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) is the batch mean; "
-                           "the same bias is added to every row, so every row's contribution counts in full.",
-                           fix="sum grad_output over the batch: grad_output.sum(0).")
-        if got.shape == want.shape and n > 1 and close(got, g[0], want.dtype):
-            return Mistake("bias_not_summed", "linear_function: the gradient for input 2 (`bias`) uses only the first "
-                           "row of grad_output, but the bias is added to every row of the batch.",
-                           fix="sum over the whole batch: grad_output.sum(0).")
-        if got.shape != want.shape and not reducible(got.shape, want.shape):
-            return Mistake("bias_not_summed", f"linear_function: the gradient for input 2 (`bias`) has shape "
-                           f"{tuple(got.shape)}, bias has {tuple(want.shape)}: the batch dimension was not reduced.",
-                           fix="sum grad_output over the batch dimension, grad_output.sum(0).")
-    return None
-
-
 def _reference(input, weight, bias=None):
     return F.linear(input, weight, bias)
 
 
-LINEAR = FunctionSpec(grade_id="linear_function", cls_name="LinearFunction", arg_names=("input", "weight", "bias"),
-                      reference=_reference, cases=_cases,
-                      describe="input @ weight.T + bias", diagnose=_diagnose,
-                      gradcheck_args=lambda base: [tensor_arg((3, 4), base + 48), tensor_arg((2, 4), base + 49),
-                                                   tensor_arg((2,), base + 50)],
-                      patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
-
-
-# --------------------------------------------------------------------------- linear_module
-def _judge_structure(req, facts):
-    for bias in (True, False):
-        w, b = facts[str(bias)]["weight"], facts[str(bias)]["bias"]
-        if w["kind"] != "parameter" or w.get("shape") != [3, 5]:
-            raise Mistake("module_structure", "linear_module: Linear(5, 3).weight should be an nn.Parameter of shape "
-                          f"(out_features, in_features) = (3, 5), got {w['kind']} {tuple(w.get('shape', ()))}.")
-        if bias and (b["kind"] != "parameter" or b.get("shape") != [3]):
-            raise Mistake("module_structure", "linear_module: Linear(5, 3).bias should be an nn.Parameter of shape (3,).")
-        if not bias and b["kind"] != "none":
-            raise Mistake("module_structure", "linear_module: with bias=False, `self.bias` should exist and be None "
-                          "(self.register_parameter('bias', None)).")
-    text = facts["repr"]
-    if "in_features=5" not in text or "out_features=3" not in text or "bias=True" not in text:
-        raise Mistake("module_repr", f"linear_module: repr(Linear(5, 3)) is {text[:120]!r}; extra_repr should return "
-                      "'in_features=5, out_features=3, bias=True' like nn.Linear.")
-
-
-def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """What ``torch.manual_seed(seed); nn.Linear(fan_in, fan_out)`` holds, from a private generator.
-
-    The judge runs in threads: it must never seed or read the process-wide RNG.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    weight = torch.empty(fan_out, fan_in)
-    nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=gen)
-    bias = torch.empty(fan_out)
-    bound = 1 / math.sqrt(fan_in)
-    nn.init.uniform_(bias, -bound, bound, generator=gen)
-    return weight, bias
-
-
-def _init_cause(seed: int, fan_in: int, w: object, b: object, ref_w: torch.Tensor, ref_b: torch.Tensor) -> \
-        tuple[str, str]:
-    """(mistake code, what differs) for parameters not initialised like nn.Linear: which one, and how."""
-    bound = 1 / math.sqrt(fan_in)
-    if isinstance(w, torch.Tensor) and w.shape == ref_w.shape and torch.equal(w, ref_w):
-        if isinstance(b, torch.Tensor) and b.shape == ref_b.shape and ref_b.abs().max() > 0:
-            scale = (b.double() @ ref_b.double() / (ref_b.double() @ ref_b.double())).item()
-            if abs(scale - 1) > 1e-6 and torch.allclose(b.double(), scale * ref_b.double(), rtol=1e-5, atol=1e-7):
-                return "module_bias_bound", (f"the weight is right and the bias has the right random draws, but their "
-                                             f"range is {abs(scale):.3g} times nn.Linear's: check what the bias's "
-                                             "bound depends on")
-        return "module_init", "the weight is right, the bias is not drawn like nn.Linear's"
-    if isinstance(w, torch.Tensor) and w.numel() and w.abs().max().item() > bound + 1e-6:
-        return "module_init", "weights exceed the bound nn.Linear draws them within (it depends on in_features)"
-    gen = torch.Generator().manual_seed(seed)  # the bias drawn before the weight: the same draws, the other order
-    bias_first = torch.empty_like(ref_b)
-    nn.init.uniform_(bias_first, -bound, bound, generator=gen)
-    weight_after = torch.empty_like(ref_w)
-    nn.init.kaiming_uniform_(weight_after, a=math.sqrt(5), generator=gen)
-    if isinstance(w, torch.Tensor) and w.shape == ref_w.shape and torch.equal(w, weight_after):
-        return "module_init", "same seed, different numbers: initialise the weight first, then the bias"
-    return "module_init", "the weight is not drawn like nn.Linear's"
-
-
-def _judge_init(req, facts):
-    for (seed, fan_in, fan_out), got in zip(req["init"], facts):
-        ref_w, ref_b = linear_init(seed, fan_in, fan_out)
-        w, b = got["weight"], got["bias"]
-        if not (isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor) and w.shape == ref_w.shape
-                and b.shape == ref_b.shape and torch.equal(w, ref_w) and torch.equal(b, ref_b)):
-            code, cause = _init_cause(seed, fan_in, w, b, ref_w, ref_b)
-            raise Mistake(code, f"linear_module: Linear({fan_in}, {fan_out}) is not initialised like "
-                          f"nn.Linear ({cause}); compare your reset_parameters with nn.Linear's.",
-                          fix="use nn.init.kaiming_uniform_(weight, a=math.sqrt(5)) and bias ~ U(-1/sqrt(in_features), "
-                          "1/sqrt(in_features)) in reset_parameters.")
-    if len(facts) != len(req["init"]):
-        raise ValueError("missing init cases")
-
-
-def _judge_forward(req, facts):
-    if "LinearFunction" not in facts["grad_fn"]:
-        raise Mistake("module_not_using_function", "linear_module: Linear.forward does not go through your "
-                      f"LinearFunction: its output's grad_fn is {facts['grad_fn']}, not LinearFunction's backward node.",
-                      fix="return LinearFunction.apply(input, self.weight, self.bias) in Linear.forward.")
-    w, b = facts["weight"], facts["bias"]
-    ref = nn.Linear(4, 3, device="meta").to_empty(device="cpu")  # no RNG: the weights are copied in below
-    with torch.no_grad():
-        ref.weight.copy_(w)
-        ref.bias.copy_(b)
-    want = ref(req["x"])
-    if not close(facts["out"], want.detach(), torch.float32):
-        raise Mistake("forward_wrong", "linear_module: Linear's output differs from nn.Linear with the same weights.")
-    want.backward(req["g"])
-    grads = unwrap(facts["grads"])
-    for name in ("weight", "bias"):
-        if not close(grads[name], getattr(ref, name).grad, torch.float32):
-            raise Mistake("gradient_wrong", f"linear_module: the gradient of Linear.{name} differs from nn.Linear's.")
-
-
-def _module_request(seed: int) -> dict:
-    x = tensor_arg((5, 4), 1000 * seed + 91, torch.float32, grad=False)["t"]
-    return {"init": [[1000 * seed + 1, 4, 3], [1000 * seed + 2, 10, 7]], "forward_seed": 1000 * seed + 3, "x": x,
-            "g": grad_output((5, 3), torch.float32, 1000 * seed + 3)}
-
-
-LINEAR_MODULE = Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
-    Stage(name="parameters, shapes and extra_repr", points=1, probe="structure", judge=_judge_structure),
-    Stage(name="initialised like nn.Linear", points=1, probe="init", judge=_judge_init),
-    Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe="forward", judge=_judge_forward),
-), request=_module_request)
-
-def _linear_exercise() -> Exercise:
-    ex = function_exercise(spec=LINEAR, title="LinearFunction", forward_points=1, backward_points=2,
+def _linear_exercise(kind: linear_family.Kind) -> Exercise:
+    ex = function_exercise(spec=linear_family.spec(kind), title="LinearFunction", forward_points=1, backward_points=2,
                            needs_input_grad_points=1)
     forward, backward, *rest = ex.stages
     return replace(ex, stages=(replace(forward, judge=_bias_optional(forward.judge)),
                                replace(backward, judge=_bias_optional(backward.judge)), *rest))
 
 
-EXERCISES = [_linear_exercise(), LINEAR_MODULE]
+LINEAR = linear_family.spec(linear_family.KINDS[0])
+EXERCISES = [_linear_exercise(linear_family.KINDS[0]), LINEAR_MODULE]
+VARIANTS = {"linear_function": tuple(Variant(key=k.key, task=k.task, exercise=EXERCISES[0] if n == 0 else _linear_exercise(k))
+                                     for n, k in enumerate(linear_family.KINDS)),
+            "linear_module": linear_modules.family(LINEAR_MODULE)}
 
 
 # --------------------------------------------------------------------------- linear_nd (transfer)
@@ -345,51 +195,72 @@ def _nd_labelled(judge: Judge) -> Judge:
     return wrapped
 
 
+def _nd_gradcheck(base: int) -> list[dict]:
+    return [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69), tensor_arg((2,), base + 70)]
+
+
 LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("input", "weight", "bias"), reference=_reference,
                          cases=_nd_cases,
                          describe="input @ weight.T + bias over any leading dims", diagnose=_nd_diagnose,
-                         gradcheck_args=lambda base: [tensor_arg((2, 3, 4), base + 68), tensor_arg((2, 4), base + 69),
-                                       tensor_arg((2,), base + 70)],
+                         gradcheck_args=_nd_gradcheck,
                          patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
-def _judge_permuted(req: dict, facts: object) -> None:
-    case = req["permuted"]
-    try:
-        got = unwrap(facts)
-        want = _reference(*[materialize(a) for a in case["args"]]).detach()
-        if not close(got["out"], want, want.dtype):
-            raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
-                          "it should match F.linear whatever the input's memory layout.")
-        judge_backward(LINEAR_ND, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
-    except Mistake as m:
-        if m.code != "raised":
-            raise
-        if "view" in m.hint:  # PyTorch's own "Use .reshape(...) instead." is the fix: level 2 only
-            hint = re.sub(r"\s*Use \.reshape\(\.\.\.\) instead\.?", "", m.hint).rstrip(" .")
-            raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {hint}. "
-                          "view only works when the memory allows it, and a non-contiguous input does not.",
-                          fix="flatten with reshape(-1, in), which copies when it must.") from None
-        raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
+def _nd_spec(kind: linear_nd_family.Kind) -> FunctionSpec:
+    """A variant's spec: the default's cases laid out for it, generic diagnoses only."""
+    def cases(base: int):
+        return [(args := linear_nd_family.relaid(kind, a, k), linear_nd_family.label(args, lab))
+                for k, (a, lab) in enumerate(_nd_cases(base))]
+    return replace(LINEAR_ND, reference=kind.reference, cases=cases, describe=kind.describe, diagnose=None,
+                   arg_names=("input", "weight", "bias", "scale") if kind.scale else ("input", "weight", "bias"),
+                   gradcheck_args=lambda base: linear_nd_family.relaid(kind, _nd_gradcheck(base), 1))
 
 
-def _nd_request(seed: int) -> dict:
-    req = request(LINEAR_ND, seed)
+def _judge_permuted(spec: FunctionSpec) -> Judge:
+    def judge(req: dict, facts: object) -> None:
+        case = req["permuted"]
+        try:
+            got = unwrap(facts)
+            want = spec.reference(*[materialize(a) for a in case["args"]]).detach()
+            if not close(got["out"], want, want.dtype):
+                should = "match F.linear" if spec is LINEAR_ND else f"compute {spec.describe}"
+                raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
+                              f"it should {should} whatever the input's memory layout.")
+            judge_backward(spec, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
+        except Mistake as m:
+            if m.code != "raised":
+                raise
+            if "view" in m.hint:  # PyTorch's own "Use .reshape(...) instead." is the fix: level 2 only
+                hint = re.sub(r"\s*Use \.reshape\(\.\.\.\) instead\.?", "", m.hint).rstrip(" .")
+                raise Mistake("nd_view_not_reshape", f"linear_nd: for a {case['label']}, {hint}. "
+                              "view only works when the memory allows it, and a non-contiguous input does not.",
+                              fix="flatten with reshape(-1, in), which copies when it must.") from None
+            raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
+    return judge
+
+
+def _nd_request(spec: FunctionSpec, kind: linear_nd_family.Kind | None, seed: int) -> dict:
+    req = request(spec, seed)
     base = 1000 * seed
-    req["permuted"] = {"args": [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72),
-                                tensor_arg((5,), base + 73)],
-                       "label": "non-contiguous input of shape (3, 2, 4) (x.transpose(0, 1) of a contiguous x)",
-                       "g": grad_output((3, 2, 5), torch.float64, base + 74)}
+    args = [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72), tensor_arg((5,), base + 73)]
+    args = linear_nd_family.relaid(kind, args, 0) if kind else args
+    want = spec.reference(*[materialize(a) for a in args])
+    req["permuted"] = {"args": args, "label": f"non-contiguous input of shape {tuple(args[0]['t'].shape)} "
+                       "(x.transpose(0, 1) of a contiguous x)", "g": grad_output(want.shape, torch.float64, base + 74)}
     return req
 
 
-def _linear_nd_exercise() -> Exercise:
-    forward, backward, needs = function_exercise(spec=LINEAR_ND, title="LinearND", forward_points=1, backward_points=2,
+def _linear_nd_exercise(kind: linear_nd_family.Kind | None = None) -> Exercise:
+    spec = _nd_spec(kind) if kind else LINEAR_ND
+    forward, backward, needs = function_exercise(spec=spec, title="LinearND", forward_points=1, backward_points=2,
                                                  needs_input_grad_points=1).stages
     stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
-                    probe="permuted", judge=_judge_permuted), needs)
-    return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages, request=_nd_request)
+                    probe="permuted", judge=_judge_permuted(spec)), needs)
+    return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages,
+                    request=partial(_nd_request, spec, kind))
 
 
 EXERCISES.append(_linear_nd_exercise())
+VARIANTS["linear_nd"] = (Variant(key="rows", task=linear_nd_family.DEFAULT_TASK, exercise=EXERCISES[-1]),
+                         *(Variant(key=k.key, task=k.task, exercise=_linear_nd_exercise(k)) for k in linear_nd_family.KINDS))

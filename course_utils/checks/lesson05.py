@@ -1,48 +1,22 @@
-"""Lesson 05 exercises: ``KillHead``, a Function with a non-tensor argument, ``ClipGrad`` (transfer: a
-backward that is deliberately not the true gradient) and ``EmbeddingFunction`` (transfer: an integer input
-without a gradient, and a scatter-add backward)."""
+"""Lesson 05 exercises: ``KillSlice`` (transfer: a relative of the lesson's ``KillHead``, with a non-tensor
+argument), ``ClipGrad`` (transfer: a backward that is deliberately not the true gradient) and
+``EmbeddingFunction`` (transfer: an integer input without a gradient, and a scatter-add backward); each a family
+of per-student variants (``VARIANTS``)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import torch
 
-from . import references
+from . import clip_rules, embedding_variants, kill_slice, references
 from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from .op_record import judge_own_backward
 
-catalogue({"killhead_backward_not_masked": "backward does not zero the killed columns of the gradient"})
-
-
-def _reference(x, n):
-    mask = torch.ones(x.shape[1], dtype=x.dtype)
-    mask[:n] = 0
-    return x * mask
-
-
-def _cases(base: int):
-    return [
-        ([tensor_arg((3, 5), base + 61), value_arg(2)], "input (3, 5), n = 2"),
-        ([tensor_arg((4, 6), base + 62), value_arg(0)], "n = 0 (nothing killed)"),
-        ([tensor_arg((2, 4), base + 63), value_arg(4)], "n = D (every column killed)"),
-        ([tensor_arg((1, 3), base + 64, torch.float32), value_arg(1)], "float32, a batch of one"),
-        ([tensor_arg((5, 3), base + 65, layout="t"), value_arg(1)], "a non-contiguous input"),
-    ]
-
-
-def _diagnose(i, got, want, args, g):
-    if i == 0 and got.shape == want.shape and close(got, g, want.dtype) and args[1] > 0:
-        return Mistake("killhead_backward_not_masked", "killhead: the gradient for input 0 (`input`) still flows "
-                       "into the first n columns, although the output does not depend on them.",
-                       fix="set grad_input[:, :n] = 0 in backward too.")
-    return None
-
-
-KILLHEAD = FunctionSpec(grade_id="killhead", cls_name="KillHead", arg_names=("input", "n"), reference=_reference, cases=_cases,
-                        describe="input with its first n columns set to zero", diagnose=_diagnose,
-                        gradcheck_args=lambda base: [tensor_arg((4, 6), base + 66), value_arg(3)])
-EXERCISES = [function_exercise(spec=KILLHEAD, title="KillHead", forward_points=1, backward_points=1)]
+# --------------------------------------------------------------------------- killhead (transfer: a family, kill_slice)
+KILLHEAD = kill_slice.spec(kill_slice.KINDS[0])
+EXERCISES = [kill_slice.exercise(kill_slice.KINDS[0])]
+VARIANTS = {"killhead": kill_slice.family(EXERCISES[0])}
 
 
 # --------------------------------------------------------------------------- clip_grad (transfer)
@@ -108,6 +82,7 @@ CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("
                          "(several shapes, float32/float64)")
 EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2),
                          request=_clip_request))
+VARIANTS["clip_grad"] = clip_rules.family(EXERCISES[-1])
 
 
 # --------------------------------------------------------------------------- embedding (transfer)
@@ -117,10 +92,7 @@ catalogue({
 })
 
 
-def _indices(shape, num: int, seed: int) -> dict:
-    """int64 indices in [0, num), with repeats (numel > num in most cases); never requires grad."""
-    gen = torch.Generator().manual_seed(seed)
-    return {"t": torch.randint(0, num, shape, generator=gen), "grad": False, "layout": "c"}
+_indices = embedding_variants.indices  # int64 indices in [0, num), with repeats; never requires grad
 
 
 def _embedding_cases(base: int):
@@ -164,7 +136,7 @@ def _judge_no_one_hot(req: dict, facts: dict) -> None:
         if got["node"] is not True:
             raise Mistake("no_graph", "embedding: the output of EmbeddingFunction.apply has no backward node.")
         judge_own_backward("embedding", got["backward"], got.get("backward_with_grad"), EMBEDDING_NATIVE)
-        n, num = args[0]["t"].numel(), args[1]["t"].shape[0]
+        n, num = args[0]["t"].numel(), args[1]["t"].shape[req.get("table_rows_at", 0)]
         biggest = max((int(size) for _, size in got["backward"]), default=0)
         if biggest >= n * num:
             op = next(str(o) for o, size in got["backward"] if int(size) == biggest)
@@ -189,3 +161,4 @@ def _embedding_exercise() -> Exercise:
 
 
 EXERCISES.append(_embedding_exercise())
+VARIANTS["embedding"] = embedding_variants.family(EXERCISES[-1], EXERCISES[-1].stages[-1], _embedding_diagnose)

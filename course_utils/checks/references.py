@@ -26,15 +26,20 @@ def _clipped(max_norm: float, eps: float):
     return hook
 
 
+def hooked(x: torch.Tensor, rule) -> torch.Tensor:
+    """``x`` unchanged; its gradient is ``rule(grad_output)`` (a tensor hook, no Function)."""
+    y = x.clone()
+    if y.requires_grad:  # no graph (grad mode off, or x needs no gradient): the value alone
+        y.register_hook(rule)
+    return y.clone()  # the hook sits on an inner node: it also applies to a grad_output given for the result
+
+
 def clip_grad(x: torch.Tensor, max_norm: float, eps: float = 0.0) -> torch.Tensor:
     """``x`` unchanged; its gradient is grad_output scaled to norm ``max_norm`` when larger (a hook, no Function).
 
     ``eps`` > 0 is ``clip_grad_norm_``'s own spelling, max_norm / (norm + eps), also correct.
     """
-    y = x.clone()
-    if y.requires_grad:  # no graph (grad mode off, or x needs no gradient): the value alone
-        y.register_hook(_clipped(max_norm, eps))
-    return y.clone()  # the hook sits on an inner node: it also applies to a grad_output given for the result
+    return hooked(x, _clipped(max_norm, eps))
 
 
 def clip_grad_eps(x: torch.Tensor, max_norm: float) -> torch.Tensor:

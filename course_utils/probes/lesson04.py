@@ -65,13 +65,31 @@ def module_forward(ns, req):
     layer = call("Linear.__init__", cls, 4, 3)
     out = call("Linear.forward", layer, req["x"].clone())
     facts = {"weight": getattr(layer, "weight", None), "bias": getattr(layer, "bias", None), "out": out,
-             "grad_fn": type(out.grad_fn).__name__ if isinstance(out, torch.Tensor) and out.grad_fn is not None else "none"}
+             "grad_fn": type(out.grad_fn).__name__ if isinstance(out, torch.Tensor) and out.grad_fn is not None else "none",
+             "graph": graph_nodes(out)}
 
     def backward():
         call("backward through Linear", out.backward, req["g"])
         return {"weight": layer.weight.grad, "bias": layer.bias.grad}
     facts["grads"] = attempt(backward) if facts["grad_fn"] != "none" else None
     return facts
+
+
+def graph_nodes(out: object, limit: int = 64) -> list[str]:
+    """The type names of the backward nodes reachable from ``out`` (at most ``limit``): where the student's Function sits
+    (a transpose or an addition around it is fine)."""
+    node = out.grad_fn if isinstance(out, torch.Tensor) else None
+    seen: set[int] = set()
+    todo: list = [node]
+    names: list[str] = []
+    while todo and len(names) < limit:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(type(node).__name__)
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return names
 
 
 def _permuted(x: object) -> object:

@@ -16,17 +16,20 @@ from course_utils import checks
 
 MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b * b"
 EXP_GRAD = "return g * y"
-LINEAR_GRADS = """gi = g.mm(weight) if ctx.needs_input_grad[0] else None
-        gw = g.t().mm(input) if ctx.needs_input_grad[1] else None
+LINEAR_GRADS = """gi = g.mm(weight.t()) if ctx.needs_input_grad[0] else None
+        gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
         gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
         return gi, gw, gb"""
-KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, :ctx.n] = 0\n        return gi, None"
+KILLHEAD_GRAD = "gi = g.clone()\n        gi[:, g.shape[1] - ctx.n:] = 0\n        return gi, None"
 ABS_PROD_GRADS = "s = torch.sign(u)\n        return g * s * v, g * u.abs()"
 
 # linear_module: the module alone is graded (FORWARD_ONLY_LINEAR before it); a right one, then its mistakes
-LINEAR_INIT = """self.weight = nn.Parameter(torch.empty(out_features, in_features))
+LINEAR_INIT = """self.weight = nn.Parameter(torch.empty(in_features, out_features))
         self.bias = nn.Parameter(torch.empty(out_features)) if bias else None
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        w = torch.empty(out_features, in_features)
+        nn.init.kaiming_uniform_(w, a=math.sqrt(5))
+        with torch.no_grad():
+            self.weight[:] = w.t()
         if self.bias is not None:
             bound = 1 / math.sqrt(in_features)
             nn.init.uniform_(self.bias, -bound, bound)"""
@@ -40,7 +43,7 @@ class Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 """
 # named edits of LINEAR_MODULE: the weight drawn from randn, no feature sizes kept, no extra_repr
-RANDN_INIT = (LINEAR_INIT, """self.weight = nn.Parameter(torch.randn(out_features, in_features))
+RANDN_INIT = (LINEAR_INIT, """self.weight = nn.Parameter(torch.randn(in_features, out_features))
         if bias:
             self.bias = nn.Parameter(torch.zeros(out_features))
         else:
@@ -87,22 +90,23 @@ BUGS = {
     "wrong_dtype": ("exp", mutate(EXP, (EXP_GRAD, "return (g * y).float()")),
                     ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
     # ---- linear_function (lesson 04)
-    "transposed_weight_grad": ("linear_function", mutate(LINEAR_FUNCTION, ("g.t().mm(input)", "input.t().mm(g)")),
-                               ["input 1 (`weight`)", "transpose", "grad_output.t() @ input"]),
+    "transposed_weight_grad": ("linear_function", mutate(LINEAR_FUNCTION, ("input.t().mm(g)", "g.t().mm(input)")),
+                               ["input 1 (`weight`)", "transpose", "input.t() @ grad_output"]),
     "bias_not_summed": ("linear_function", mutate(LINEAR_FUNCTION, ("g.sum(0)", "g.mean(0)")),
-                        ["input 2 (`bias`)", "batch mean", "grad_output.sum(0)"]),
+                        ["input 2 (`bias`)", "the mean over the 4 outputs", "grad_output.sum(0)"]),
     "ignores_needs_input_grad": ("linear_function", mutate(LINEAR_FUNCTION, (
-        LINEAR_GRADS, "return g.mm(weight), g.t().mm(input), None if bias is None else g.sum(0)")),
+        LINEAR_GRADS, "return g.mm(weight.t()), input.t().mm(g), None if bias is None else g.sum(0)")),
         ["input 0 (`input`)", "ctx.needs_input_grad[0]"]),
     # ---- killhead (lesson 05)
     "missing_none": ("killhead", mutate(KILLHEAD, ("return gi, None", "return gi")),
                      ["the non-tensor argument `n`", "return None for `n`"]),
-    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, :ctx.n] = 0\n        return g, None")),
+    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, g.shape[1] - ctx.n:] = 0\n        return g, None")),
                             ["modified grad_output in place", "grad_output.clone()"]),
     "killhead_backward_not_masked": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "return g.clone(), None")),
-                                     ["input 0 (`input`)", "grad_input[:, :n] = 0"]),
-    "forward_modifies_input": ("killhead", mutate(KILLHEAD, ("out = input.clone()\n        out[:, :n] = 0\n        return out",
-                                                             "input[:, :n] = 0\n        return input.clone()")),
+                                     ["input 0 (`input`)", "entries forward sets to zero"]),
+    "forward_modifies_input": ("killhead", mutate(KILLHEAD, ("out = input.clone()\n        out[:, input.shape[1] - n:] = 0\n"
+                                                             "        return out", "input[:, input.shape[1] - n:] = 0\n"
+                                                             "        return input.clone()")),
                                ["changed input 0 (`input`) in place"]),
     # ---- abs_prod (lesson 06)
     "kink_convention": ("abs_prod", mutate(ABS_PROD, ("torch.sign(u)", "torch.where(u >= 0, 1.0, -1.0).to(u.dtype)")),
@@ -111,21 +115,18 @@ BUGS = {
                      ["input 0 (`u`) contains NaN or inf", "inputs at the kink", "division by zero"]),
     # ---- linear_module (lesson 04)
     "module_structure": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, (LINEAR_INIT, """\
-self.weight = nn.Parameter(torch.randn(in_features, out_features))
-        self.bias = nn.Parameter(torch.zeros(out_features))""")), ["(out_features, in_features) = (3, 5)"]),
+self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))""")), ["(in_features, out_features) = (5, 3)"]),
     "module_repr": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, RANDN_INIT),
                     ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
-    "module_init": ("linear_module", mutate(LINEAR_MODULE, RANDN_INIT), ["not initialised like nn.Linear", "kaiming_uniform_"]),
+    "module_init": ("linear_module", mutate(LINEAR_MODULE, RANDN_INIT), ["not initialised as your variant asks", "kaiming_uniform_"]),
     "module_bias_bound": ("linear_module", mutate(LINEAR_MODULE, (
         "math.sqrt(in_features)", "math.sqrt(out_features)  # review 2, finding 10: weight first, the wrong bound")),
         ["the weight is right", "the right random draws", "range is", "bound depends on"]),
-    "module_not_using_function": ("linear_module", """
-class LinearFunction(Function):
-    pass
-class Linear(nn.Linear):
+    "module_not_using_function": ("linear_module", LINEAR_MODULE + """
     def forward(self, input):
-        return input @ self.weight.t() + self.bias
-""", ["LinearFunction.apply(input, self.weight, self.bias)", "AddBackward0"]),
+        return input @ self.weight + self.bias
+""", ["LinearFunction.apply", "AddBackward0", "no LinearFunction backward node"]),
     # ---- scalar_engine (lesson 01)
     "scalar_api": ("scalar_engine", """
 class Scalar:
@@ -251,7 +252,7 @@ def test_a_backward_by_hand_has_no_remark():
 
 
 # --------------------------------------------------------------------------- needs_input_grad: the work, not the Nones
-LINEAR_COMPUTES_ALL = mutate(LINEAR_FUNCTION, (LINEAR_GRADS, """gi, gw = g.mm(weight), g.t().mm(input)
+LINEAR_COMPUTES_ALL = mutate(LINEAR_FUNCTION, (LINEAR_GRADS, """gi, gw = g.mm(weight.t()), input.t().mm(g)
         gb = None if bias is None else g.sum(0)
         need = ctx.needs_input_grad
         return (gi if need[0] else None), (gw if need[1] else None), (gb if bias is not None and need[2] else None)"""))
@@ -266,10 +267,10 @@ def test_computing_every_gradient_and_returning_none_fails_needs_input_grad():
 
 def test_needs_input_grad_with_early_returns_and_a_loop_passes():
     """Correct but unusual: gradients built in a loop over the inputs, with an early return."""
-    src = mutate(LINEAR_FUNCTION, ("input.mm(weight.t())", "input @ weight.mT"), (LINEAR_GRADS, """\
+    src = mutate(LINEAR_FUNCTION, ("input.mm(weight)", "input @ weight"), (LINEAR_GRADS, """\
 if not any(ctx.needs_input_grad):
             return None, None, None
-        makers = (lambda: g @ weight, lambda: g.mT @ input, lambda: g.sum(0))
+        makers = (lambda: g @ weight.mT, lambda: input.mT @ g, lambda: g.sum(0))
         return tuple(make() if need else None for make, need in zip(makers, ctx.needs_input_grad))"""))
     result = checks.run_check("linear_function", ns_from(src))
     assert result.status == "passed", result.report()

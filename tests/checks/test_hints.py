@@ -22,7 +22,7 @@ from course_utils.checks import engine
 
 
 def test_the_detector_catches_the_solutions_code_whatever_the_spaces():
-    assert gives_away("linear_function", "use grad_output.t().mm( input ), not input.t() @ grad_output")
+    assert gives_away("linear_function", "use x.t().mm( grad_output ), not grad_output.t() @ x")
     assert "-grad_a*quotient" in gives_away("div", "return grad_a, - grad_a*quotient")  # a line and an expression
     assert gives_away("div", "for a, return grad_output  /  b") == ["grad_output/b"]
     assert not gives_away("div", "the gradient for input 1 (`b`) has the wrong sign: re-derive d(a/b)/db")

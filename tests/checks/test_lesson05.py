@@ -1,9 +1,10 @@
-"""Lesson 05's transfer exercise `clip_grad`: each catalogued mistake gets its diagnosis."""
+"""Lesson 05's transfer exercises `killhead`, `clip_grad` and `embedding`, every variant: each catalogued mistake
+gets its diagnosis, the laziest answers fail, unusual right ones pass."""
 import pytest
 import torch
 
 from course_utils import checks
-from answers import mutate
+from answers import KILLHEAD, mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
 
 CLIP = """
@@ -150,6 +151,144 @@ def test_embedding_differentiating_f_embedding_in_backward_fails():
                     "            return None, torch.autograd.grad(torch.nn.functional.embedding(indices, w), w, g)[0]")
     result = assert_diagnosed("autograd_in_backward", "embedding", src, ["grad mode on", "instead of your backward"])
     assert "recomputation" not in result.diagnosis  # review 2, finding 17: only what was observed
+
+
+# --------------------------------------------------------------------------- killhead: KillSlice, a family
+LESSON_KILLHEAD = """
+class KillSlice(Function):
+    @staticmethod
+    def forward(ctx, input, n):
+        ctx.n = n
+        result = input.clone()
+        result[:, :n] = 0
+        return result
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_input = grad_output.clone()
+        grad_input[:, :ctx.n] = 0
+        return grad_input, None
+"""  # lesson 05's KillHead, renamed: the laziest answer there is
+
+KILL_GRAD = "gi[:, g.shape[1] - ctx.n:] = 0"
+BUGS["killhead_wrong_part"] = ("killhead", mutate(KILLHEAD, (KILL_GRAD, "gi[:, :ctx.n] = 0")),
+                               ["input 0 (`input`)", "other entries", "than forward zeroes", "last n columns"])
+
+
+@pytest.mark.parametrize("key", [v.key for v in checks.registry.family("killhead")])
+def test_the_lessons_killhead_passes_no_variant(key):
+    """Issue 51, item 1: lesson 05's KillHead, pasted, earns no variant's full marks."""
+    result = checks.run_check("killhead", ns_from(LESSON_KILLHEAD), variant=key)
+    assert result.points < result.max, (key, result.report())
+
+
+def test_negative_slice_kills_everything_at_n_zero():
+    """`x[:, -n:]` is the last n columns except at n = 0, where it is every column."""
+    src = mutate(KILLHEAD, ("out[:, input.shape[1] - n:] = 0", "out[:, -n:] = 0"), (KILL_GRAD, "gi[:, -ctx.n:] = 0"))
+    result = checks.run_check("killhead", ns_from(src))
+    assert result.points == 0 and result.mistakes == ["forward_wrong"] and "n = 0" in result.report(), result.report()
+
+
+@pytest.mark.parametrize("key, source", [
+    ("last-cols", mutate(KILLHEAD, ("out = input.clone()\n        out[:, input.shape[1] - n:] = 0\n        return out",
+                                    "keep = torch.arange(input.shape[1]) < input.shape[1] - n\n"
+                                    "        return input * keep.to(input.dtype)"),
+                         ("gi = g.clone()\n        " + KILL_GRAD,
+                          "gi = g * (torch.arange(g.shape[1]) < g.shape[1] - ctx.n).to(g.dtype)"))),
+    ("first-rows", LESSON_KILLHEAD.replace("[:, :n]", "[:n]").replace("[:, :ctx.n]", "[:ctx.n]")),
+    ("n-first", LESSON_KILLHEAD.replace("forward(ctx, input, n)", "forward(ctx, n, input)")
+     .replace("result[:, :n] = 0", "result[result.shape[0] - n:] = 0").replace("return grad_input, None", "return None, grad_input")
+     .replace("grad_input[:, :ctx.n] = 0", "grad_input[grad_input.shape[0] - ctx.n:] = 0")),
+])
+def test_unusual_right_killslices_pass(key, source):
+    """A mask multiplied in (no indexed assignment), and the lesson's code turned to another variant by hand."""
+    result = checks.run_check("killhead", ns_from(source), variant=key)
+    assert result.status == "passed", result.report()
+
+
+def test_a_missing_none_before_the_tensor_is_named():
+    """n-first: backward returns (grad, None) in the default's order: the gradient lands on `n`."""
+    src = LESSON_KILLHEAD.replace("forward(ctx, input, n)", "forward(ctx, n, input)").replace(
+        "result[:, :n] = 0", "result[result.shape[0] - n:] = 0").replace(
+        "grad_input[:, :ctx.n] = 0", "grad_input[grad_input.shape[0] - ctx.n:] = 0")
+    result = checks.run_check("killhead", ns_from(src), variant="n-first")
+    assert result.points == 1 and result.mistakes, result.report()
+
+
+# --------------------------------------------------------------------------- clip_grad and embedding: variants
+BUGS["clip_wrong_rule"] = ("clip_grad", clip("return g * (m / g.norm()).clamp(max=1), None"),
+                           ["input 0 (`x`)", "norm of the whole tensor", "row by row"], "row")
+BUGS["embedding_padding_grad"] = ("embedding", """
+class EmbeddingFunction(Function):
+    @staticmethod
+    def forward(ctx, indices, weight, padding_idx):
+        ctx.save_for_backward(indices)
+        ctx.num = weight.shape[0]
+        return weight[indices]
+    @staticmethod
+    def backward(ctx, g):
+        (indices,) = ctx.saved_tensors
+        gw = g.new_zeros(ctx.num, g.shape[-1]).index_add_(0, indices.reshape(-1), g.reshape(-1, g.shape[-1]))
+        return None, gw, None
+""", ["row padding_idx", "no gradient"], "padding")
+
+
+@pytest.mark.parametrize("key, body", [
+    ("value", "return torch.where(g.abs() > m, m * g.sign(), g), None"),
+    ("largest", "return (g * m / g.abs().max() if g.abs().max() > m else g.clone()), None"),
+    ("row", "n = torch.linalg.vector_norm(g, dim=-1, keepdim=True)\n        return g * torch.clamp(m / n, max=1), None"),
+])
+def test_unusual_right_clips_pass(key, body):
+    result = checks.run_check("clip_grad", ns_from(clip(body)), variant=key)
+    assert result.status == "passed", result.report()
+
+
+@pytest.mark.parametrize("key", ["row", "value", "largest"])
+def test_the_default_clip_fails_every_other_variant(key):
+    result = checks.run_check("clip_grad", ns_from(clip("return g * (m / g.norm()).clamp(max=1), None")), variant=key)
+    assert result.points < result.max and result.mistakes == ["clip_wrong_rule"], result.report()
+
+
+def test_a_clip_by_value_that_keeps_the_direction_is_named():
+    """value: scaling the whole gradient (the largest entry to the limit) is another rule."""
+    result = checks.run_check("clip_grad", ns_from(clip("return g * (m / g.abs().max()).clamp(max=1), None")),
+                              variant="value")
+    assert result.mistakes == ["clip_wrong_rule"] and "entry by entry" in result.report(), result.report()
+
+
+EMBEDDING_ROWS = embedding("d = weight.shape[1]\n        return None, torch.zeros_like(weight).index_add_(0, "
+                           "indices.reshape(-1), g.reshape(-1, d))")
+
+
+@pytest.mark.parametrize("key", ["columns", "bag"])
+def test_the_default_embedding_fails_the_same_signature_variants(key):
+    result = checks.run_check("embedding", ns_from(EMBEDDING_ROWS), variant=key)
+    assert result.points == 0 and result.mistakes == ["forward_wrong"], result.report()
+
+
+def test_a_bag_whose_backward_ignores_the_bag_fails():
+    """bag: forward sums the bag, backward gives every lookup grad_output's rows as if there were one per lookup."""
+    src = embedding("d = weight.shape[1]\n        return None, torch.zeros_like(weight).index_add_(0, "
+                    "indices.reshape(-1), g.reshape(-1, d))").replace("return weight[indices]", "return weight[indices].sum(-2)")
+    result = checks.run_check("embedding", ns_from(src), variant="bag")
+    assert result.points == 1 and result.status == "failed", result.report()
+
+
+def test_a_scaled_embedding_without_the_scales_gradient_fails():
+    src = """
+class EmbeddingFunction(Function):
+    @staticmethod
+    def forward(ctx, indices, weight, scale):
+        ctx.save_for_backward(indices, weight, scale)
+        return weight[indices] * scale.unsqueeze(-1)
+    @staticmethod
+    def backward(ctx, g):
+        indices, weight, scale = ctx.saved_tensors
+        d = weight.shape[1]
+        gw = torch.zeros_like(weight).index_add_(0, indices.reshape(-1), (g * scale.unsqueeze(-1)).reshape(-1, d))
+        return None, gw, None
+"""
+    result = checks.run_check("embedding", ns_from(src), variant="scaled")
+    assert result.mistakes == ["missing_gradient"] and "input 2 (`scale`)" in result.report(), result.report()
 
 
 @pytest.mark.parametrize("code", sorted(BUGS))

@@ -211,18 +211,18 @@ class Sigmoid(Function):
         return grad_output * out * (1 - out)
 '''),
     "killhead_own": ("05_exercises", "killhead_answer", '''
-class KillHead(Function):
+class KillSlice(Function):
     @staticmethod
     def forward(ctx, input, n):
-        ctx.n = n
-        out = input.clone()
-        out[:, :n] = 0.0
-        return out
+        ctx.keep = input.shape[-1] - n
+        y = input.clone()
+        y[:, ctx.keep:] = 0.0
+        return y
 
     @staticmethod
     def backward(ctx, grad_output):
         g = grad_output.clone()
-        g[:, :ctx.n] = 0.0
+        g[:, ctx.keep:] = 0.0
         return g, None
 '''),
     "embedding_own": ("05_exercises", "embedding_answer", '''

@@ -26,12 +26,12 @@ from torch import nn
 from torch.autograd import Function
 
 
-class LinearFunction(Function):
+class LinearFunction(Function):  # linear_function's default variant: the weight stored (in, out)
 """
 ORIGINAL = HEAD + """    @staticmethod
     def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight, bias)
-        output = input.mm(weight.t())
+        output = input.mm(weight)
         if bias is not None:
             output = output + bias
         return output
@@ -41,9 +41,9 @@ ORIGINAL = HEAD + """    @staticmethod
         input, weight, bias = ctx.saved_tensors
         grad_input = grad_weight = grad_bias = None
         if ctx.needs_input_grad[0]:
-            grad_input = grad_output.mm(weight)
+            grad_input = grad_output.mm(weight.t())
         if ctx.needs_input_grad[1]:
-            grad_weight = grad_output.t().mm(input)
+            grad_weight = input.t().mm(grad_output)
         if bias is not None and ctx.needs_input_grad[2]:
             grad_bias = grad_output.sum(0)
         return grad_input, grad_weight, grad_bias
@@ -54,9 +54,9 @@ COPY = HEAD + """    @staticmethod
         x, w, b = ctx.saved_tensors
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = g.mm(w)   # dL/dx
+            gx = g.mm(w.t())   # dL/dx
         if ctx.needs_input_grad[1]:
-            gw = g.t().mm(x)
+            gw = x.t().mm(g)
         if b is not None and ctx.needs_input_grad[2]:
             gb = g.sum(0)
         return gx, gw, gb
@@ -64,7 +64,7 @@ COPY = HEAD + """    @staticmethod
     @staticmethod
     def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight, bias)
-        result = input.mm(weight.t())
+        result = input.mm(weight)
         if bias is not None:
             result = result + bias
         return result
@@ -73,7 +73,7 @@ HONEST = HEAD + """    @staticmethod
     def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight)
         ctx.has_bias = bias is not None
-        y = torch.matmul(input, weight.transpose(0, 1))
+        y = torch.matmul(input, weight)
         return y if bias is None else y + bias.unsqueeze(0)
 
     @staticmethod
@@ -82,9 +82,9 @@ HONEST = HEAD + """    @staticmethod
         needs = ctx.needs_input_grad
         grads = [None, None, None]
         if needs[0]:
-            grads[0] = torch.matmul(grad_output, weight)
+            grads[0] = torch.matmul(grad_output, weight.transpose(0, 1))
         if needs[1]:
-            grads[1] = torch.matmul(grad_output.transpose(0, 1), input)
+            grads[1] = torch.matmul(input.transpose(0, 1), grad_output)
         if ctx.has_bias and needs[2]:
             grads[2] = grad_output.sum(dim=0)
         return tuple(grads)
@@ -144,8 +144,8 @@ def test_html_shows_both_answers_side_by_side_with_the_matches_marked(report):
     assert html.count("<h2") == 1 and "linear_function" in html
     left, right = html.split("<td><pre>")[1:3]
     assert "<mark>" in left and "<mark>" in right
-    assert "gx = g.mm(w)" in right.replace("<mark>", "").replace("</mark>", "") or \
-        "gx = g.mm(w)" in left.replace("<mark>", "").replace("</mark>", "")
+    assert "gx = g.mm(w.t())" in right.replace("<mark>", "").replace("</mark>", "") or \
+        "gx = g.mm(w.t())" in left.replace("<mark>", "").replace("</mark>", "")
 
 
 def test_grades_are_unchanged_by_the_flag(report):
