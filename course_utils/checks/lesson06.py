@@ -38,9 +38,9 @@ class Kink:
 
 ZEROS_U = [0.0, 0.0, 1.5, 0.0, -2.0, 3.0]
 KINKS = (
-    Kink("absu_v", r"|u|\,v", "u.abs() * v", "|u| * v", "u == 0", lambda u, v: u.abs() * v, lambda u, v: u,
+    Kink("absu_v", r"|u|\,v", "torch.abs(u) * v", "|u| * v", "u == 0", lambda u, v: u.abs() * v, lambda u, v: u,
          (ZEROS_U, [0.0, 2.0, 0.0, -1.0, 0.5, -1.0]), 1),
-    Kink("u_absv", r"u\,|v|", "u * v.abs()", "u * |v|", "v == 0", lambda u, v: u * v.abs(), lambda u, v: v,
+    Kink("u_absv", r"u\,|v|", "u * torch.abs(v)", "u * |v|", "v == 0", lambda u, v: u * v.abs(), lambda u, v: v,
          (ZEROS_U, [0.0, 2.0, 0.0, -1.0, 0.0, -1.0]), 1),
     Kink("abs_sum", r"|u + v|", "(u + v).abs()", "|u + v|", "u + v == 0", lambda u, v: (u + v).abs(), lambda u, v: u + v,
          (ZEROS_U, [0.0, 2.0, -1.5, -1.0, 2.0, -1.0]), 1),

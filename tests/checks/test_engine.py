@@ -223,7 +223,7 @@ def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_par
     assert [(o.name, o.points, o.max, o.status, o.code) for o in result.stages] == [
         (ex.stages[0].name, 1, 1, "passed", ""), (ex.stages[1].name, 0.0, 1, "failed", "swapped_gradients")]
     assert result.stages[1].fix and result.stages[1].fix not in result.report()
-    assert result.report(fix=True).endswith(f"fix: {result.stages[1].fix}")
+    assert result.report(fix=True).endswith(f"fix: {result.stages[1].fix}\n  variant `{result.variant}`")
     checked = copy.deepcopy(result)
     record = exercise_result(ex, result, result.report())
     assert record.hint == result.summary and "fix:" not in record.feedback

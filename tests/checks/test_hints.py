@@ -124,7 +124,13 @@ def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
 
     from check_helpers import FORMULA, MIN_CHARS, _forms, _squash
 
-    lines = [t for t in (ln.strip() for ln in source.splitlines())
+    import textwrap
+
+    # the backward's lines: a forward hint may restate the forward, which the variant's task states anyway
+    tree = ast.parse(textwrap.dedent(source))
+    backward = [ast.get_source_segment(textwrap.dedent(source), node) or "" for node in ast.walk(tree)
+                if isinstance(node, ast.FunctionDef) and "backward" in node.name]
+    lines = [t for t in (ln.strip() for ln in "\n".join(backward or [source]).splitlines())
              if t and not t.startswith(("#", "class ", "def ", "@")) and t not in ("return x",)]
     pieces, forms = set(lines), set()
     for line in lines:
