@@ -144,7 +144,10 @@ def _one(cls: Any, name: str, case: dict) -> dict:
             (g2, f.grad_output(y.shape, y.dtype, 19, y.device))]  # what the kernel sees instead: x and g19
     grads = []
     for swapping in (False, True):  # the same backward twice, on fresh graphs: as it is, then with the swap
-        node2 = f.custom_node(call(f"{name}.forward", cls.apply, f.materialize(case["poison_args"][0])))
+        # y2 stays alive while its node runs backward, as in every real graph: on torch 2.11 a custom Function's
+        # node dies with its last output and frees its saved tensors ("backward through the graph a second time")
+        y2 = call(f"{name}.forward", cls.apply, f.materialize(case["poison_args"][0]))
+        node2 = f.custom_node(y2)
         if node2 is None:
             return {"node": False}
         with torch.no_grad(), launches(swap=swap if swapping else None) as swap_launches:

@@ -159,3 +159,42 @@ def test_the_probes_dispatch_modes_do_not_import_torch_dynamo():
             "print(bool(ops), peak.peak > 0, 'torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["True", "True", "False"], out.stdout + out.stderr
+
+
+def test_the_kernel_probe_runs_each_backward_while_its_output_is_alive():
+    """On torch 2.11 a custom Function's backward node dies with its last output and frees its saved tensors:
+    lesson 10's probe kept only the node of its counterfactual runs, and every right answer failed there with
+    "backward through the graph a second time". A backward that checks its output is alive shows it on any torch."""
+    import weakref
+
+    import torch
+
+    from course_utils.probes import lesson10
+
+    class Swiglu(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            a, b = x.chunk(2, -1)
+            y = torch.nn.functional.silu(a) * b
+            ctx.save_for_backward(x)
+            ctx.output = weakref.ref(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.output() is None:
+                raise RuntimeError("backward ran after its output was freed")
+            (x,) = ctx.saved_tensors
+            a, b = x.chunk(2, -1)
+            s = torch.sigmoid(a)
+            return torch.cat([g * b * s * (1 + a * (1 - s)), g * a * s], -1)
+
+    gen = torch.Generator().manual_seed(0)
+
+    def arg():
+        return {"t": torch.randn(3, 8, generator=gen, dtype=torch.float64), "layout": "c", "grad": True}
+    req = {"gid": "triton_swiglu", "cls": "Swiglu", "kernel_cases": [{"args": [arg()], "poison_args": [arg()]}]}
+    facts = lesson10.kernel_use({"Swiglu": Swiglu}, req)
+    (case,) = facts["cases"]
+    assert "$error" not in case, case
+    assert torch.equal(case["unswapped"], case["swapped"])  # no kernel launched: nothing to swap
