@@ -69,9 +69,13 @@ def test_in_a_kernel_the_set_up_cell_imports_what_a_first_check_needs():
 
 def test_every_warm_up_module_exists_on_this_torch():
     """A renamed module would silently stop warming: each WARMUP name must be a module of the pinned torch (looked
-    up as a file: importing them all takes seconds)."""
+    up as a file: importing them all takes seconds). Another torch may lack a few (torch 2.11 has no
+    ``subclass_codegen``; the warm-up skips them), never the two that hold most of lesson 08's imports."""
     import importlib.util
+    import re
     from pathlib import Path
+
+    import torch
 
     from course_utils import probes
 
@@ -83,7 +87,11 @@ def test_every_warm_up_module_exists_on_this_torch():
         base = Path(importlib.util.find_spec(top).origin).parent.joinpath(*rest)
         return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
     assert names
-    assert [n for n in names if not found(n)] == []
+    pinned = re.search(r"^torch==(\S+)", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    if torch.__version__.split("+")[0] == pinned:
+        assert [n for n in names if not found(n)] == []
+    else:
+        assert all(found(n) for n in ("torch.testing._internal.optests", "torch._inductor.pattern_matcher"))
 
 
 def test_a_check_waits_for_a_warm_up_under_way():
