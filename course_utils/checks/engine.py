@@ -31,7 +31,7 @@ import torch
 
 from .. import probes
 from ..exercise_result import ExerciseResult, StageOutcome
-from ..probes import guard
+from ..probes import guard, warmup
 from ..probes.guard import TIME_LIMIT, NotAttempted
 from ..status import CheckStatus
 
@@ -136,7 +136,10 @@ def unwrap(facts: object) -> dict:
 
 # --------------------------------------------------------------------------- the two halves
 def probe(ex: Exercise, namespace: Mapping[str, object], request: dict, time_limit: float = TIME_LIMIT) -> dict:
-    """Run every stage's probe beside the student's code (``course_utils.probes.run``); never raises for student errors."""
+    """Run every stage's probe beside the student's code (``course_utils.probes.run``); never raises for student errors.
+
+    In a notebook, a warm-up still importing (``probes.warmup``) finishes first: its imports are this check's."""
+    warmup.wait()
     return probes.run(ex.grade_id, ex.probe_names, namespace, request, time_limit)
 
 

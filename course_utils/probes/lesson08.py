@@ -20,6 +20,8 @@ from .guard import NotAttempted, attempt, call, where
 from .recorded_ops import recorded
 
 STUB_MARK = "is not attempted yet"  # the text of release.STUB
+# what these probes import on their first run beyond probes.warmup.MODULES (forward-mode AD's decompositions)
+WARMUP = ("torch._decomp.decompositions_for_jvp",)
 
 
 def _text(exc: BaseException) -> str:

@@ -20,6 +20,16 @@ OP_NAME = "exercises::row_norm"
 # PyTorch's loggers that print a whole traceback to stderr when a student's fake fails under a fake tensor
 # (about 30 lines above the verdict, issue 49): the probe reports the error itself, so they are muted meanwhile
 NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._functorch", "torch.fx")
+# what these probes import on their first run beyond probes.warmup.MODULES (probes.warmup imports them while the
+# student works): opcheck's tests, AOTAutograd's partitioner (its CSE imports Inductor's pattern matcher) and passes,
+# export's tracer, SymPy's tensor module, and every compile backend (lookup_backend imports them all: list_backends)
+WARMUP = ("torch.testing._internal.optests", "torch._inductor.pattern_matcher", "torch._inductor.compiler_bisector",
+          "torch._inductor.fx_passes.dedupe_symint_uses", "torch.export._trace", "torch.fx.experimental.validator",
+          "sympy.tensor.tensor", "torch._functorch._aot_autograd.subclass_codegen",
+          "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
+          "torch._higher_order_ops.passes.inline_invoke_subgraph", "torch._export.passes._node_metadata_hook",
+          "torch.distributed.tensor.experimental", "torch._dynamo.dce_extra_outputs", "torch._dynamo.repro.after_dynamo",
+          "torch.compiler:list_backends")
 
 
 @contextmanager

@@ -86,11 +86,20 @@ def on_kernel_device(probe):
     return run
 
 
+def _restore(t: torch.Tensor, values: torch.Tensor, put: torch.Tensor) -> None:
+    """Give a swapped argument ``t`` its own ``values`` back wherever it still holds what the swap ``put`` there, and
+    keep what the kernel wrote. An output buffer can hold x's values when the kernel starts (``x.clone()``, or reused
+    memory under ``empty_like``): restoring it whole erased the kernel's result, and a gradient computed in NumPy and
+    copied in by a kernel then seemed to follow the swap."""
+    untouched = (t == put) | (t.isnan() & put.isnan())
+    t.copy_(torch.where(untouched, values, t))
+
+
 @contextlib.contextmanager
 def launches(swap: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> Iterator[list[str]]:
     """Count kernel launches (names, in order); with ``swap`` = [(original, other)], every floating-point
     tensor argument equal to an ``original`` holds ``other``'s values while the kernel runs, and gets its
-    own values back when the launch returns."""
+    own values back when the launch returns, except where the kernel wrote (``_restore``)."""
     seen: list[str] = []
     originals: dict[Any, Any] = {cls: vars(cls)["run"] for cls in _kernel_classes()}
 
@@ -107,15 +116,16 @@ def launches(swap: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> Ite
                     for before, other in swap:
                         if t.is_floating_point() and t.numel() == before.numel() and t.dtype == before.dtype and \
                                 t.device == before.device and bool(torch.equal(t.reshape(-1), before.reshape(-1))):
-                            swapped.append((t, t.clone()))
-                            t.copy_(other.reshape(t.shape))  # any view of it, in its own layout
+                            put = other.reshape(t.shape)
+                            swapped.append((t, t.clone(), put))
+                            t.copy_(put)  # any view of it, in its own layout
                             break
             try:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 with torch.no_grad():
-                    for t, values in swapped:
-                        t.copy_(values)
+                    for t, values, put in swapped:
+                        _restore(t, values, put)
                 seen.append(f"$swapped {len(swapped)}")
         return run
 
@@ -144,7 +154,10 @@ def _one(cls: Any, name: str, case: dict) -> dict:
             (g2, f.grad_output(y.shape, y.dtype, 19, y.device))]  # what the kernel sees instead: x and g19
     grads = []
     for swapping in (False, True):  # the same backward twice, on fresh graphs: as it is, then with the swap
-        node2 = f.custom_node(call(f"{name}.forward", cls.apply, f.materialize(case["poison_args"][0])))
+        # y2 stays alive while its node runs backward, as in every real graph: on torch 2.11 a custom Function's
+        # node dies with its last output and frees its saved tensors ("backward through the graph a second time")
+        y2 = call(f"{name}.forward", cls.apply, f.materialize(case["poison_args"][0]))
+        node2 = f.custom_node(y2)
         if node2 is None:
             return {"node": False}
         with torch.no_grad(), launches(swap=swap if swapping else None) as swap_launches:

@@ -159,3 +159,91 @@ def test_the_probes_dispatch_modes_do_not_import_torch_dynamo():
             "print(bool(ops), peak.peak > 0, 'torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["True", "True", "False"], out.stdout + out.stderr
+
+
+def test_the_kernel_probe_runs_each_backward_while_its_output_is_alive():
+    """On torch 2.11 a custom Function's backward node dies with its last output and frees its saved tensors:
+    lesson 10's probe kept only the node of its counterfactual runs, and every right answer failed there with
+    "backward through the graph a second time". A backward that checks its output is alive shows it on any torch."""
+    import weakref
+
+    import torch
+
+    from course_utils.probes import lesson10
+
+    class Swiglu(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            a, b = x.chunk(2, -1)
+            y = torch.nn.functional.silu(a) * b
+            ctx.save_for_backward(x)
+            ctx.output = weakref.ref(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.output() is None:
+                raise RuntimeError("backward ran after its output was freed")
+            (x,) = ctx.saved_tensors
+            a, b = x.chunk(2, -1)
+            s = torch.sigmoid(a)
+            return torch.cat([g * b * s * (1 + a * (1 - s)), g * a * s], -1)
+
+    gen = torch.Generator().manual_seed(0)
+
+    def arg():
+        return {"t": torch.randn(3, 8, generator=gen, dtype=torch.float64), "layout": "c", "grad": True}
+    req = {"gid": "triton_swiglu", "cls": "Swiglu", "kernel_cases": [{"args": [arg()], "poison_args": [arg()]}]}
+    facts = lesson10.kernel_use({"Swiglu": Swiglu}, req)
+    (case,) = facts["cases"]
+    assert "$error" not in case, case
+    assert torch.equal(case["unswapped"], case["swapped"])  # no kernel launched: nothing to swap
+
+
+COPY_INTO_A_CLONE_OF_X = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    k = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + k, tl.load(src_ptr + k, mask=k < n), mask=k < n)
+
+class Swiglu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a, b = x.chunk(2, -1)
+        return torch.nn.functional.silu(a) * b
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        a, b = x.detach().chunk(2, -1)
+        s = torch.sigmoid(a)
+        done = torch.cat([g * b * s * (1 + a * (1 - s)), g * a * s], -1).contiguous()  # finished outside any kernel
+        dx = x.detach().clone()  # a buffer that holds x's values when the copy starts
+        copy_kernel[(triton.cdiv(dx.numel(), 64),)](done, dx, dx.numel(), BLOCK=64)
+        return dx
+'''
+
+
+def test_a_swapped_buffer_keeps_what_the_kernel_wrote_into_it():
+    """The kernel probe swaps, for one launch, every argument holding x's or grad_output's values, then restores
+    them. An output buffer that starts as a copy of x is swapped too; restoring it whole erased what the kernel
+    copied in, and a gradient finished outside any kernel (here in torch; NumPy alike) seemed to follow the swap:
+    4/4 for a copy kernel. Flaky under ``empty_like`` when reused memory held x's values (torch 2.11's run)."""
+    import torch
+
+    from check_helpers import ns_from
+    from course_utils.probes import lesson10
+
+    gen = torch.Generator().manual_seed(1)
+
+    def arg():
+        return {"t": torch.randn(3, 8, generator=gen, dtype=torch.float64), "layout": "c", "grad": True}
+    req = {"gid": "triton_swiglu", "cls": "Swiglu", "kernel_cases": [{"args": [arg()], "poison_args": [arg()]}]}
+    (case,) = lesson10.kernel_use(ns_from(COPY_INTO_A_CLONE_OF_X), req)["cases"]
+    assert "$error" not in case, case
+    assert case["backward_launches"] == ["copy_kernel"] and case["swapped_arguments"] == 1  # the buffer, not x nor g
+    assert torch.equal(case["swapped"], case["unswapped"])  # the gradient did not follow: it comes from outside

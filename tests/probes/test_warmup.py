@@ -36,11 +36,80 @@ def _run(code: str) -> str:
     return done.stdout.split()
 
 
-def test_in_a_kernel_the_set_up_cell_imports_what_a_first_check_needs():
-    assert _run(FAKE_KERNEL + REPORT) == ["1", "True", "True", "True"]
-
-
 def test_outside_a_kernel_the_set_up_cell_starts_nothing():
     """The grader's sandbox runs the set-up cell as a script: no thread, no import beyond what it asked for."""
     assert _run("import sys" + REPORT.replace("from course_utils.probes import warmup", "warmup = None")
                 .replace(", warmup.start() is warmup.start()", "")) == ["0", "False", "False"]
+
+
+LESSON = """
+import types
+import course_utils.probes.cells as cells
+from course_utils.probes import lesson08, lesson08_op
+lesson08.WARMUP, lesson08_op.WARMUP = ("json.tool",), ("csv", "no_such_module_here", "zipapp")  # cheap stand-ins
+result = types.SimpleNamespace(info=types.SimpleNamespace(raw_cell=cells.ANSWER_BANNER.format(grade_id="func_softmax")
+                                                          + "\\nx = 1\\n", cell_id=None), error_in_exec=None)
+print(warmup.lesson_modules("row_norm_op"), file=sys.stderr)
+cells.record(result)
+warmup.wait()
+print(all(m in sys.modules for m in ("json.tool", "csv", "zipapp")), [t.is_alive() for t in warmup._started.values()])
+"""
+
+
+def test_in_a_kernel_the_set_up_cell_imports_what_a_first_check_needs():
+    """The set-up cell imports what every first check needs. Lesson 08's first checks imported 3 to 8 s of modules
+    more (opcheck's tests, Inductor's pattern matcher, export): the first run of an answer cell imports every WARMUP
+    of its lesson's probes (its own module's first; a name this torch lacks is skipped), and a check waits for it."""
+    done = subprocess.run([sys.executable, "-c", FAKE_KERNEL + REPORT + LESSON], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "True", "True", "True", "True", "[False,", "False]"], done.stdout + done.stderr
+    assert "['csv', 'no_such_module_here', 'zipapp', 'json.tool']" in done.stderr
+
+
+def test_every_warm_up_module_exists_on_this_torch():
+    """A renamed module would silently stop warming: each WARMUP name must be a module of the pinned torch (looked
+    up as a file: importing them all takes seconds). Another torch may lack a few (torch 2.11 has no
+    ``subclass_codegen``; the warm-up skips them), never the two that hold most of lesson 08's imports."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    import torch
+
+    from course_utils import probes
+
+    names = [n.partition(":")[0] for m in probes.MODULES
+             for n in getattr(importlib.import_module(f"course_utils.probes.{m}"), "WARMUP", ())]
+
+    def found(name: str) -> bool:
+        top, *rest = name.split(".")
+        base = Path(importlib.util.find_spec(top).origin).parent.joinpath(*rest)
+        return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+    assert names
+    pinned = re.search(r"^torch==(\S+)", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    if torch.__version__.split("+")[0] == pinned:
+        assert [n for n in names if not found(n)] == []
+    else:
+        assert all(found(n) for n in ("torch.testing._internal.optests", "torch._inductor.pattern_matcher"))
+
+
+def test_a_check_waits_for_a_warm_up_under_way():
+    """Two threads importing torch's circular modules at once can deadlock (importlib's _DeadlockError) and share
+    the CPU anyway: a check lets a warm-up still running finish first."""
+    import threading
+    import time
+
+    from course_utils.checks import run_check
+    from course_utils.probes import warmup
+
+    finished = []
+    slow = threading.Thread(target=lambda: (time.sleep(0.5), finished.append(True)), name="course-warmup")
+    warmup._started["test"] = slow
+    try:
+        slow.start()
+        run_check("scalar_engine", {})
+        assert finished == [True]
+    finally:
+        warmup._started.pop("test")
+        slow.join()
