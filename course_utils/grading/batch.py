@@ -30,12 +30,12 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     """Grade every ``(file, sha256)`` of ``todo`` with ``options.slots`` runners at once; ``done(row)`` per file.
 
     ``sha256`` may be "" (the judge then hashes the file itself). Files are graded costliest assignment
-    first (``Queue``); rows arrive in the order they finish. A file is handed to a thread only when a slot is free, so a stop (``options.stop``, set
-    by the command line's Ctrl-C handler, or a KeyboardInterrupt here) grades nothing more: the
-    running submissions' runners end at once (``options.Stoppable``), their unfinished rows are
-    dropped (graded again on resume), and KeyboardInterrupt is raised after the rows already done
-    were handed over. ``seen``: handed each file's one parse (``judge.grade_submission``), from the
-    grading threads.
+    first (``Queue``); rows arrive in the order they finish. A file is handed to a thread only when a
+    slot is free, so a stop (``options.stop``, set by the command line's Ctrl-C handler, or a
+    KeyboardInterrupt here) grades nothing more: the running submissions' runners end at once
+    (``options.Stoppable``), their unfinished rows are dropped (graded again on resume), and
+    KeyboardInterrupt is raised after the rows already done were handed over. ``seen``: handed each
+    file's one parse (``judge.grade_submission``), from the grading threads.
     """
     stop = options.stop
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:

@@ -199,7 +199,7 @@ def test_an_assignment_still_running_counts_as_costly(tmp_path):
             path.write_text(_text(json.loads(nbformat.writes(submission(number)))))
             todo.append((path, ""))
     queue = Queue(todo)
-    a02, a03 = queue.next(), queue.next()
+    a02, _ = queue.next(), queue.next()
     queue.learn(a02[0], 0.2)  # 02 finished quickly; 03 is still running
     assert queue.next()[0].name == "b_03.ipynb"
     assert queue.next()[0].name == "b_02.ipynb"
