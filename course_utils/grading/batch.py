@@ -38,6 +38,8 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     file's one parse (``judge.grade_submission``), from the grading threads.
     """
     stop = options.stop
+    if not todo:  # every row was stored already (a resume): no zygote, no torch, no checks to import
+        return
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
     try:

@@ -203,3 +203,13 @@ def test_an_assignment_still_running_counts_as_costly(tmp_path):
     queue.learn(a02[0], 0.2)  # 02 finished quickly; 03 is still running
     assert queue.next()[0].name == "b_03.ipynb"
     assert queue.next()[0].name == "b_02.ipynb"
+
+
+def test_nothing_to_grade_imports_neither_torch_nor_the_checks():
+    """A resumed batch whose rows are all stored starts no runner and pays no import of torch and the checks."""
+    code = ("import sys\nfrom course_utils.grading.batch import grade_batch\nfrom course_utils.grading.options import "
+            "Options\ngrade_batch([], {}, Options(), print)\nprint(sorted(m for m in ('torch', 'course_utils.checks') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
