@@ -39,6 +39,8 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     """
     stop = options.stop
     if not todo:  # every row was stored already (a resume): no zygote, no torch, no checks to import
+        if stop.is_set():
+            raise KeyboardInterrupt
         return
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
