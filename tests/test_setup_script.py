@@ -6,6 +6,7 @@ real help (exit 0), and g++/ninja are only installed where lesson 10 is.
 """
 import os
 import shutil
+import time
 import subprocess
 from pathlib import Path
 
@@ -103,3 +104,40 @@ def test_help_is_a_real_help(tmp_path, script, commands):
             assert f"./course {command} " in done.stdout, (flag, command, done.stdout)
     wrong = subprocess.run([str(target), "bogus"], capture_output=True, text=True, check=False)
     assert wrong.returncode == 2 and "unknown command 'bogus'" in wrong.stderr and "./course help" in wrong.stderr
+
+
+LOGGING_PYTHON = """#!/bin/bash
+# a stand-in for the venv's python: every call is logged, one line each; nothing runs
+echo "$*" >> "$(dirname "$0")/calls.log"
+"""
+
+
+@pytest.mark.parametrize("args, prebuilt", [((), True), (("tests/test_kernels.py",), False)])
+def test_the_whole_suite_builds_the_cpp_extension_beside_the_first_tests(tmp_path, args, prebuilt):
+    """``./course test`` (the whole suite, as CI runs it) starts lesson 10's C++ build at once, in the background,
+    so no test worker idles on the build's lock later; a selection of tests never pays for it."""
+    root = tmp_path / "course"
+    (root / "lab").mkdir(parents=True)
+    shutil.copy2(ROOT / "course", root / "course")
+    shutil.copy2(ROOT / "lab" / "setup.sh", root / "lab" / "setup.sh")
+    for name in ("requirements.txt", "requirements-instructor.txt", "pyproject.toml"):
+        shutil.copy2(ROOT / name, root / name)
+    python = root / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(LOGGING_PYTHON)
+    python.chmod(0o755)
+    tools = tmp_path / "tools"  # every system tool is "installed": the test never calls apt-get
+    tools.mkdir()
+    for tool in ("dot", "g++", "ninja", "bwrap", "chromium"):
+        (tools / tool).write_text("#!/bin/sh\nexit 0\n")
+        (tools / tool).chmod(0o755)
+    done = subprocess.run([str(root / "course"), "test", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}, check=False)
+    assert done.returncode == 0, done.stderr
+    for _ in range(100):  # the build runs in the background: its line may come after pytest's
+        calls = (python.parent / "calls.log").read_text().splitlines()
+        if not prebuilt or any("cpp_silu.load()" in c for c in calls):
+            break
+        time.sleep(0.05)
+    assert any(c.startswith("-m pytest -n 2 --dist loadscope") for c in calls), calls
+    assert any("cpp_silu.load()" in c for c in calls) == prebuilt, calls

@@ -4,17 +4,21 @@ Each file is graded by ``judge.grade_submission`` in a thread that holds one run
 is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
 row is handed to ``done`` under a lock, so callers may print, store or count without their own.
 Each slot's zygote (``zygote.py``: torch imported once, a runner forked per runner start) is
-started before the judge imports torch and the checks, so the two start-ups overlap.
+started before the judge imports torch and the checks, so the two start-ups overlap. Files go to
+the slots costliest assignment first (``Queue``), so no slot is left with a long file at the end
+while the others idle: the order is a hint read from each notebook's metadata, never part of a grade.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import zygote
-from .collect import Assignment
+from .collect import Assignment, NotebookError, parse_notebook, read_submission
 from .options import Options
 from .results import SubmissionResult
 from .submission import ParsedSubmission
@@ -25,15 +29,19 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
                 seen: Callable[[ParsedSubmission], None] | None = None) -> None:
     """Grade every ``(file, sha256)`` of ``todo`` with ``options.slots`` runners at once; ``done(row)`` per file.
 
-    ``sha256`` may be "" (the judge then hashes the file itself). Rows arrive in the order they
-    finish. A file is handed to a thread only when a slot is free, so a stop (``options.stop``, set
-    by the command line's Ctrl-C handler, or a KeyboardInterrupt here) grades nothing more: the
-    running submissions' runners end at once (``options.Stoppable``), their unfinished rows are
-    dropped (graded again on resume), and KeyboardInterrupt is raised after the rows already done
-    were handed over. ``seen``: handed each file's one parse (``judge.grade_submission``), from the
-    grading threads.
+    ``sha256`` may be "" (the judge then hashes the file itself). Files are graded costliest assignment
+    first (``Queue``); rows arrive in the order they finish. A file is handed to a thread only when a
+    slot is free, so a stop (``options.stop``, set by the command line's Ctrl-C handler, or a
+    KeyboardInterrupt here) grades nothing more: the running submissions' runners end at once
+    (``options.Stoppable``), their unfinished rows are dropped (graded again on resume), and
+    KeyboardInterrupt is raised after the rows already done were handed over. ``seen``: handed each
+    file's one parse (``judge.grade_submission``), from the grading threads.
     """
     stop = options.stop
+    if not todo:  # every row was stored already (a resume): no zygote, no torch, no checks to import
+        if stop.is_set():
+            raise KeyboardInterrupt
+        return
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
     try:
@@ -43,6 +51,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
 
         lock = threading.Lock()
         free_slots = list(range(options.slots))
+        queue = Queue(todo)
 
         def one(path: Path, digest: str) -> None:
             with lock:
@@ -53,10 +62,11 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
                 with lock:
                     free_slots.append(slot)
             with lock:
+                queue.learn(path, row.seconds)
                 if not stop.is_set():  # a row finished after a stop may have been cut short: never kept
                     done(row)
 
-        _run(one, todo, options.slots, stop)
+        _run(one, lambda: queue.next(lock), options.slots, stop)
     except KeyboardInterrupt:
         stop.set()
         raise
@@ -66,16 +76,69 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         raise KeyboardInterrupt
 
 
-def _run(one: Callable[[Path, str], None], todo: Sequence[tuple[Path, str]], slots: int,
+def assignment_of(path: Path) -> str | None:
+    """The assignment a notebook's metadata names (None where it cannot be read): the order's hint alone.
+
+    The judge reads and parses the file again, once, for its grade (``submission.read``).
+    """
+    try:
+        return parse_notebook(read_submission(path), path.suffix)[0]
+    except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+class Queue:
+    """The files still to grade, handed out costliest assignment first (longest-processing-time first).
+
+    An assignment's cost is the mean time of its rows finished so far. First go the assignments not
+    started yet, then those started but with no row finished (still running: a long one), then the
+    rest by cost; ties in the batch's order. So each assignment's cost is learned from its first
+    file, and the long files are graded while there are short ones left to fill the other slots, not
+    at the end.
+    """
+
+    def __init__(self, todo: Sequence[tuple[Path, str]]) -> None:
+        self.kind = {path: assignment_of(path) for path, _ in todo}
+        self.pending: dict[str | None, deque[tuple[Path, str]]] = {}
+        for item in todo:
+            self.pending.setdefault(self.kind[item[0]], deque()).append(item)
+        self.seconds: dict[str | None, list[float]] = {}
+        self.started: set[str | None] = set()
+
+    def learn(self, path: Path, seconds: float) -> None:
+        """A file of this queue was graded in ``seconds``."""
+        self.seconds.setdefault(self.kind.get(path), []).append(seconds)
+
+    def rank(self, kind: str | None) -> tuple[int, float]:
+        """Higher goes first: (2, 0) not started, (1, 0) started with no row finished, (0, mean seconds) else."""
+        done = self.seconds.get(kind)
+        if done:
+            return (0, sum(done) / len(done))
+        return (1, 0.0) if kind in self.started else (2, 0.0)
+
+    def next(self, lock: threading.Lock | None = None) -> tuple[Path, str] | None:
+        """The next file to grade (None when none is left); ``lock``: held while choosing."""
+        with lock or contextlib.nullcontext():
+            if not self.pending:
+                return None
+            kind = max(self.pending, key=self.rank)  # the first of the costliest (dicts keep the batch's order)
+            self.started.add(kind)
+            items = self.pending[kind]
+            item = items.popleft()
+            if not items:
+                del self.pending[kind]
+            return item
+
+
+def _run(one: Callable[[Path, str], None], next_item: Callable[[], tuple[Path, str] | None], slots: int,
          stop: threading.Event) -> None:
-    """Call ``one`` on each item of ``todo`` in ``slots`` threads, submitting one only when a thread is free and
-    nothing stopped the batch; return when every submitted call has returned (the first error is raised)."""
-    pending = iter(todo)
+    """Call ``one`` on each item ``next_item`` gives in ``slots`` threads, asking for one only when a thread is free
+    and nothing stopped the batch; return when every submitted call has returned (the first error is raised)."""
     running: set[concurrent.futures.Future] = set()
     with concurrent.futures.ThreadPoolExecutor(max_workers=slots) as pool:
         try:
             while True:
-                while not stop.is_set() and len(running) < slots and (item := next(pending, None)) is not None:
+                while not stop.is_set() and len(running) < slots and (item := next_item()) is not None:
                     running.add(pool.submit(one, *item))
                 if not running:
                     return

@@ -59,10 +59,18 @@ def reference(assignment: Assignment) -> Reference:
 @lru_cache(maxsize=16)
 def _reference(lessons: tuple[str, ...], shipped: tuple[str, ...], solved: tuple[tuple[str, str], ...]) -> Reference:
     known = imported_names([*lessons, *shipped, *(source for _, source in solved)])
-    taught = [s for source in lessons for s in statements(source, known)]
-    shown = frozenset([s.key for s in taught] + [s.key for source in shipped for s in statements(source, known)])
-    return Reference(shown, frozenset(c for s in taught for c in s.comments), {
+    taught, lesson_comments = _taught(lessons, known)
+    shown = taught | {s.key for source in shipped for s in statements(source, known)}
+    return Reference(shown, lesson_comments, {
         gid: [s for s in statements(source, known) if s.key not in shown] for gid, source in solved}, known)
+
+
+@lru_cache(maxsize=4)
+def _taught(lessons: tuple[str, ...], known: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The lessons' statements (normalised) and comments: the same for every assignment of a course, so a batch
+    of many assignments normalises the lessons once, not once per assignment (most of a reference's cost)."""
+    taught = [s for source in lessons for s in statements(source, known)]
+    return frozenset(s.key for s in taught), frozenset(c for s in taught for c in s.comments)
 
 
 def _comments(statements_: list[Statement]) -> set[str]:

@@ -160,3 +160,56 @@ def test_cache_key_covers_grading_code_and_torch(tmp_path, monkeypatch):
     monkeypatch.setattr(metadata, "version", lambda name: "9.9.9")
     third = collect.course_version(assignments, course)
     assert len({first, second, third}) == 3
+
+
+def test_the_queue_hands_out_the_costliest_assignment_first_and_every_file_once(tmp_path):
+    """A batch mixing assignments: each assignment's first file goes out in the batch's order (its cost unknown),
+    then the files of the assignment whose rows took longest, so a long file never starts last while the other slots
+    idle (the order of a --jobs 2 batch; grades never depend on it)."""
+    from course_utils.grading.batch import Queue
+
+    todo = []
+    for student in ("a", "b", "c"):
+        for number in ("02", "03", "04"):
+            path = tmp_path / f"{student}_{number}.ipynb"
+            path.write_text(_text(json.loads(nbformat.writes(submission(number)))))
+            todo.append((path, ""))
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{not json")
+    todo.append((broken, ""))
+    queue = Queue(todo)
+    first = [queue.next() for _ in range(4)]  # no cost known yet: one of each assignment, then the unreadable one
+    assert [p.name for p, _ in first] == ["a_02.ipynb", "a_03.ipynb", "a_04.ipynb", "broken.ipynb"]
+    for (path, _), seconds in zip(first, (0.1, 3.0, 0.5, 0.01)):
+        queue.learn(path, seconds)
+    rest = [p.name for p, _ in iter(queue.next, None)]
+    assert rest == ["b_03.ipynb", "c_03.ipynb", "b_04.ipynb", "c_04.ipynb", "b_02.ipynb", "c_02.ipynb"]
+    assert queue.next() is None
+
+
+def test_an_assignment_still_running_counts_as_costly(tmp_path):
+    """While the first file of an assignment is still being graded (a long one), its next file goes before the
+    files of assignments already known to be short."""
+    from course_utils.grading.batch import Queue
+
+    todo = []
+    for student in ("a", "b"):
+        for number in ("02", "03"):
+            path = tmp_path / f"{student}_{number}.ipynb"
+            path.write_text(_text(json.loads(nbformat.writes(submission(number)))))
+            todo.append((path, ""))
+    queue = Queue(todo)
+    a02, _ = queue.next(), queue.next()
+    queue.learn(a02[0], 0.2)  # 02 finished quickly; 03 is still running
+    assert queue.next()[0].name == "b_03.ipynb"
+    assert queue.next()[0].name == "b_02.ipynb"
+
+
+def test_nothing_to_grade_imports_neither_torch_nor_the_checks():
+    """A resumed batch whose rows are all stored starts no runner and pays no import of torch and the checks."""
+    code = ("import sys\nfrom course_utils.grading.batch import grade_batch\nfrom course_utils.grading.options import "
+            "Options\ngrade_batch([], {}, Options(), print)\nprint(sorted(m for m in ('torch', 'course_utils.checks') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

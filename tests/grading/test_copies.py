@@ -178,3 +178,21 @@ def test_hostile_metadata_never_breaks_the_copy_check(tmp_path):
                       "outputs": [], "execution_count": None} for meta in hostile]
     (tmp_path / "h.ipynb").write_text(json.dumps(raw))
     assert flags_of(tmp_path / "h.ipynb") == []
+
+
+def test_the_lessons_are_normalised_once_for_every_assignment_of_a_batch(monkeypatch):
+    """A batch of all eleven assignments reads the lessons' code (most of a reference's cost) once, not eleven
+    times: only each assignment's own notebook and solution are normalised per assignment."""
+    calls = []
+    real = copies.statements
+    monkeypatch.setattr(copies, "statements", lambda source, known=frozenset(): calls.append(source) or real(source, known))
+    copies._reference.cache_clear()
+    copies._taught.cache_clear()
+    lessons = next(iter(ASSIGNMENTS.values())).lessons
+    for assignment in ASSIGNMENTS.values():
+        copies.reference(assignment)
+    assert len(ASSIGNMENTS) > 5 and lessons
+    # (a cell an exercise notebook shares with a lesson, the set-up cell, is read with its notebook as well)
+    assert len([c for c in calls if c in lessons]) < 2 * len(lessons), "the lessons were normalised per assignment"
+    copies._reference.cache_clear()
+    copies._taught.cache_clear()
