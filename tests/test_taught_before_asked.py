@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import jupytext
 import pytest
 import torch
-
 from conftest import ROOT
+
 from course_utils import build, release
 
 # Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an
@@ -243,3 +243,47 @@ def test_the_audit_finds_an_api_used_before_it_is_shown():
     assert "torch.linalg" not in uses_in_code("torch.linalg.vector_norm(x)")
     assert uses_in_cell(jupytext.reads("# %% [markdown]\n# use `x.amax(-1, keepdim=True)` and `.rsqrt()`\n",
                                        fmt="py:percent").cells[0]) >= {".amax", "keepdim=", ".rsqrt"}
+
+
+def _variant_answers(grade_id: str) -> dict[str, str]:
+    """``ANSWERS`` of ``solutions/variants/<grade_id>.py``: variant key -> a right answer cell."""
+    import importlib.util
+
+    path = ROOT / "solutions" / "variants" / f"{grade_id}.py"
+    spec = importlib.util.spec_from_file_location(f"taught_variant_{grade_id}", path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS
+
+
+def variant_gaps(stations: list[Station]) -> dict[str, dict[str, str]]:
+    """'grade_id/key' -> {use that variant's answer makes before any text shows it: where it is first shown}.
+
+    Every variant of a varied exercise (issue 51) is held to the same rule as the default's reference answer:
+    what the student has seen by the end of the exercise's own station, plus the variant's task text."""
+    from course_utils.checks.registry import FAMILIES
+
+    first: dict[str, str] = {}
+    for s in stations:
+        for use in s.shown:
+            for alias in _aliases(use):
+                first.setdefault(alias, s.name)
+    found: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for s in stations:
+        seen |= s.shown
+        for v in FAMILIES.get(s.grade_id, ()):
+            shown = seen | set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(v.task)))
+            answer = uses_in_code(_variant_answers(s.grade_id)[v.key])
+            missing = {u for u in answer - PYTHON - PYTHON_KEYWORDS
+                       if not u.startswith(PYTHON_MODULES) and not any(a in shown for a in _aliases(u))}
+            if missing:
+                found[f"{s.grade_id}/{v.key}"] = {use: first.get(use, "") for use in sorted(missing)}
+    return found
+
+
+def test_every_variants_answer_uses_only_what_was_shown_before_it():
+    found = variant_gaps(COURSE)
+    assert not found, ("a variant asks before it is taught: " + describe(found) + ". Show each in a lesson before "
+                       "the exercise or in the variant's task, or write the variant's answer with what was shown.")

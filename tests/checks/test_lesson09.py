@@ -6,7 +6,7 @@ from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 
 LOG1MEXP = """
-class Log1mExp(Function):
+class StableLog(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
