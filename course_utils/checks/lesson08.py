@@ -58,11 +58,24 @@ class Kind:
     name: str  # how verdicts name it: "torch.softmax"
     vjp_fix: str  # the VJP, shown only on request
     jvp_fix: str
+    vjp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, g) -> J^T g, in closed form (no autograd: fast)
+    jvp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, t) -> J t
+
+
+def _row_dot(s: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return (s * v).sum(-1, keepdim=True)
+
+
+def _softmax_product(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax's Jacobian (symmetric) times v: its VJP and its JVP."""
+    s = torch.softmax(x, -1)
+    return s * (v - _row_dot(s, v))
 
 
 SOFTMAX = Kind("softmax", lambda x: torch.softmax(x, -1), "torch.softmax",
                "y * (g - (g * y).sum(-1, keepdim=True))",
-               "jvp returns y * (t - (t * y).sum(-1, keepdim=True)) with t = x_tangent and y the saved output.")
+               "jvp returns y * (t - (t * y).sum(-1, keepdim=True)) with t = x_tangent and y the saved output.",
+               _softmax_product, _softmax_product)
 
 
 def _request(seed: int) -> dict:
@@ -76,25 +89,14 @@ def _request(seed: int) -> dict:
             "gc": t((2, 4), 11), "empty": torch.zeros((2, 3, 0), dtype=torch.float64)}
 
 
-def softmax_vjp(y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    return y * (g - (g * y).sum(-1, keepdim=True))
-
-
 def _vjp(kind: Kind, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """J^T g of the kind's forward at x: the closed form for softmax, autograd on the reference otherwise."""
-    if kind is SOFTMAX:
-        return softmax_vjp(torch.softmax(x, -1), g.to(x.dtype))
-    xr = x.detach().clone().requires_grad_()
-    with torch.enable_grad():  # grad mode is per thread: the judge's may be off
-        return torch.autograd.grad(kind.ref(xr), xr, g.to(x.dtype))[0]
+    """J^T g of the kind's forward at x."""
+    return kind.vjp(x, g.to(x.dtype))
 
 
 def _jvp(kind: Kind, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """J t of the kind's forward at x (softmax's Jacobian is symmetric: the VJP's form)."""
-    if kind is SOFTMAX:
-        return softmax_vjp(torch.softmax(x, -1), t)
-    with torch.enable_grad():
-        return torch.autograd.functional.jvp(kind.ref, x.detach(), t)[1]
+    """J t of the kind's forward at x."""
+    return kind.jvp(x, t.to(x.dtype))
 
 
 def _error(transform: str, error: str, style: dict | None = None) -> Mistake:
@@ -331,25 +333,31 @@ _ROW = "along the last dimension of an `x` of any rank (each row of length $n$, 
 KINDS = {  # the other members of the family (issue 51): what the student derives differs, the machinery not
     "log_softmax": (Kind("log_softmax", lambda x: torch.log_softmax(x, -1), "torch.log_softmax",
                          "g - exp(y) * g.sum(-1, keepdim=True)", "jvp returns t - (exp(y) * t).sum(-1, keepdim=True) "
-                         "with t = x_tangent and y the saved output."),
+                         "with t = x_tangent and y the saved output.",
+                         lambda x, g: g - torch.softmax(x, -1) * g.sum(-1, keepdim=True),
+                         lambda x, t: t - _row_dot(torch.softmax(x, -1), t)),
                     f"`FuncSoftmax.apply(x)` computes the **log-softmax** {_ROW}:\n\n"
                     "$$y_i = x_i - \\log \\sum_j e^{x_j}.$$\n\nIts values must match `torch.log_softmax(x, -1)` "
                     "(`torch.log` is the natural logarithm)."),
     "softmin": (Kind("softmin", lambda x: torch.softmax(-x, -1), "softmin (torch.softmax(-x, -1))",
                      "-y * (g - (g * y).sum(-1, keepdim=True))", "jvp returns -y * (t - (t * y).sum(-1, keepdim=True)) "
-                     "with t = x_tangent and y the saved output."),
+                     "with t = x_tangent and y the saved output.",
+                     lambda x, g: -_softmax_product(-x, g), lambda x, t: -_softmax_product(-x, t)),
                 f"`FuncSoftmax.apply(x)` computes the **softmin** {_ROW}, which gives the smallest entries the most "
                 "weight:\n\n$$y_i = \\frac{e^{-x_i}}{\\sum_j e^{-x_j}}.$$\n\n"
                 "Its values must match `torch.softmax(-x, -1)`."),
     "log_softmin": (Kind("log_softmin", lambda x: torch.log_softmax(-x, -1), "torch.log_softmax(-x, -1)",
                          "exp(y) * g.sum(-1, keepdim=True) - g", "jvp returns (exp(y) * t).sum(-1, keepdim=True) - t "
-                         "with t = x_tangent and y the saved output."),
+                         "with t = x_tangent and y the saved output.",
+                         lambda x, g: torch.softmax(-x, -1) * g.sum(-1, keepdim=True) - g,
+                         lambda x, t: _row_dot(torch.softmax(-x, -1), t) - t),
                     f"`FuncSoftmax.apply(x)` computes the **log-softmin** {_ROW}, the logarithm of the softmin:\n\n"
                     "$$y_i = -x_i - \\log \\sum_j e^{-x_j}.$$\n\nIts values must match "
                     "`torch.log_softmax(-x, -1)` (`torch.log` is the natural logarithm)."),
     "sharpened": (Kind("sharpened", lambda x: torch.softmax(2 * x, -1), "torch.softmax(2 * x, -1)",
                        "2 * y * (g - (g * y).sum(-1, keepdim=True))", "jvp returns 2 * y * (t - (t * y).sum(-1, "
-                       "keepdim=True)) with t = x_tangent and y the saved output."),
+                       "keepdim=True)) with t = x_tangent and y the saved output.",
+                       lambda x, g: 2 * _softmax_product(2 * x, g), lambda x, t: 2 * _softmax_product(2 * x, t)),
                   f"`FuncSoftmax.apply(x)` computes a **sharpened softmax** (temperature $\\tfrac12$) {_ROW}:\n\n"
                   "$$y_i = \\frac{e^{2 x_i}}{\\sum_j e^{2 x_j}}.$$\n\nIts values must match "
                   "`torch.softmax(2 * x, -1)`."),

@@ -107,9 +107,9 @@ def prescaled_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> to
     return z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def meanabs_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """Normalised by the mean absolute value: x / (mean(|x|) + eps) * weight."""
-    return x / (x.abs().mean(-1, keepdim=True) + eps) * weight
+def eps_outside_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """eps added to the root mean square, outside the root: x / (sqrt(mean(x**2)) + eps) * weight."""
+    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * weight
 
 
 _ROW_TASK = ("with `x` of shape $(\\dots, d)$ (1-D to 4-D), `weight` of shape $(d,)$ and `eps` a Python float, "
@@ -124,10 +124,11 @@ RMS_FAMILY = {  # key -> (reference, describe, task): issue 51's variants of rms
                   f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} the RMS normalisation of the **weighted** input: "
                   "with $z = x \\cdot w$ and $r = \\big(\\operatorname{mean}(z^2) + \\varepsilon\\big)^{-1/2}$ "
                   "over the last dim, one $r$ per row,\n\n$$y = z \\cdot r.$$"),
-    "meanabs": (meanabs_reference, "x / (mean(|x|, -1) + eps) * weight",
-                f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} $x$ normalised by its **mean absolute value**: with "
-                "$r = 1 / \\big(\\operatorname{mean}(|x|) + \\varepsilon\\big)$ over the last dim, one $r$ per row,"
-                "\n\n$$y = x \\cdot r \\cdot w.$$\n\nThe inputs the check draws have no zero entry."),
+    "eps_outside": (eps_outside_reference, "x / (sqrt(mean(x**2, -1)) + eps) * weight",
+                    f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} the RMS normalisation with $\\varepsilon$ "
+                    "**outside** the root (as some implementations add it): with $\\rho = \\sqrt{\\operatorname{mean}"
+                    "(x^2)}$ over the last dim, one $\\rho$ per row,\n\n$$y = \\frac{x}{\\rho + \\varepsilon} \\cdot w.$$"
+                    "\n\nThe inputs the check draws have no row of zeros."),
 }
 RMS_TASK = (f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} $y = x \\cdot r \\cdot w$ with "
             "$r = \\big(\\operatorname{mean}(x^2, \\text{last dim}) + \\varepsilon\\big)^{-1/2}$, one $r$ per row. It "

@@ -51,12 +51,13 @@ ANSWERS = {
             grad_weight = (grad_z * x).reshape(-1, x.shape[-1]).sum(0)
         return grad_x, grad_weight, None
 ''',
-    "meanabs": HEAD + '''        r = 1 / (x.abs().mean(dim=-1, keepdim=True) + eps)
-        ctx.save_for_backward(x, weight, r)
-        return x * r * weight
-''' + BACK + '''        if need_x:
+    "eps_outside": HEAD + '''        rms = torch.sqrt((x * x).mean(dim=-1, keepdim=True))
+        ctx.save_for_backward(x, weight, rms)
+        ctx.eps = eps
+        return x / (rms + eps) * weight
+''' + BACK.replace("x, weight, r = ctx.saved_tensors", "x, weight, rms = ctx.saved_tensors\n        r = 1 / (rms + ctx.eps)") + '''        if need_x:
             u = grad_output * weight
-            grad_x = r * u - r * r * (u * x).mean(dim=-1, keepdim=True) * torch.sign(x)
+            grad_x = r * u - r * r * x / rms * (u * x).mean(dim=-1, keepdim=True)
         if need_weight:
             grad_weight = (grad_output * x * r).reshape(-1, x.shape[-1]).sum(0)
         return grad_x, grad_weight, None

@@ -417,8 +417,9 @@ VARIANT_BUGS = {  # (grade id, variant, the edit of its right answer, the mistak
         "imprecise_value"),
     "centred: the RMS answer's gradient term": ("rmsnorm", "centred", (
         "grad_x = r * (u - u.mean(dim=-1, keepdim=True) - x_hat", "grad_x = r * (u - x_hat"), "gradient_wrong"),
-    "meanabs: r treated as a constant": ("rmsnorm", "meanabs", (
-        " - r * r * (u * x).mean(dim=-1, keepdim=True) * torch.sign(x)", ""), "gradient_wrong"),
+    "eps_outside: the eps-inside answer's gradient": ("rmsnorm", "eps_outside", (
+        "grad_x = r * u - r * r * x / rms * (u * x).mean(dim=-1, keepdim=True)",
+        "grad_x = r * (u - x * r * (u * x * r).mean(dim=-1, keepdim=True))"), "gradient_wrong"),
     "transposed: g_b solved with A itself": ("solve", "transposed", ("adjoint=not TRANSPOSED)", "adjoint=TRANSPOSED)"),
                                              "gradient_wrong"),
     "right: g_A as for A x = b": ("solve", "right", ("g_b @ X.mT if LEFT else X.mT @ g_b", "g_b @ X.mT"), "wrong_shape"),
