@@ -56,8 +56,6 @@ class Kind:
     key: str
     ref: Callable[[torch.Tensor], torch.Tensor]  # the forward, row by row along the last dimension
     name: str  # how verdicts name it: "torch.softmax"
-    vjp_fix: str  # the VJP, shown only on request
-    jvp_fix: str
     vjp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, g) -> J^T g, in closed form (no autograd: fast)
     jvp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, t) -> J t
 
@@ -72,10 +70,20 @@ def _softmax_product(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return s * (v - _row_dot(s, v))
 
 
-SOFTMAX = Kind("softmax", lambda x: torch.softmax(x, -1), "torch.softmax",
-               "y * (g - (g * y).sum(-1, keepdim=True))",
-               "jvp returns y * (t - (t * y).sum(-1, keepdim=True)) with t = x_tangent and y the saved output.",
-               _softmax_product, _softmax_product)
+SOFTMAX = Kind("softmax", lambda x: torch.softmax(x, -1), "torch.softmax", _softmax_product, _softmax_product)
+# each variant's VJP and JVP, level 2 only: module constants named in fix=..., so a graded edition strips them
+VJP_FIXES = {"softmax": "y * (g - (g * y).sum(-1, keepdim=True))", "log_softmax": "g - exp(y) * g.sum(-1, keepdim=True)",
+             "softmin": "-y * (g - (g * y).sum(-1, keepdim=True))", "log_softmin": "exp(y) * g.sum(-1, keepdim=True) - g",
+             "sharpened": "2 * y * (g - (g * y).sum(-1, keepdim=True))"}
+JVP_FIXES = {"softmax": "y * (t - (t * y).sum(-1, keepdim=True))", "log_softmax": "t - (exp(y) * t).sum(-1, keepdim=True)",
+             "softmin": "-y * (t - (t * y).sum(-1, keepdim=True))", "log_softmin": "(exp(y) * t).sum(-1, keepdim=True) - t",
+             "sharpened": "2 * y * (t - (t * y).sum(-1, keepdim=True))"}
+JVP_SAY = "jvp returns {} with t = x_tangent and y the saved output."
+
+
+def fix_of(table: dict[str, str] | None, key: str, template: str = "{}") -> str | None:
+    """A variant's level-2 text from ``table``, a module constant that a graded edition replaces by None."""
+    return template.format(table[key]) if table else None
 
 
 def _request(seed: int) -> dict:
@@ -166,7 +174,7 @@ def _judge_eager(kind: Kind, req: dict, facts: dict) -> None:
             raise Mistake("softmax_unstable", f"{GID}: forward gives nan or inf for {what} with entries near 1e4: "
                           "exp(1e4) overflows to inf, and inf / inf is nan.",
                           fix="Subtract each row's maximum before exp: softmax(x) = softmax(x - x.amax(-1, "
-                          "keepdim=True)), and no exponent is then above 0." if kind is SOFTMAX else
+                          "keepdim=True)), and no exponent is then above 0." if kind.key == "softmax" else
                           "Shift each row by the largest exponent before exp (the row's maximum of what goes into "
                           "exp): the shift cancels in the normalisation, and no exponent is then above 0.")
         _compare(out, y, f"forward ({what})", "forward_wrong", kind.name)
@@ -226,7 +234,7 @@ def _judge_memory(kind: Kind, req: dict, got: dict) -> None:
         raise Mistake("softmax_jacobian", f"{GID}: for x of shape {tuple(x.shape)} backward made a tensor of "
                       f"{biggest} elements ({op}), more than twice x's {x.numel()}: it forms the Jacobian (or a "
                       "batch of them). A vector-Jacobian product needs only tensors of x's size.",
-                      fix=f"{kind.vjp_fix} gives the product without the Jacobian.")
+                      fix=fix_of(VJP_FIXES, kind.key, "{} gives the product without the Jacobian."))
     _compare(got["grad"], _vjp(kind, x, req["big_g"]), "backward for x of shape (64, 512)", name=kind.name)
 
 
@@ -291,9 +299,10 @@ def _judge_forward_mode_and_empty(kind: Kind, req: dict, facts: dict) -> None:
 def _wrong_tangent(kind: Kind, name: str, got: object, x: torch.Tensor, tangent: torch.Tensor) -> Mistake:
     """A wrong tangent: what it is (level 1), the JVP's formula only as the fix (the exercise asks to derive it)."""
     head = f"{GID}: {name} gives the wrong tangent"
-    fix, y = kind.jvp_fix, kind.ref(x)
+    y = kind.ref(x)
     if got is None:
-        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.", fix=fix)
+        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.",
+                       fix=fix_of(JVP_FIXES, kind.key, JVP_SAY))
     if kind is SOFTMAX and close(got, tangent * y * (1 - y), torch.float64):
         cause = ("it is t * y * (1 - y), the diagonal of the Jacobian only; every output of a row depends on every "
                  "input of that row, so the off-diagonal terms (a sum over the row) are missing")
@@ -307,7 +316,7 @@ def _wrong_tangent(kind: Kind, name: str, got: object, x: torch.Tensor, tangent:
         what = "softmax's Jacobian (written with the saved output y)" if kind is SOFTMAX else \
             "your function's Jacobian (written with what setup_context saved)"
         cause = f"largest error {err}; the tangent is {what} times x_tangent, row by row: re-derive it"
-    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).", fix=fix)
+    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).", fix=fix_of(JVP_FIXES, kind.key, JVP_SAY))
 
 
 def _softmax_exercise(kind: Kind) -> Exercise:
@@ -332,31 +341,23 @@ EXERCISES = [FUNC_SOFTMAX]
 _ROW = "along the last dimension of an `x` of any rank (each row of length $n$, sums over $j$ run along the row)"
 KINDS = {  # the other members of the family (issue 51): what the student derives differs, the machinery not
     "log_softmax": (Kind("log_softmax", lambda x: torch.log_softmax(x, -1), "torch.log_softmax",
-                         "g - exp(y) * g.sum(-1, keepdim=True)", "jvp returns t - (exp(y) * t).sum(-1, keepdim=True) "
-                         "with t = x_tangent and y the saved output.",
                          lambda x, g: g - torch.softmax(x, -1) * g.sum(-1, keepdim=True),
                          lambda x, t: t - _row_dot(torch.softmax(x, -1), t)),
                     f"`FuncSoftmax.apply(x)` computes the **log-softmax** {_ROW}:\n\n"
                     "$$y_i = x_i - \\log \\sum_j e^{x_j}.$$\n\nIts values must match `torch.log_softmax(x, -1)` "
                     "(`torch.log` is the natural logarithm)."),
     "softmin": (Kind("softmin", lambda x: torch.softmax(-x, -1), "softmin (torch.softmax(-x, -1))",
-                     "-y * (g - (g * y).sum(-1, keepdim=True))", "jvp returns -y * (t - (t * y).sum(-1, keepdim=True)) "
-                     "with t = x_tangent and y the saved output.",
                      lambda x, g: -_softmax_product(-x, g), lambda x, t: -_softmax_product(-x, t)),
                 f"`FuncSoftmax.apply(x)` computes the **softmin** {_ROW}, which gives the smallest entries the most "
                 "weight:\n\n$$y_i = \\frac{e^{-x_i}}{\\sum_j e^{-x_j}}.$$\n\n"
                 "Its values must match `torch.softmax(-x, -1)`."),
     "log_softmin": (Kind("log_softmin", lambda x: torch.log_softmax(-x, -1), "torch.log_softmax(-x, -1)",
-                         "exp(y) * g.sum(-1, keepdim=True) - g", "jvp returns (exp(y) * t).sum(-1, keepdim=True) - t "
-                         "with t = x_tangent and y the saved output.",
                          lambda x, g: torch.softmax(-x, -1) * g.sum(-1, keepdim=True) - g,
                          lambda x, t: _row_dot(torch.softmax(-x, -1), t) - t),
                     f"`FuncSoftmax.apply(x)` computes the **log-softmin** {_ROW}, the logarithm of the softmin:\n\n"
                     "$$y_i = -x_i - \\log \\sum_j e^{-x_j}.$$\n\nIts values must match "
                     "`torch.log_softmax(-x, -1)` (`torch.log` is the natural logarithm)."),
     "sharpened": (Kind("sharpened", lambda x: torch.softmax(2 * x, -1), "torch.softmax(2 * x, -1)",
-                       "2 * y * (g - (g * y).sum(-1, keepdim=True))", "jvp returns 2 * y * (t - (t * y).sum(-1, "
-                       "keepdim=True)) with t = x_tangent and y the saved output.",
                        lambda x, g: 2 * _softmax_product(2 * x, g), lambda x, t: 2 * _softmax_product(2 * x, t)),
                   f"`FuncSoftmax.apply(x)` computes a **sharpened softmax** (temperature $\\tfrac12$) {_ROW}:\n\n"
                   "$$y_i = \\frac{e^{2 x_i}}{\\sum_j e^{2 x_j}}.$$\n\nIts values must match "

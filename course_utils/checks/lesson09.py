@@ -19,6 +19,7 @@ from .autograd_function import (
     unwrap,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .lesson08 import fix_of
 from .stable_logs import LOG1MEXP_TASK, NUMERICS, Numeric
 from .variants import Variant
 
@@ -137,6 +138,20 @@ def _judge_wide(num: Numeric | None, req: dict, facts: dict) -> None:
                           "log(-expm1(-x)) below.")
 
 
+# each variant's accurate forms, level 2 only: module constants named in fix=..., so a graded edition strips them
+VALUE_FIXES = {
+    "logexpm1": "log(expm1(x)) is accurate below about 1 (expm1 overflows past 709); above, x + log1p(-exp(-x)).",
+    "logsigmoid": "x - log1p(exp(x)) for x < 0 and -log1p(exp(-x)) for x >= 0: no exp overflows, nothing cancels.",
+    "log1psq": "log1p(x * x) for |x| <= 1; 2 * log(|x|) + log1p(1 / x**2) above, where x * x would overflow.",
+}
+GRAD_FIXES = {
+    "logexpm1": "the derivative exp(x) / (exp(x) - 1) equals -1 / expm1(-x), accurate at both ends.",
+    "logsigmoid": "the derivative is 1 - sigmoid(x) = sigmoid(-x); 1 - sigmoid(x) cancels for large x, sigmoid(-x) "
+                  "does not.",
+    "log1psq": "2x / (1 + x^2) = 2 / (x + 1 / x): no x * x to overflow (and 0 at x = 0).",
+}
+
+
 def _imprecise(num: Numeric, key: str, dtype: str, at: float, value: float, right: float, rtol: float) -> Mistake:
     """A variant's value or gradient off at one grid point: where, and the kinds of cause (never the form)."""
     what = "value" if key == "out" else "gradient"
@@ -145,7 +160,7 @@ def _imprecise(num: Numeric, key: str, dtype: str, at: float, value: float, righ
             "numbers, a log of a number that rounds to 1, an exp that overflows or underflows); write it in a form "
             "that is accurate at that end and use each form only where it is.")
     return Mistake("imprecise_value" if key == "out" else "imprecise_gradient", hint,
-                   fix=num.value_fix if key == "out" else num.grad_fix)
+                   fix=fix_of(VALUE_FIXES if key == "out" else GRAD_FIXES, num.key))
 
 
 def _log1mexp_exercise(num: Numeric | None = None) -> Exercise:

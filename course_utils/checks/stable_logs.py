@@ -24,8 +24,6 @@ class Numeric:
     spec: FunctionSpec  # forward and backward stages: reference composite, cases, gradcheck
     derivative: Callable[[torch.Tensor], torch.Tensor]  # accurate in float64
     grid: Callable[[int], dict]  # seed -> {str(dtype): float64 points the dtype holds}
-    value_fix: str  # level 2 only (the fix toggle)
-    grad_fix: str
 
 
 def _signed(shape, seed: int, dtype=torch.float64, layout: str = "c", spread: float = 2.0) -> dict:
@@ -90,28 +88,24 @@ LOG_EXPM1 = Numeric(
                  gradcheck_args=lambda base: _uniform(base + 4, 0.01, 20.0)),
     derivative=lambda x: -1 / torch.expm1(-x),
     grid=_grid({F64: -30, F32: -30}, {F64: 4, F32: 4}, False, [1.0, 30.0, 700.0, 709.0, 710.0, 745.0, 746.0],
-               drop=lambda x: (x / math.log(2) - 1).abs() < 0.05),  # f crosses 0 at ln 2: no relative precision
-    value_fix="log(expm1(x)) is accurate below about 1 (expm1 overflows past 709); above, x + log1p(-exp(-x)).",
-    grad_fix="the derivative exp(x) / (exp(x) - 1) equals -1 / expm1(-x), accurate at both ends.")
+               drop=lambda x: (x / math.log(2) - 1).abs() < 0.05))  # f crosses 0 at ln 2: no relative precision
+
 LOG_SIGMOID = Numeric(
     key="logsigmoid",
     spec=replace(BASE, reference=references.log_sigmoid, describe="log(sigmoid(x))",
                  cases=_cases(_signed, [-30.0, -5.0, -1.0, -1e-3, 0.0, 1e-3, 1.0, 5.0, 30.0]),
                  gradcheck_args=lambda base: _uniform(base + 4, -20.0, 20.0)),
     derivative=lambda x: torch.sigmoid(-x),
-    grid=_grid({F64: -30, F32: -30}, {F64: 4, F32: 4}, True, [36.0, 37.0, 40.0, 709.0, 745.0, 746.0], points=600),
-    value_fix="x - log1p(exp(x)) for x < 0 and -log1p(exp(-x)) for x >= 0: no exp overflows, nothing cancels.",
-    grad_fix="the derivative is 1 - sigmoid(x) = sigmoid(-x); 1 - sigmoid(x) cancels for large x, sigmoid(-x) "
-             "does not.")
+    grid=_grid({F64: -30, F32: -30}, {F64: 4, F32: 4}, True, [36.0, 37.0, 40.0, 709.0, 745.0, 746.0], points=600))
+
 LOG1P_SQUARE = Numeric(
     key="log1psq",
     spec=replace(BASE, reference=references.log1p_square, describe="log(1 + x**2)",
                  cases=_cases(_signed, [-1e10, -3.0, -1e-3, 0.0, 1e-8, 0.5, 2.0, 1e20]),
                  gradcheck_args=lambda base: _uniform(base + 4, -20.0, 20.0)),
     derivative=_log1p_square_derivative,
-    grid=_grid({F64: -30, F32: -30}, {F64: 300, F32: 38}, True, [1e150, 1e154, 1e155, 1e19, 2e19], points=600),
-    value_fix="log1p(x * x) for |x| <= 1; 2 * log(|x|) + log1p(1 / x**2) above, where x * x would overflow.",
-    grad_fix="2x / (1 + x^2) = 2 / (x + 1 / x): no x * x to overflow (and 0 at x = 0).")
+    grid=_grid({F64: -30, F32: -30}, {F64: 300, F32: 38}, True, [1e150, 1e154, 1e155, 1e19, 2e19], points=600))
+
 
 COMMON = ("Values and gradients must be accurate on the **wide grid** below (relative error at most $10^{-13}$ in "
           "float64, $10^{-5}$ in float32), never NaN, plus a float64 `gradcheck`.")
