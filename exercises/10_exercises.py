@@ -39,9 +39,9 @@
 #
 # The forward kernel is given below: one program per (row, block of $d$ columns). Write
 #
-# * `swiglu_packed_backward_kernel`: reads $x$ and $\partial L/\partial y$, writes
-#   $\partial L/\partial x$ (both halves) in one launch. With $s = \sigma(a)$:
-#   $\partial L/\partial a = g \, b \, s\,(1 + a(1 - s))$ and $\partial L/\partial b = g \operatorname{silu}(a)$;
+# * `swiglu_packed_backward_kernel`: reads $x$ and $g = \partial L/\partial y$, writes
+#   $\partial L/\partial x$ (both halves: $\partial L/\partial a$ and $\partial L/\partial b$, which you
+#   derive, with $\operatorname{silu}(a) = a\,\sigma(a)$) in one launch;
 # * `TritonSwiGLU`, an `autograd.Function` whose forward launches the given kernel and whose
 #   backward launches yours.
 #

@@ -57,8 +57,8 @@ whoami()
 # document scored one position at a time, a vocabulary of 256k) even one row of logits per
 # token is too much. Slice the **vocabulary** instead.
 #
-# `VocabChunkedCrossEntropy.apply(hidden, weight, target, chunk)` returns
-# `F.cross_entropy(hidden @ weight.T, target)`: the mean over the tokens whose target is not
+# `VocabChunkedCrossEntropy.apply(hidden, weight, target, chunk)` returns a loss of the logits
+# `hidden @ weight.T` (the task below says which): the mean over the tokens whose target is not
 # `-100`, for `hidden` of shape $(N, d)$, `weight` $(V, d)$, an integer `target` $(N,)$ and an
 # `int` `chunk`, the number of vocabulary rows (classes) per slice. Forward and backward may
 # never hold more than a few $N \times$ `chunk` matrices of logits at once (besides the
@@ -83,6 +83,11 @@ whoami()
 # numbers they allocate: besides the gradients (and copies of the inputs), at most a few
 # $N \times$ `chunk` slices at once. A whole row of $V$ logits per token, as Liger-Kernel's
 # loop over tokens makes, is more than that: the memory must follow `chunk`.
+
+# %% nbgrader={"grade": false, "grade_id": "11_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("vocab_chunked_ce")
 
 # %% nbgrader={"grade": false, "grade_id": "vocab_chunked_ce_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `vocab_chunked_ce`: edit this cell, run it, then run the check below it.

@@ -268,6 +268,35 @@ print("naive     :", rows4(naive))
 print("stable    :", rows4(stable), "| equals torch.softmax:", torch.allclose(stable, torch.softmax(logits, -1)))
 
 # %% [markdown]
+# ### Softmax's Jacobian and its cheap VJP
+#
+# Differentiate one row, $y_i = e^{x_i} / S$ with $S = \sum_k e^{x_k}$. The quotient rule,
+# with $\partial e^{x_i} / \partial x_j = \delta_{ij} e^{x_i}$ and $\partial S / \partial x_j = e^{x_j}$:
+# $$\frac{\partial y_i}{\partial x_j} = \frac{\delta_{ij} e^{x_i}}{S} - \frac{e^{x_i} e^{x_j}}{S^2}
+#   = \delta_{ij}\, y_i - y_i\, y_j, \qquad J = \operatorname{diag}(y) - y\,y^\top .$$
+# Every entry is written with the **output** $y$ alone, so a Function saves $y$, not $x$.
+# Check it on one row against `torch.func.jacrev`:
+
+# %%
+row = torch.tensor([0.5, -1.0, 2.0, 0.0], dtype=torch.float64)
+probs = torch.softmax(row, -1)
+jacobian_by_hand = torch.diag(probs) - torch.outer(probs, probs)
+by_jacrev = torch.func.jacrev(lambda r: torch.softmax(r, -1))(row)
+print("diag(y) - y y^T equals jacrev:", torch.allclose(jacobian_by_hand, by_jacrev))
+
+# %% [markdown]
+# The VJP multiplies an incoming gradient $g$ by $J^\top$ ($J$ is symmetric here). Never
+# form $J$: expand the product,
+# $$J^\top g = \operatorname{diag}(y)\, g - y\,(y^\top g) = y \odot \big(g - \langle g, y\rangle\big),$$
+# an elementwise product and **one dot product per row**, $O(n)$ instead of $n^2$: the
+# "subtract a row-dot" shape of the share above. On the same row:
+
+# %%
+g_row = torch.tensor([1.0, 0.0, -2.0, 0.5], dtype=torch.float64)
+dot = torch.dot(g_row, probs)
+print("y * (g - <g, y>) equals J^T g:", torch.allclose(probs * (g_row - dot), jacobian_by_hand.T @ g_row))
+
+# %% [markdown]
 # ### A zero in a denominator
 #
 # The gradient of a row's norm $\lVert x \rVert$ is $x / \lVert x \rVert$. For a row of

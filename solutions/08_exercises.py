@@ -59,9 +59,9 @@ from torch.autograd import Function
 # %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `func_softmax` (4 points)
 #
-# `FuncSoftmax.apply(x)` computes the softmax over the **last** dimension of an `x` of any
-# rank, $y_i = e^{x_i} / \sum_j e^{x_j}$ along each row, and must work wherever
-# `torch.softmax` does (an empty last dimension included).
+# `FuncSoftmax.apply(x)` computes a member of the softmax family over the **last** dimension
+# of an `x` of any rank (the task below says which), and must work wherever its PyTorch
+# reference does (an empty last dimension included).
 #
 # * Lesson 08's style: `forward(x)` only computes, `setup_context(ctx, inputs, output)`
 #   saves (what do backward and jvp need?).
@@ -73,6 +73,11 @@ from torch.autograd import Function
 # * It must work under `torch.func.vmap`, `jacrev`, `jacfwd` and `hessian` of
 #   `FuncSoftmax.apply(x)[..., 0].sum()`, so backward must itself be differentiable, and
 #   under `gradcheck(check_forward_ad=True)` in float64.
+
+# %% nbgrader={"grade": false, "grade_id": "08_exercises_code_5", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("func_softmax")
 
 # %% nbgrader={"grade": false, "grade_id": "func_softmax_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `func_softmax`: edit this cell, run it, then run the check below it.
@@ -119,28 +124,33 @@ from course_utils.checks import check
 check("func_softmax", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "08_exercises_markdown_8", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `row_norm_op` (4 points)
 #
 # Make a NumPy row norm a PyTorch operator named `exercises::row_norm`:
 #
-# * `row_norm(x)` computes the L2 norm over the last dimension **with NumPy**
-#   (`np.linalg.norm(..., axis=-1)`) and returns a tensor of shape `x.shape[:-1]` with the
-#   dtype and device of `x`. The body stands for code PyTorch cannot see into: the check
+# * `row_norm(x)` computes one number per row (the task below says which) **with NumPy**
+#   (`np.linalg.norm(a, ord=..., axis=-1)`, or NumPy arithmetic) and returns a
+#   tensor of shape `x.shape[:-1]` with the dtype and device of `x`. The body stands for code
+#   PyTorch cannot see into: the check
 #   records which PyTorch operators it runs, and any arithmetic there (a norm, a sum, a
 #   square) fails. For a 1-D `x` the norm is one number, which NumPy returns as a NumPy
 #   scalar, not an array (`torch.from_numpy` accepts only arrays; `torch.as_tensor` takes both);
 # * its fake implementation says what the output looks like without computing it (no
 #   NumPy there: it receives tensors without data);
-# * `register_autograd` gives it a gradient: $\partial \lVert x \rVert / \partial x = x / \lVert x \rVert$
-#   per row, times `grad_output` broadcast over the row, and **0 for a row whose norm is 0**
-#   (as `torch.linalg.vector_norm` gives).
+# * `register_autograd` gives it a gradient, which you derive: it must match the reference's,
+#   a row of zeros included.
 #
 # The check runs `torch.library.opcheck` on 1-D to 3-D float32 and float64 inputs (with and
-# without `requires_grad`), compares gradient **values** with `torch.linalg.vector_norm`
-# (opcheck does not), runs `gradcheck`, and compiles `lambda t: row_norm(t * 2).pow(2).sum()`
+# without `requires_grad`), compares gradient **values** with the reference (opcheck does
+# not), runs `gradcheck`, and compiles `lambda t: row_norm(t * 2).pow(2).sum()`
 # with `torch.compile(fullgraph=True, backend="aot_eager")`, forward and backward.
 # Keep the operator and all its registrations in this one cell.
+
+# %% nbgrader={"grade": false, "grade_id": "08_exercises_code_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("row_norm_op")
 
 # %% nbgrader={"grade": false, "grade_id": "row_norm_op_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `row_norm_op`: edit this cell, run it, then run the check below it.

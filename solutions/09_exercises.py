@@ -52,28 +52,26 @@ whoami()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_3", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `log1mexp` (3 points)
 #
-# `Log1mExp.apply(x)`, for $x > 0$, returns $\log(1 - e^{-x})$ elementwise (it appears in
-# survival models and in the log-probabilities of Bernoulli variables); backward returns
-# `grad_output` times the derivative $\frac{e^{-x}}{1 - e^{-x}} = \frac{1}{e^x - 1}$.
+# `StableLog.apply(x)` computes, elementwise, a logarithm that naive code gets wrong at one end of its
+# domain or at both (the task below says which function, on which domain and wide grid); backward returns
+# `grad_output` times its derivative, which you derive.
 #
 # * Values **and** gradients must be accurate to a small multiple of machine epsilon
-#   (relative error at most $10^{-13}$ in float64, $10^{-5}$ in float32) on
-#   $x \in [10^{-30}, 10^4]$ in float64 and $[10^{-30}, 80]$ in float32, and never NaN.
-#   Where $e^{-x}$ underflows the value may be $-0.0$ or a tiny negative number.
-# * The check also runs float64 `gradcheck` on $x \in [0.01, 20]$.
-#
-# Lesson 09, section 1, shows how softplus went wrong at both ends. Here the naive
-# `torch.log(1 - torch.exp(-x))` goes wrong at **both** ends; `torch.log(-torch.expm1(-x))`
-# repairs the small-$x$ end only. For large $x$, $1 - e^{-x}$ is so close to 1 that a `log`
-# of it keeps few digits (or gives 0) however it is computed: there you need a function
-# that takes the small part, $-e^{-x}$, by itself. Use each form where it is accurate, and
-# find where that is by measuring, as lesson 03 counted digits: compute both forms in float32
-# for $x$ between $0.01$ and $20$, compare each with itself computed in float64 (there both
-# keep far more digits in float64 than float32 has), and switch where the errors cross.
+#   (relative error at most $10^{-13}$ in float64, $10^{-5}$ in float32) on the whole wide grid, never
+#   NaN: the derivative needs the same care as the value.
+# * Lesson 09, section 1, shows how softplus went wrong at both ends (a cancellation, an overflow) and how
+#   `torch.log1p`, `torch.expm1` and one form per end repair it. Each form is accurate somewhere: find where by
+#   measuring, as lesson 03 counted digits (compute the candidate forms in float32, compare each with itself
+#   computed in float64, and switch where the errors cross).
+
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_4", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("log1mexp")
 
 # %% nbgrader={"grade": false, "grade_id": "log1mexp_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `log1mexp`: edit this cell, run it, then run the check below it.
-class Log1mExp(Function):
+class StableLog(Function):
     @staticmethod
     def forward(ctx, x):
         ### BEGIN SOLUTION
@@ -96,7 +94,7 @@ from course_utils.checks import check
 check("log1mexp", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_6", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_7", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `lambert_w` (4 points)
 #
 # Lambert's $W$ function: for $x \ge 0$, $W(x)$ is the $w \ge 0$ with $w\,e^{w} = x$. It
@@ -149,23 +147,26 @@ from course_utils.checks import check
 check("lambert_w", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_9", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_10", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `rmsnorm` (4 points)
 #
-# `RMSNorm.apply(x, weight, eps)`, with `x` of shape $(\dots, d)$ (1-D to 4-D), `weight` of
-# shape $(d,)$ and `eps` a Python float, returns
-# $y = x \cdot r \cdot w$ with $r = \big(\operatorname{mean}(x^2, \text{last dim}) + \varepsilon\big)^{-1/2}$,
-# one $r$ per row. It is the normalisation of most current language models.
+# `RMSNorm.apply(x, weight, eps)` normalises each row of `x` (shape $(\dots, d)$, 1-D to 4-D)
+# with a weight $w$ of shape $(d,)$ and a Python float `eps`; the task below says which
+# normalisation.
 #
-# * Backward returns `(grad_x, grad_weight, None)`; `grad_weight` sums over all leading
-#   dimensions. Derive `grad_x` row by row (lesson 08, "A VJP when every output depends on every
-#   input"): $r$
-#   depends on $x$ too.
+# * Backward returns `(grad_x, grad_weight, None)`: the vector-Jacobian products for `x` and
+#   `weight` (`grad_weight` has `weight`'s shape, so it sums over all leading dimensions).
 # * Respect `ctx.needs_input_grad`: no `grad_weight` work when `weight` does not require a
 #   gradient (and no `grad_x` work when `x` does not). The check measures the work backward
 #   does (the operators it runs), not only which gradients it returns.
-# * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$): recompute
-#   the normalised $x$ in backward instead of keeping another tensor of $x$'s size.
+# * Save at most `x`, `weight` and **one value per row** ($r$, shape $(\dots, 1)$; other
+#   values per row are allowed too): recompute the rest in backward instead of keeping another
+#   tensor of $x$'s size.
+
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_11", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("rmsnorm")
 
 # %% nbgrader={"grade": false, "grade_id": "rmsnorm_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `rmsnorm`: edit this cell, run it, then run the check below it.
@@ -200,24 +201,29 @@ from course_utils.checks import check
 check("rmsnorm", globals())
 
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_12", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "09_exercises_markdown_14", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `solve` (4 points)
 #
-# `Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or
-# $(n, k)$, returns $x = A^{-1} b$, computed with `torch.linalg.lu_factor` and
-# `torch.linalg.lu_solve` (values must match `torch.linalg.solve`).
+# `Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix, solves one linear system for
+# $x$ (the task below says which), with one LU factorisation of `A` (`torch.linalg.lu_factor`)
+# and `torch.linalg.lu_solve`.
 #
-# * `lu_solve` wants its right-hand side as a matrix $(n, k)$: a 1-D `b` (and its
-#   `grad_output`) needs a trailing dimension of size 1 on the way in, and the result loses it
-#   on the way out.
-# * Backward: $g_b = A^{-\top} g$ and $g_A = -g_b\, x^\top$ (for a 1-D `b`, the outer
-#   product). Get $g_b$ from the LU factors **saved in forward**: `lu_solve` can solve with
-#   $A^\top$ (look up its `adjoint` argument). No second factorisation, no inverse, no
+# * `lu_solve` wants its right-hand side as a matrix: a 1-D `b` (and its `grad_output`) needs
+#   a dimension of size 1 on the way in (`b[:, None]` for a column, `b[None, :]` for a row),
+#   and the result loses it on the way out.
+# * Backward returns the vector-Jacobian products for `A` and `b`; derive them from the
+#   system. Every solve backward needs must use the LU factors **saved in forward**. No
+#   second factorisation, no inverse, no
 #   `torch.linalg.solve` in backward: the check watches which operators run, and it changes
-#   the saved factors behind autograd's back and expects $g_b$ to follow them (a solve with
-#   $A$ in NumPy would not).
+#   the saved factors behind autograd's back and expects the gradients to follow them (a solve
+#   with $A$ in NumPy would not).
 # * Respect `ctx.needs_input_grad` (the check measures the work backward does, not only which
 #   gradients it returns); float64 `gradcheck`.
+
+# %% nbgrader={"grade": false, "grade_id": "09_exercises_code_15", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from course_utils.checks import task
+
+task("solve")
 
 # %% nbgrader={"grade": false, "grade_id": "solve_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["answer"]
 # ✎ Your answer for `solve`: edit this cell, run it, then run the check below it.

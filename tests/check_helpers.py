@@ -214,9 +214,13 @@ def code_in(text: str, size: int = FORMULA, top: bool = False) -> frozenset[str]
 
 @cache
 def task_code(grade_id: str) -> frozenset[str]:
-    """Every formula the task's own text (its markdown) shows, however small."""
+    """Every formula the task's own text shows, however small: its markdown and its variants' task texts (the task
+    cell under the markdown shows the student's variant, issue 51)."""
+    from course_utils.checks.registry import family
+
     nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[grade_id]}_exercises.py")
-    return frozenset().union(*(code_in(c.source, size=1) for c in nb.cells if c.cell_type == "markdown"))
+    texts = [c.source for c in nb.cells if c.cell_type == "markdown"] + [v.task for v in family(grade_id)]
+    return frozenset().union(*(code_in(text, size=1) for text in texts))
 
 
 @cache

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import jupytext
 import pytest
 import torch
-
 from conftest import ROOT
+
 from course_utils import build, release
 
 # Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an
@@ -40,6 +40,8 @@ TECHNIQUES: dict[str, tuple[str, str, str]] = {
     "safe denominator": ("row_norm_op", r"torch\.where\(\w+ == 0, torch\.ones_like",
                          "replace a zero denominator so that 0/safe gives gradient 0"),
     "Newton's iteration": ("lambert_w", r"Newton's method", "iterate w <- w - F(w) / F'(w) to a root"),
+    "softmax's VJP": ("func_softmax", r"torch\.diag\(\w+\) - torch\.outer\(",
+                      "derive softmax's Jacobian diag(y) - y y^T and its O(n) vector form (issue 51)"),
 }
 
 MODULES = {"torch": "torch", "math": "math", "np": "numpy", "numpy": "numpy", "F": "torch.nn.functional",

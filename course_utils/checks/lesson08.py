@@ -11,6 +11,8 @@ only runs once the tangents from ``torch.func.jvp`` and a dual tensor are right.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +20,7 @@ import torch
 from .autograd_function import close, fmt, grad_output, max_err, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from .op_record import judge_own_backward
+from .variants import Variant
 
 catalogue({
     "no_setup_context": "the Function has no setup_context, so torch.func transforms refuse it",
@@ -46,6 +49,43 @@ def _value(record: Any, what: str) -> Any:
 GID = "func_softmax"
 
 
+@dataclass(frozen=True)
+class Kind:
+    """One member of func_softmax's family: a normalisation along the last dimension (issue 51's variants)."""
+
+    key: str
+    ref: Callable[[torch.Tensor], torch.Tensor]  # the forward, row by row along the last dimension
+    name: str  # how verdicts name it: "torch.softmax"
+    vjp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, g) -> J^T g, in closed form (no autograd: fast)
+    jvp: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, t) -> J t
+
+
+def _row_dot(s: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return (s * v).sum(-1, keepdim=True)
+
+
+def _softmax_product(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax's Jacobian (symmetric) times v: its VJP and its JVP."""
+    s = torch.softmax(x, -1)
+    return s * (v - _row_dot(s, v))
+
+
+SOFTMAX = Kind("softmax", lambda x: torch.softmax(x, -1), "torch.softmax", _softmax_product, _softmax_product)
+# each variant's VJP and JVP, level 2 only: module constants named in fix=..., so a graded edition strips them
+VJP_FIXES = {"softmax": "y * (g - (g * y).sum(-1, keepdim=True))", "log_softmax": "g - exp(y) * g.sum(-1, keepdim=True)",
+             "softmin": "-y * (g - (g * y).sum(-1, keepdim=True))", "log_softmin": "exp(y) * g.sum(-1, keepdim=True) - g",
+             "sharpened": "2 * y * (g - (g * y).sum(-1, keepdim=True))"}
+JVP_FIXES = {"softmax": "y * (t - (t * y).sum(-1, keepdim=True))", "log_softmax": "t - (exp(y) * t).sum(-1, keepdim=True)",
+             "softmin": "-y * (t - (t * y).sum(-1, keepdim=True))", "log_softmin": "(exp(y) * t).sum(-1, keepdim=True) - t",
+             "sharpened": "2 * y * (t - (t * y).sum(-1, keepdim=True))"}
+JVP_SAY = "jvp returns {} with t = x_tangent and y the saved output."
+
+
+def fix_of(table: dict[str, str] | None, key: str, template: str = "{}") -> str | None:
+    """A variant's level-2 text from ``table``, a module constant that a graded edition replaces by None."""
+    return template.format(table[key]) if table else None
+
+
 def _request(seed: int) -> dict:
     base = 1000 * seed
     t = lambda shape, k, dtype=torch.float64: tensor_arg(shape, base + k, dtype)["t"]  # noqa: E731
@@ -57,8 +97,14 @@ def _request(seed: int) -> dict:
             "gc": t((2, 4), 11), "empty": torch.zeros((2, 3, 0), dtype=torch.float64)}
 
 
-def softmax_vjp(y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    return y * (g - (g * y).sum(-1, keepdim=True))
+def _vjp(kind: Kind, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """J^T g of the kind's forward at x."""
+    return kind.vjp(x, g.to(x.dtype))
+
+
+def _jvp(kind: Kind, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """J t of the kind's forward at x."""
+    return kind.jvp(x, t.to(x.dtype))
 
 
 def _error(transform: str, error: str, style: dict | None = None) -> Mistake:
@@ -105,15 +151,16 @@ def _value_of(record: Any, transform: str, style: dict | None = None) -> object:
     return value
 
 
-def _compare(got: object, want: torch.Tensor, transform: str, code: str = "gradient_wrong") -> None:
+def _compare(got: object, want: torch.Tensor, transform: str, code: str = "gradient_wrong",
+             name: str = "torch.softmax") -> None:
     if not close(got, want, want.dtype):
         detail = (f"largest error {fmt(max_err(got, want))}" if isinstance(got, torch.Tensor) and got.shape == want.shape
                   else f"got {tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}, "
                   f"expected shape {tuple(want.shape)}")
-        raise Mistake(code, f"{GID}: {transform} does not match torch.softmax ({detail}).")
+        raise Mistake(code, f"{GID}: {transform} does not match {name} ({detail}).")
 
 
-def _judge_eager(req: dict, facts: dict) -> None:
+def _judge_eager(kind: Kind, req: dict, facts: dict) -> None:
     style = facts["style"]
     if style.get("setup_context") is not True:
         raise Mistake("no_setup_context", f"{GID}: FuncSoftmax has no setup_context: its forward takes ctx (the "
@@ -122,13 +169,15 @@ def _judge_eager(req: dict, facts: dict) -> None:
     for case, x in zip(facts["cases"], req["xs"]):
         what = f"FuncSoftmax.apply on a {x.dtype} input of shape {tuple(x.shape)}"
         out = _value_of(case["forward"], what, style)
-        y = torch.softmax(x, -1)
+        y = kind.ref(x)
         if isinstance(out, torch.Tensor) and out.shape == y.shape and not torch.isfinite(out).all():
             raise Mistake("softmax_unstable", f"{GID}: forward gives nan or inf for {what} with entries near 1e4: "
                           "exp(1e4) overflows to inf, and inf / inf is nan.",
                           fix="Subtract each row's maximum before exp: softmax(x) = softmax(x - x.amax(-1, "
-                          "keepdim=True)), and no exponent is then above 0.")
-        _compare(out, y, f"forward ({what})", "forward_wrong")
+                          "keepdim=True)), and no exponent is then above 0." if kind.key == "softmax" else
+                          "Shift each row by the largest exponent before exp (the row's maximum of what goes into "
+                          "exp): the shift cancels in the normalisation, and no exponent is then above 0.")
+        _compare(out, y, f"forward ({what})", "forward_wrong", kind.name)
         if case["ctx_tensors"]:
             raise Mistake("tensor_on_ctx", f"{GID}: a tensor is stored as ctx.{case['ctx_tensors'][0]}; tensors go "
                           "through ctx.save_for_backward / ctx.save_for_forward in setup_context.")
@@ -136,44 +185,44 @@ def _judge_eager(req: dict, facts: dict) -> None:
         raise Malformed("missing cases")
 
 
-def _judge_empty(req: dict, facts: dict) -> None:
+def _judge_empty(kind: Kind, req: dict, facts: dict) -> None:
     """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
     FuncSoftmax must too. Judged after forward mode in the last stage (``_judge_forward_mode_and_empty``)."""
     x, record, style = req["empty"], facts["empty"], facts["style"]
     what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
     if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":
         raise Mistake("softmax_empty_row", f"{GID}: {what} raised {str(record['error']).split(' (in ')[0]}, where "
-                      "torch.softmax returns an empty tensor of the same shape: a reduction over an empty dimension "
+                      f"{kind.name} returns an empty tensor of the same shape: a reduction over an empty dimension "
                       "(a maximum of no numbers) has no value.", fix="return the empty input's copy (x.clone()) "
                       "when x.shape[-1] == 0, before any reduction over the last dimension.")
     got = _value_of(record, what, style)
     if not isinstance(got, list) or len(got) != 2:
         raise Malformed("no output and gradient for the empty input")
-    _compare(got[0], torch.softmax(x, -1), f"forward ({what})", "forward_wrong")
-    _compare(got[1], torch.zeros_like(x), f"the gradient ({what})")
+    _compare(got[0], kind.ref(x), f"forward ({what})", "forward_wrong", kind.name)
+    _compare(got[1], torch.zeros_like(x), f"the gradient ({what})", name=kind.name)
 
 
 SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
 
 
-def _judge_backward(req: dict, facts: dict) -> None:
+def _judge_backward(kind: Kind, req: dict, facts: dict) -> None:
     style = facts["style"]
     for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
         _value_of(case["backward"], f".backward() ({x.dtype})", style)
-        y = torch.softmax(x, -1)
-        got, want = case["grad"], softmax_vjp(y, g.to(y.dtype))
-        if not close(got, want, x.dtype) and close(got, g * y * (1 - y), x.dtype):
+        y = kind.ref(x)
+        got, want = case["grad"], _vjp(kind, x, g)
+        if kind is SOFTMAX and not close(got, want, x.dtype) and close(got, g * y * (1 - y), x.dtype):
             raise Mistake("softmax_elementwise", f"{GID}: the gradient from .backward() is y (1 - y) times grad_output, "
                           "the diagonal of the Jacobian only; every output of a row depends on every input of that "
                           "row, so the off-diagonal terms (a sum over the row) are missing.",
                           fix="subtract the row sum: y * (g - (g * y).sum(-1, keepdim=True)).")
-        _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})")
+        _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})", name=kind.name)
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
-    _judge_memory(req, unwrap(facts["memory"]))
+    _judge_memory(kind, req, unwrap(facts["memory"]))
 
 
-def _judge_memory(req: dict, got: dict) -> None:
+def _judge_memory(kind: Kind, req: dict, got: dict) -> None:
     if got["node"] is not True:
         raise Mistake("no_graph", f"{GID}: the output of FuncSoftmax.apply has no FuncSoftmaxBackward node.")
     judge_own_backward(GID, got["ops"], got.get("with_grad"), SOFTMAX_NATIVE)
@@ -185,29 +234,26 @@ def _judge_memory(req: dict, got: dict) -> None:
         raise Mistake("softmax_jacobian", f"{GID}: for x of shape {tuple(x.shape)} backward made a tensor of "
                       f"{biggest} elements ({op}), more than twice x's {x.numel()}: it forms the Jacobian (or a "
                       "batch of them). A vector-Jacobian product needs only tensors of x's size.",
-                      fix="y * (g - (g * y).sum(-1, keepdim=True)) gives the product without the Jacobian.")
-    want = softmax_vjp(torch.softmax(x, -1), req["big_g"])
-    _compare(got["grad"], want, "backward for x of shape (64, 512)")
+                      fix=fix_of(VJP_FIXES, kind.key, "{} gives the product without the Jacobian."))
+    _compare(got["grad"], _vjp(kind, x, req["big_g"]), "backward for x of shape (64, 512)", name=kind.name)
 
 
-def _h(t: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(t, -1)[..., 0].sum()
-
-
-def _grad_h(x: torch.Tensor) -> torch.Tensor:
-    """The gradient of _h by plain autograd: torch.func keeps global state and is not safe in the judge's threads."""
+def _grad_h(kind: Kind, x: torch.Tensor) -> torch.Tensor:
+    """The gradient of f(x)[..., 0].sum() by plain autograd: torch.func keeps global state and is not safe in the
+    judge's threads."""
     x = x.detach().clone().requires_grad_()
-    return torch.autograd.grad(_h(x), x)[0]
+    with torch.enable_grad():
+        return torch.autograd.grad(kind.ref(x)[..., 0].sum(), x)[0]
 
 
-def _hessian_h(x: torch.Tensor) -> torch.Tensor:
-    return torch.autograd.functional.hessian(_h, x.detach().clone())
+def _hessian_h(kind: Kind, x: torch.Tensor) -> torch.Tensor:
+    return torch.autograd.functional.hessian(lambda t: kind.ref(t)[..., 0].sum(), x.detach().clone())
 
 
-def _judge_func(req: dict, facts: dict) -> None:
+def _judge_func(kind: Kind, req: dict, facts: dict) -> None:
     x, small, batch = req["x"], req["small"], req["batch"]
-    wants = {"vmap": torch.softmax(batch, -1), "grad": _grad_h(x), "jacrev": _grad_h(small),
-             "vmap_grad": _grad_h(batch), "jacrev2": _hessian_h(small)}
+    wants = {"vmap": kind.ref(batch), "grad": _grad_h(kind, x), "jacrev": _grad_h(kind, small),
+             "vmap_grad": _grad_h(kind, batch), "jacrev2": _hessian_h(kind, small)}
     names = {"vmap": "torch.func.vmap(FuncSoftmax.apply)", "grad": "torch.func.grad of f(x)[..., 0].sum()",
              "jacrev": "torch.func.jacrev of f(x)[..., 0].sum()", "vmap_grad": "vmap(grad(...))",
              "jacrev2": "jacrev(jacrev(...)) of f(x)[..., 0].sum() (reverse mode through your backward)"}
@@ -218,44 +264,46 @@ def _judge_func(req: dict, facts: dict) -> None:
                           "the first derivatives are right: your backward is not differentiable itself "
                           "(once_differentiable, .detach(), NumPy make autograd treat its result as a constant, "
                           "silently under torch.func). Write backward with differentiable torch ops on the saved output.")
-        _compare(got, want, names[key])
+        _compare(got, want, names[key], name=kind.name)
 
 
-def _judge_forward_mode(req: dict, facts: dict) -> None:
+def _judge_forward_mode(kind: Kind, req: dict, facts: dict) -> None:
     x, tangent = req["x"], req["tangent"]
-    y = torch.softmax(x, -1)
-    want = softmax_vjp(y, tangent)  # the JVP of softmax has the same form (its Jacobian is symmetric)
+    y = kind.ref(x)
+    want = _jvp(kind, x, tangent)
     for key, name in (("jvp", "torch.func.jvp"), ("dual", "forward mode with a dual tensor")):
         got = _value_of(facts[key], name)
         if not isinstance(got, list) or len(got) != 2:
             raise Mistake("jvp_wrong_tangent", f"{GID}: {name} returned {type(got).__name__}, not a primal and a "
                           "tangent.")
-        _compare(got[0], y, f"the primal output of {name}", "forward_wrong")
+        _compare(got[0], y, f"the primal output of {name}", "forward_wrong", kind.name)
         if not close(got[1], want, torch.float64):
-            raise _wrong_tangent(name, got[1], y, tangent)
+            raise _wrong_tangent(kind, name, got[1], x, tangent)
     if any("skipped" in facts[k] for k in ("jacfwd", "hessian", "gradcheck")):
         raise Malformed("forward-mode checks skipped although the tangents are right")
-    _compare(_value_of(facts["jacfwd"], "torch.func.jacfwd"), _grad_h(req["small"]), "torch.func.jacfwd")
+    _compare(_value_of(facts["jacfwd"], "torch.func.jacfwd"), _grad_h(kind, req["small"]), "torch.func.jacfwd",
+             name=kind.name)
     what = "torch.func.hessian of f(x)[..., 0].sum() (jacfwd of jacrev: forward mode through your backward)"
-    _compare(_value_of(facts["hessian"], what), _hessian_h(req["small"]), what)
+    _compare(_value_of(facts["hessian"], what), _hessian_h(kind, req["small"]), what, name=kind.name)
     if _value_of(facts["gradcheck"], "gradcheck(check_forward_ad=True)") is not True:
         raise Mistake("gradcheck_failed", f"{GID}: gradcheck(check_forward_ad=True) did not return True.")
 
 
-def _judge_forward_mode_and_empty(req: dict, facts: dict) -> None:
+def _judge_forward_mode_and_empty(kind: Kind, req: dict, facts: dict) -> None:
     """The last stage: forward mode, then the empty last dimension (last, so that an answer right everywhere else
     keeps the other stages' points; the exercise's 4 points are the course's contract)."""
-    _judge_forward_mode(req, facts)
-    _judge_empty(req, facts)
+    _judge_forward_mode(kind, req, facts)
+    _judge_empty(kind, req, facts)
 
 
-def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tensor) -> Mistake:
+def _wrong_tangent(kind: Kind, name: str, got: object, x: torch.Tensor, tangent: torch.Tensor) -> Mistake:
     """A wrong tangent: what it is (level 1), the JVP's formula only as the fix (the exercise asks to derive it)."""
     head = f"{GID}: {name} gives the wrong tangent"
-    fix = "jvp returns y * (t - (t * y).sum(-1, keepdim=True)) with t = x_tangent and y the saved output."
+    y = kind.ref(x)
     if got is None:
-        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.", fix=fix)
-    if close(got, tangent * y * (1 - y), torch.float64):
+        return Mistake("jvp_wrong_tangent", f"{head}: there is none; jvp must return the output's tangent.",
+                       fix=fix_of(JVP_FIXES, kind.key, JVP_SAY))
+    if kind is SOFTMAX and close(got, tangent * y * (1 - y), torch.float64):
         cause = ("it is t * y * (1 - y), the diagonal of the Jacobian only; every output of a row depends on every "
                  "input of that row, so the off-diagonal terms (a sum over the row) are missing")
     elif close(got, tangent, torch.float64):
@@ -263,22 +311,59 @@ def _wrong_tangent(name: str, got: object, y: torch.Tensor, tangent: torch.Tenso
     elif close(got, y, torch.float64):
         cause = "it is the saved output y itself; jvp returns the Jacobian times x_tangent"
     else:
-        err = fmt(max_err(got, softmax_vjp(y, tangent))) if isinstance(got, torch.Tensor) and got.shape == y.shape else "?"
-        cause = (f"largest error {err}; the tangent is softmax's Jacobian (written with the saved output y) times "
-                 "x_tangent, row by row: re-derive it")
-    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).", fix=fix)
+        err = fmt(max_err(got, _jvp(kind, x, tangent))) if isinstance(got, torch.Tensor) and got.shape == y.shape \
+            else "?"
+        what = "softmax's Jacobian (written with the saved output y)" if kind is SOFTMAX else \
+            "your function's Jacobian (written with what setup_context saved)"
+        cause = f"largest error {err}; the tangent is {what} times x_tangent, row by row: re-derive it"
+    return Mistake("jvp_wrong_tangent", f"{head} ({cause}).", fix=fix_of(JVP_FIXES, kind.key, JVP_SAY))
 
 
-FUNC_SOFTMAX = Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
-    Stage(name="forward(x) + setup_context: stable values match torch.softmax (any rank)", points=1,
-          probe="eager", judge=_judge_eager),
-    Stage(name="backward: .backward() matches torch.softmax's gradient, as a vector-Jacobian product (no Jacobian "
-          "formed for a (64, 512) input)", points=1, probe="backward", judge=_judge_backward),
-    Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
-          probe="func", judge=_judge_func),
-    Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True); and, wherever "
-          "torch.softmax works, an empty last dimension gives an empty output and gradient", points=1,
-          probe="forward_mode", judge=_judge_forward_mode_and_empty),
-), request=_request)
+def _softmax_exercise(kind: Kind) -> Exercise:
+    def bind(judge: Callable) -> Callable[[dict, dict], Any]:
+        return lambda req, facts: judge(kind, req, facts)
+    return Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
+        Stage(name=f"forward(x) + setup_context: stable values match {kind.name} (any rank)", points=1,
+              probe="eager", judge=bind(_judge_eager)),
+        Stage(name=f"backward: .backward() matches {kind.name}'s gradient, as a vector-Jacobian product (no Jacobian "
+              "formed for a (64, 512) input)", points=1, probe="backward", judge=bind(_judge_backward)),
+        Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
+              probe="func", judge=bind(_judge_func)),
+        Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True); and, "
+              f"wherever {kind.name} works, an empty last dimension gives an empty output and gradient", points=1,
+              probe="forward_mode", judge=bind(_judge_forward_mode_and_empty)),
+    ), request=_request)
 
+
+FUNC_SOFTMAX = _softmax_exercise(SOFTMAX)
 EXERCISES = [FUNC_SOFTMAX]
+
+_ROW = "along the last dimension of an `x` of any rank (each row of length $n$, sums over $j$ run along the row)"
+KINDS = {  # the other members of the family (issue 51): what the student derives differs, the machinery not
+    "log_softmax": (Kind("log_softmax", lambda x: torch.log_softmax(x, -1), "torch.log_softmax",
+                         lambda x, g: g - torch.softmax(x, -1) * g.sum(-1, keepdim=True),
+                         lambda x, t: t - _row_dot(torch.softmax(x, -1), t)),
+                    f"`FuncSoftmax.apply(x)` computes the **log-softmax** {_ROW}:\n\n"
+                    "$$y_i = x_i - \\log \\sum_j e^{x_j}.$$\n\nIts values must match `torch.log_softmax(x, -1)` "
+                    "(`torch.log` is the natural logarithm)."),
+    "softmin": (Kind("softmin", lambda x: torch.softmax(-x, -1), "softmin (torch.softmax(-x, -1))",
+                     lambda x, g: -_softmax_product(-x, g), lambda x, t: -_softmax_product(-x, t)),
+                f"`FuncSoftmax.apply(x)` computes the **softmin** {_ROW}, which gives the smallest entries the most "
+                "weight:\n\n$$y_i = \\frac{e^{-x_i}}{\\sum_j e^{-x_j}}.$$\n\n"
+                "Its values must match `torch.softmax(-x, -1)`."),
+    "log_softmin": (Kind("log_softmin", lambda x: torch.log_softmax(-x, -1), "torch.log_softmax(-x, -1)",
+                         lambda x, g: torch.softmax(-x, -1) * g.sum(-1, keepdim=True) - g,
+                         lambda x, t: _row_dot(torch.softmax(-x, -1), t) - t),
+                    f"`FuncSoftmax.apply(x)` computes the **log-softmin** {_ROW}, the logarithm of the softmin:\n\n"
+                    "$$y_i = -x_i - \\log \\sum_j e^{-x_j}.$$\n\nIts values must match "
+                    "`torch.log_softmax(-x, -1)` (`torch.log` is the natural logarithm)."),
+    "sharpened": (Kind("sharpened", lambda x: torch.softmax(2 * x, -1), "torch.softmax(2 * x, -1)",
+                       lambda x, g: 2 * _softmax_product(2 * x, g), lambda x, t: 2 * _softmax_product(2 * x, t)),
+                  f"`FuncSoftmax.apply(x)` computes a **sharpened softmax** (temperature $\\tfrac12$) {_ROW}:\n\n"
+                  "$$y_i = \\frac{e^{2 x_i}}{\\sum_j e^{2 x_j}}.$$\n\nIts values must match "
+                  "`torch.softmax(2 * x, -1)`."),
+}
+SOFTMAX_TASK = (f"`FuncSoftmax.apply(x)` computes the **softmax** {_ROW}:\n\n"
+                "$$y_i = \\frac{e^{x_i}}{\\sum_j e^{x_j}}.$$\n\nIts values must match `torch.softmax(x, -1)`.")
+VARIANTS = {GID: (Variant(key="softmax", task=SOFTMAX_TASK, exercise=FUNC_SOFTMAX),
+                  *(Variant(key=key, task=task, exercise=_softmax_exercise(kind)) for key, (kind, task) in KINDS.items()))}

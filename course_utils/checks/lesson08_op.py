@@ -8,12 +8,17 @@ reads the error messages.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
 from ..probes.lesson08_op import OP_NAME
 from .autograd_function import autograd_flags, close, grad_output, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .lesson08 import _value
+from .lesson08 import _value, fix_of
+from .variants import Variant
 
 catalogue({
     "not_custom_op": "the answer is not a torch.library.custom_op",
@@ -45,11 +50,36 @@ def _op_request(seed: int) -> dict:
             "gc": t((3, 4), 15), "xc": t((2, 5), 16)}
 
 
-def _norm(x: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(x, dim=-1)
+@dataclass(frozen=True)
+class Norm:
+    """A member of row_norm_op's family (issue 51): which reduction of each row the operator computes."""
+
+    key: str
+    ref: Callable[[torch.Tensor], torch.Tensor]
+    name: str  # how verdicts name the reference
+    numpy: str  # the NumPy call, for the level-2 fix
 
 
-def _judge_op_values(req: dict, facts: dict) -> None:
+L2 = Norm("l2", lambda x: torch.linalg.vector_norm(x, dim=-1), "torch.linalg.vector_norm(x, dim=-1)",
+          "np.linalg.norm(..., axis=-1)")
+NORMS = {
+    "l1": Norm("l1", lambda x: torch.linalg.vector_norm(x, ord=1, dim=-1), "torch.linalg.vector_norm(x, ord=1, dim=-1)",
+               "np.linalg.norm(..., ord=1, axis=-1)"),
+    "l3": Norm("l3", lambda x: torch.linalg.vector_norm(x, ord=3, dim=-1), "torch.linalg.vector_norm(x, ord=3, dim=-1)",
+               "np.linalg.norm(..., ord=3, axis=-1)"),
+    "sumsq": Norm("sumsq", lambda x: x.pow(2).sum(-1), "(x ** 2).sum(-1)", "np.sum(... ** 2, axis=-1)"),
+}
+# each variant's backward, level 2 only: a module constant named in fix=..., so a graded edition strips it
+GRAD_FIXES = {"l2": "grad_output[..., None] * x / norm[..., None]", "l1": "grad_output[..., None] * torch.sign(x)",
+              "l3": "grad_output[..., None] * x * x.abs() / safe[..., None] ** 2, with safe the norm whose zeros are "
+                    "replaced by 1", "sumsq": "2 * grad_output[..., None] * x"}
+
+
+def _norm(x: torch.Tensor, norm: Norm = L2) -> torch.Tensor:
+    return norm.ref(x)
+
+
+def _judge_op_values(norm: Norm, req: dict, facts: dict) -> None:
     if facts["is_custom_op"] is not True:
         raise Mistake("not_custom_op", f"row_norm_op: `row_norm` is a {facts['type']}, not an operator registered "
                       f"with torch.library.", fix=f"decorate it with @torch.library.custom_op(\"{OP_NAME}\", "
@@ -75,7 +105,7 @@ def _judge_op_values(req: dict, facts: dict) -> None:
                           "torch.as_tensor, which accepts NumPy scalars too.")
         if "error" in record:
             raise Mistake("raised", f"row_norm_op: {what} raised {record['error']}")
-        want = _norm(x)
+        want = _norm(x, norm)
         if isinstance(got, torch.Tensor) and got.shape != want.shape:
             raise Mistake("forward_wrong", f"row_norm_op: {what} has shape {tuple(got.shape)}, expected "
                           f"{tuple(want.shape)} = x.shape[:-1] (one norm per row: NumPy's axis=-1).")
@@ -83,7 +113,7 @@ def _judge_op_values(req: dict, facts: dict) -> None:
             raise Mistake("forward_wrong", f"row_norm_op: {what} returned {got.dtype}: NumPy's result keeps "
                           "NumPy's dtype, not x's.", fix="convert it back with .to(x.device, x.dtype).")
         if not close(got, want, x.dtype):
-            raise Mistake("forward_wrong", f"row_norm_op: {what} does not match torch.linalg.vector_norm(x, dim=-1).")
+            raise Mistake("forward_wrong", f"row_norm_op: {what} does not match {norm.name}.")
     if len(records) != len(xs):
         raise Malformed("missing values")
     ops = facts.get("kernel_ops")
@@ -94,7 +124,7 @@ def _judge_op_values(req: dict, facts: dict) -> None:
         raise Mistake("row_norm_not_numpy", f"row_norm_op: row_norm's kernel runs PyTorch's {', '.join(computing[:4])}: "
                       "the norm is computed in PyTorch, so this is not the opaque (NumPy) code the exercise wraps; "
                       "PyTorch could trace and differentiate it without an operator.",
-                      fix="compute the norm on x.detach().cpu().numpy() with np.linalg.norm(..., axis=-1) and turn "
+                      fix=f"compute the norm on x.detach().cpu().numpy() with {norm.numpy} and turn "
                       "the result back into a tensor of x's dtype and device.")
 
 
@@ -136,23 +166,26 @@ def _judge_op_fake(req: dict, facts: dict) -> None:
         raise Malformed("missing opcheck results")
 
 
-def _judge_op_autograd(req: dict, facts: dict) -> list[str]:
+def _judge_op_autograd(norm: Norm, req: dict, facts: dict) -> list[str]:
     for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
         record = case["backward"]
         _value(record, "backward")
         if "error" in record:
             raise _opcheck_error(str(record["error"]), grad=True)
         xr = x.clone().requires_grad_()
-        _norm(xr).backward(g)
+        _norm(xr, norm).backward(g)
         got, want = case["grad"], xr.grad
         if isinstance(got, torch.Tensor) and got.shape == want.shape and not torch.isfinite(got).all():
             raise Mistake("row_norm_zero_row", f"row_norm_op: the gradient for x of shape {tuple(x.shape)} has nan "
-                          "where a row is all zeros: g * x / norm is 0 / 0 there, and vector_norm's gradient is 0 "
-                          "for such rows.", fix="divide by a norm with zeros replaced by 1 (torch.where).")
+                          "where a row is all zeros: " + ("g * x / norm is 0 / 0 there, and vector_norm's gradient "
+                          "is 0 for such rows." if norm is L2 else f"a division by the row's norm is 0 / 0 there, "
+                          f"and {norm.name}'s gradient is 0 for such rows."),
+                          fix="divide by a norm with zeros replaced by 1 (torch.where).")
         if not close(got, want, x.dtype):
             raise Mistake("gradient_wrong", f"row_norm_op: the gradient for {x.dtype} x of shape {tuple(x.shape)} "
-                          "does not match torch.linalg.vector_norm's (opcheck does not compare gradient values: "
-                          "this check does).", fix="backward returns grad_output[..., None] * x / norm[..., None].")
+                          f"does not match {'torch.linalg.vector_norm' if norm is L2 else norm.name}'s (opcheck does "
+                          "not compare gradient values: this check does).",
+                          fix=fix_of(GRAD_FIXES, norm.key, "backward returns {}."))
 
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
@@ -165,7 +198,7 @@ def _judge_op_autograd(req: dict, facts: dict) -> list[str]:
     return autograd_flags("row_norm_op", "row_norm", facts["cases"])
 
 
-def _judge_op_compile(req: dict, facts: dict) -> None:
+def _judge_op_compile(norm: Norm, req: dict, facts: dict) -> None:
     record = facts["compile"]
     got = _value(record, "torch.compile")
     what = "torch.compile(fullgraph=True) of `lambda t: row_norm(t * 2).pow(2).sum()`"
@@ -177,22 +210,47 @@ def _judge_op_compile(req: dict, facts: dict) -> None:
         raise Mistake("not_custom_op", f"row_norm_op: {what} did not give one graph holding the operator "
                       f"(graphs: {len(graphs)}); row_norm should be called as the custom op.")
     xr = x.clone().requires_grad_()
-    want = _norm(xr * 2).pow(2).sum()
+    want = _norm(xr * 2, norm).pow(2).sum()
     want.backward()
     if not close(got["out"], want.detach(), x.dtype) or not close(got["grad"], xr.grad, x.dtype):
         raise Mistake("gradient_wrong", f"row_norm_op: {what} gives a different value or gradient than eager "
-                      "torch.linalg.vector_norm.")
+                      f"{'torch.linalg.vector_norm' if norm is L2 else norm.name}.")
 
 
-ROW_NORM_OP = Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
-    Stage(name=f"{OP_NAME} is a custom op whose kernel computes the norm of each row in NumPy (1-D to 3-D, "
-          "float32/float64)", points=1,
-          probe="values", judge=_judge_op_values),
-    Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe="fake", judge=_judge_op_fake),
-    Stage(name="register_autograd: gradients match vector_norm (0 for a zero row), gradcheck, opcheck with grad", points=1,
-          probe="autograd", judge=_judge_op_autograd),
-    Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe="compile",
-          judge=_judge_op_compile),
-), request=_op_request)
+def _row_norm_exercise(norm: Norm) -> Exercise:
+    what = "the norm" if norm is L2 else f"{norm.name}"
 
+    def bind(judge: Callable) -> Callable[[dict, Any], list[str] | None]:
+        return lambda req, facts: judge(norm, req, facts)
+    return Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
+        Stage(name=f"{OP_NAME} is a custom op whose kernel computes {what} of each row in NumPy (1-D to 3-D, "
+              "float32/float64)", points=1, probe="values", judge=bind(_judge_op_values)),
+        Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe="fake",
+              judge=_judge_op_fake),
+        Stage(name=f"register_autograd: gradients match {'vector_norm' if norm is L2 else norm.name} (0 for a zero "
+              "row), gradcheck, opcheck with grad", points=1, probe="autograd", judge=bind(_judge_op_autograd)),
+        Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe="compile",
+              judge=bind(_judge_op_compile)),
+    ), request=_op_request)
+
+
+ROW_NORM_OP = _row_norm_exercise(L2)
 EXERCISES = [ROW_NORM_OP]
+
+_SHAPE = ("returns a tensor of shape `x.shape[:-1]` (one number per row: the reduction runs over the **last** "
+          "dimension)")
+TASKS = {
+    "l2": f"`row_norm(x)` computes the **L2 norm** of each row, $\\lVert x \\rVert_2 = \\sqrt{{\\sum_j x_j^2}}$, "
+          f"and {_SHAPE}. Values and gradients must match `torch.linalg.vector_norm(x, dim=-1)`, whose gradient "
+          "is 0 for a row of zeros.",
+    "l1": f"`row_norm(x)` computes the **L1 norm** of each row, $\\lVert x \\rVert_1 = \\sum_j |x_j|$, and {_SHAPE}. "
+          "Values and gradients must match `torch.linalg.vector_norm(x, ord=1, dim=-1)` (where "
+          "$x_j = 0$ its gradient is 0).",
+    "l3": f"`row_norm(x)` computes the **3-norm** of each row, $\\lVert x \\rVert_3 = \\big(\\sum_j |x_j|^3\\big)^{{1/3}}$, "
+          f"and {_SHAPE}. Values and gradients must match `torch.linalg.vector_norm(x, ord=3, dim=-1)`, whose "
+          "gradient is 0 for a row of zeros.",
+    "sumsq": f"`row_norm(x)` computes the **squared L2 norm** of each row, $\\sum_j x_j^2$, and {_SHAPE}. Values "
+             "and gradients must match `(x ** 2).sum(-1)`.",
+}
+VARIANTS = {"row_norm_op": (Variant(key="l2", task=TASKS["l2"], exercise=ROW_NORM_OP),
+                            *(Variant(key=key, task=TASKS[key], exercise=_row_norm_exercise(n)) for key, n in NORMS.items()))}

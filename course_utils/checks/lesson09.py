@@ -1,5 +1,5 @@
-"""Lesson 09 exercises, numerics: ``Log1mExp`` (accurate at both ends, values and gradients) and
-``LambertW`` (iterate forward, implicit backward from the saved W). ``lesson09_linalg`` holds the rest."""
+"""Lesson 09 exercises, numerics: ``StableLog`` (log1mexp and its variants, accurate at both ends, values and
+gradients) and ``LambertW`` (iterate forward, implicit backward from the saved W). ``lesson09_linalg`` holds the rest."""
 from __future__ import annotations
 
 import math
@@ -19,6 +19,9 @@ from .autograd_function import (
     unwrap,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .lesson08 import fix_of
+from .stable_logs import LOG1MEXP_TASK, NUMERICS, Numeric
+from .variants import Variant
 
 catalogue({
     "log1mexp_small_x": "forward loses precision for small x: 1 - exp(-x) cancels",
@@ -73,7 +76,7 @@ def _log1mexp_cases(base: int):
     ]
 
 
-LOG1MEXP = FunctionSpec(grade_id="log1mexp", cls_name="Log1mExp", arg_names=("x",), reference=references.log1mexp,
+LOG1MEXP = FunctionSpec(grade_id="log1mexp", cls_name="StableLog", arg_names=("x",), reference=references.log1mexp,
                         cases=_log1mexp_cases, describe="log(1 - exp(-x))",
                         diagnose=None, gradcheck_args=lambda base: [_uniform((8,), base + 4, 0.01, 20.0)])
 RTOL = {torch.float32: 1e-5, torch.float64: 1e-13}
@@ -89,15 +92,20 @@ def _wide_grid(seed: int) -> dict:
     return {str(torch.float64): f64.unique(), str(torch.float32): f32.unique()}
 
 
-def _judge_wide(req: dict, facts: dict) -> None:
+def _judge_wide(num: Numeric | None, req: dict, facts: dict) -> None:
+    """Relative precision on the wide grid; ``num`` None: log1mexp itself, with its own diagnoses."""
     got = {dtype: unwrap(facts[str(dtype)]) for dtype in DTYPES}
-    for key, want_of, what in (("out", log1mexp_reference, "value"), ("grad", lambda x: 1 / torch.expm1(x), "gradient")):
+    value_of = num.spec.reference if num else log1mexp_reference
+    derivative = num.derivative if num else (lambda x: 1 / torch.expm1(x))
+    for key, want_of, what in (("out", value_of, "value"), ("grad", derivative, "gradient")):
         for dtype in DTYPES:
             x = req["wide"][str(dtype)].double()
             if got[dtype][key] is None:
                 raise Mistake("missing_gradient", f"log1mexp: backward returned None for a {NAME[dtype]} x; return "
                               "the gradient.")
-            out, want = _tensor(got[dtype], key, x.shape).double(), want_of(x)
+            with torch.no_grad():
+                want = want_of(x)
+            out = _tensor(got[dtype], key, x.shape).double()
             tiny = torch.finfo(dtype).tiny
             normal = want.abs() >= tiny
             err = (out - want).abs() / want.abs().clamp_min(tiny)
@@ -106,6 +114,8 @@ def _judge_wide(req: dict, facts: dict) -> None:
                 continue
             k = _worst(x, torch.nan_to_num(err, nan=1e300, posinf=1e300), bad)
             at, value, right = x[k].item(), out[k].item(), want[k].item()
+            if num is not None:
+                raise _imprecise(num, key, NAME[dtype], at, value, right, RTOL[dtype])
             head = (f"log1mexp: the {what} for {NAME[dtype]} x = {at:.3g} is {value:.6g}, log(1 - exp(-x)) = "
                     if key == "out" else f"log1mexp: the {what} for {NAME[dtype]} x = {at:.3g} is {value:.6g}, "
                     "the exact derivative there is ")  # its stable form (the fix) is level 2
@@ -128,13 +138,41 @@ def _judge_wide(req: dict, facts: dict) -> None:
                           "log(-expm1(-x)) below.")
 
 
-def _log1mexp_exercise() -> Exercise:
-    base = function_exercise(spec=LOG1MEXP, title="Log1mExp", forward_points=1, backward_points=1)
-    wide = Stage(name="accurate and finite from x = 1e-30 to 1e4 (float64) and 80 (float32), values and gradients", points=1,
-                 probe="wide", judge=_judge_wide)
+# each variant's accurate forms, level 2 only: module constants named in fix=..., so a graded edition strips them
+VALUE_FIXES = {
+    "logexpm1": "log(expm1(x)) is accurate below about 1 (expm1 overflows past 709); above, x + log1p(-exp(-x)).",
+    "logsigmoid": "x - log1p(exp(x)) for x < 0 and -log1p(exp(-x)) for x >= 0: no exp overflows, nothing cancels.",
+    "log1psq": "log1p(x * x) for |x| <= 1; 2 * log(|x|) + log1p(1 / x**2) above, where x * x would overflow.",
+}
+GRAD_FIXES = {
+    "logexpm1": "the derivative exp(x) / (exp(x) - 1) equals -1 / expm1(-x), accurate at both ends.",
+    "logsigmoid": "the derivative is 1 - sigmoid(x) = sigmoid(-x); 1 - sigmoid(x) cancels for large x, sigmoid(-x) "
+                  "does not.",
+    "log1psq": "2x / (1 + x^2) = 2 / (x + 1 / x): no x * x to overflow (and 0 at x = 0).",
+}
+
+
+def _imprecise(num: Numeric, key: str, dtype: str, at: float, value: float, right: float, rtol: float) -> Mistake:
+    """A variant's value or gradient off at one grid point: where, and the kinds of cause (never the form)."""
+    what = "value" if key == "out" else "gradient"
+    hint = (f"log1mexp: the {what} for {dtype} x = {at:.3g} is {value:.6g}, the exact {what} there is {right:.6g} "
+            f"(relative error allowed {rtol:g}): the formula loses its digits there (a difference of nearly equal "
+            "numbers, a log of a number that rounds to 1, an exp that overflows or underflows); write it in a form "
+            "that is accurate at that end and use each form only where it is.")
+    return Mistake("imprecise_value" if key == "out" else "imprecise_gradient", hint,
+                   fix=fix_of(VALUE_FIXES if key == "out" else GRAD_FIXES, num.key))
+
+
+def _log1mexp_exercise(num: Numeric | None = None) -> Exercise:
+    spec = num.spec if num else LOG1MEXP
+    base = function_exercise(spec=spec, title="StableLog", forward_points=1, backward_points=1)
+    where = "from x = 1e-30 to 1e4 (float64) and 80 (float32)" if num is None else "over the wide grid of your variant"
+    wide = Stage(name=f"accurate and finite {where}, values and gradients", points=1,
+                 probe="wide", judge=lambda req, facts: _judge_wide(num, req, facts))
+    grid = num.grid if num else _wide_grid
 
     def req(seed: int) -> dict:
-        return dict(request(LOG1MEXP, seed), wide=_wide_grid(seed))
+        return dict(request(spec, seed), wide=grid(seed))
     return replace(base, stages=base.stages + (wide,), request=req)
 
 
@@ -299,3 +337,5 @@ def _lambert_exercise() -> Exercise:
 
 
 EXERCISES = [_log1mexp_exercise(), _lambert_exercise()]
+VARIANTS = {"log1mexp": (Variant(key="log1mexp", task=LOG1MEXP_TASK, exercise=EXERCISES[0]),
+                         *(Variant(key=num.key, task=task, exercise=_log1mexp_exercise(num)) for num, task in NUMERICS))}

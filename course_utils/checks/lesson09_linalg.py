@@ -2,7 +2,7 @@
 and ``Solve`` (LU factors saved in forward, an adjoint solve in backward)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -19,6 +19,7 @@ from .autograd_function import (
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
 from .op_record import judge_own_backward, op_names
+from .variants import Variant
 
 catalogue({
     "rmsnorm_missing_mean_term": "RMSNorm's grad_x drops the term from differentiating the row's rms",
@@ -94,15 +95,55 @@ def _judge_saved(req: dict, facts: dict) -> None:
                           fix="save x, weight and rstd (shape (..., 1)); recompute x_hat = x * rstd in backward.")
 
 
-def _rmsnorm_exercise() -> Exercise:
-    base = function_exercise(spec=RMSNORM, title="RMSNorm", forward_points=1, backward_points=1, needs_input_grad_points=1)
+def centred_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """LayerNorm without a bias: (x - mean) * rsqrt(var + eps) * weight, the variance biased (over d)."""
+    c = x - x.mean(-1, keepdim=True)
+    return c * torch.rsqrt(c.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def prescaled_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """The weight applied before the normalisation: z = x * weight, then z * rsqrt(mean(z**2) + eps)."""
+    z = x * weight
+    return z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def eps_outside_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """eps added to the root mean square, outside the root: x / (sqrt(mean(x**2)) + eps) * weight."""
+    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * weight
+
+
+_ROW_TASK = ("with `x` of shape $(\\dots, d)$ (1-D to 4-D), `weight` of shape $(d,)$ and `eps` a Python float, "
+             "returns")
+RMS_FAMILY = {  # key -> (reference, describe, task): issue 51's variants of rmsnorm
+    "centred": (centred_reference, "(x - mean) * rsqrt(var + eps) * weight",
+                f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} the **centred** normalisation (LayerNorm without a "
+                "bias): with $\\mu = \\operatorname{mean}(x)$ and $r = \\big(\\operatorname{mean}((x - \\mu)^2) + "
+                "\\varepsilon\\big)^{-1/2}$ over the last dim, one $\\mu$ and one $r$ per row,\n\n"
+                "$$y = (x - \\mu) \\cdot r \\cdot w.$$"),
+    "prescaled": (prescaled_reference, "z * rsqrt(mean(z**2, -1) + eps) with z = x * weight",
+                  f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} the RMS normalisation of the **weighted** input: "
+                  "with $z = x \\cdot w$ and $r = \\big(\\operatorname{mean}(z^2) + \\varepsilon\\big)^{-1/2}$ "
+                  "over the last dim, one $r$ per row,\n\n$$y = z \\cdot r.$$"),
+    "eps_outside": (eps_outside_reference, "x / (sqrt(mean(x**2, -1)) + eps) * weight",
+                    f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} the RMS normalisation with $\\varepsilon$ "
+                    "**outside** the root (as some implementations add it): with $\\rho = \\sqrt{\\operatorname{mean}"
+                    "(x^2)}$ over the last dim, one $\\rho$ per row,\n\n$$y = \\frac{x}{\\rho + \\varepsilon} \\cdot w.$$"
+                    "\n\nThe inputs the check draws have no row of zeros."),
+}
+RMS_TASK = (f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} $y = x \\cdot r \\cdot w$ with "
+            "$r = \\big(\\operatorname{mean}(x^2, \\text{last dim}) + \\varepsilon\\big)^{-1/2}$, one $r$ per row. It "
+            "is the normalisation of most current language models.")
+
+
+def _rmsnorm_exercise(spec: FunctionSpec = RMSNORM) -> Exercise:
+    base = function_exercise(spec=spec, title="RMSNorm", forward_points=1, backward_points=1, needs_input_grad_points=1)
     saved = Stage(name="saves only x, weight and one value per row (rstd); backward is its own VJP", points=1,
                   probe="saved_sizes", judge=_judge_saved)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
-        return dict(request(RMSNORM, seed), saved_args=[tensor_arg((16, 32), b + 43), tensor_arg((32,), b + 44),
-                                                        value_arg(1e-6)])
+        return dict(request(spec, seed), saved_args=[tensor_arg((16, 32), b + 43), tensor_arg((32,), b + 44),
+                                                     value_arg(1e-6)])
     return Exercise(grade_id="rmsnorm", title="RMSNorm", names=("RMSNorm",), stages=base.stages + (saved,), request=req)
 
 
@@ -157,7 +198,25 @@ INVERT = {"linalg_inv_ex", "linalg_inv", "inverse", "_linalg_solve_ex", "linalg_
           "linalg_pinv", "cholesky_solve", "cholesky_inverse", "linalg_lstsq"}
 
 
-def _judge_ops(req: dict, facts: dict) -> None:
+@dataclass(frozen=True)
+class System:
+    """A member of solve's family (issue 51): which linear system Solve.apply(A, b) solves with A's LU factors."""
+
+    key: str
+    left: bool  # A on the left of x (A x = b) or on its right (x A = b)
+    transposed: bool  # the system holds A^T instead of A
+    spec: FunctionSpec
+
+
+def _g_b(system: System, LU: torch.Tensor, piv: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """The gradient for b that the factors LU, piv give: a solve with the transpose of the forward's system."""
+    vector = g.dim() == 1
+    G = (g.unsqueeze(-1) if system.left else g.unsqueeze(0)) if vector else g
+    out = torch.linalg.lu_solve(LU, piv, G, left=system.left, adjoint=not system.transposed)
+    return (out.squeeze(-1) if system.left else out.squeeze(0)) if vector else out
+
+
+def _judge_ops(system: System, req: dict, facts: dict) -> None:
     ops = facts["ops"]
     for case in ops["cases"]:
         got = unwrap(case)
@@ -179,12 +238,12 @@ def _judge_ops(req: dict, facts: dict) -> None:
     if len(ops["cases"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
     for case, got in zip(req["op_cases"], facts["factors"]):
-        _judge_factors_followed(case, got)
+        _judge_factors_followed(system, case, got)
     if len(facts["factors"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
 
 
-def _judge_factors_followed(case: list, got: dict) -> None:
+def _judge_factors_followed(system: System, case: list, got: dict) -> None:
     """Backward's gradient for b must follow the saved LU factors when they are changed (scaled by 1.01)."""
     A, b = case[0]["t"], case[1]["t"]
     LU, piv = torch.linalg.lu_factor(A)
@@ -201,11 +260,8 @@ def _judge_factors_followed(case: list, got: dict) -> None:
         raise Mistake("solve_ignores_saved_factors", f"solve: for {shape} none of the tensors forward saves holds "
                       "the LU factors of A, so backward cannot solve with them.",
                       fix="save LU and pivots from torch.linalg.lu_factor with ctx.save_for_backward.")
-    col = b.dim() == 1
     g = grad_output(b.shape, b.dtype, 11)  # the probe's grad_output for this output shape
-    G = g.unsqueeze(-1) if col else g
-    want = torch.linalg.lu_solve(LU * 1.01, piv, G, adjoint=True)
-    want = want.squeeze(-1) if col else want
+    want = _g_b(system, LU * 1.01, piv, g)
     for k in where:
         after = unwrap(got["perturbed"][k])
         grads = after.get("grads")
@@ -220,12 +276,12 @@ def _judge_factors_followed(case: list, got: dict) -> None:
                   "grad, adjoint=True) on the saved LU and pivots.")
 
 
-def _judge_solve_forward(req: dict, facts: dict) -> None:
+def _judge_solve_forward(system: System, req: dict, facts: dict) -> None:
     """judge_forward, naming the cause of lu_solve's error for a 1-D b."""
     try:
-        judge_forward(SOLVE, req, facts)
+        judge_forward(system.spec, req, facts)
     except Mistake as m:
-        if m.code == "raised" and "must have at least 2 dimensions" in m.hint:
+        if m.code == "raised" and "must have at least 2 dimensions" in m.hint and system.key == "left":
             raise Mistake("solve_1d_b", "solve: Solve.apply(A, b) raised for a 1-D b of shape (n,): "
                           "torch.linalg.lu_solve wants the right-hand side as a matrix (n, k), and b may be a "
                           "vector; the result must then be a vector (n,) too.",
@@ -234,19 +290,74 @@ def _judge_solve_forward(req: dict, facts: dict) -> None:
         raise
 
 
-def _solve_exercise() -> Exercise:
-    base = function_exercise(spec=SOLVE, title="Solve", forward_points=1, backward_points=1, needs_input_grad_points=1)
-    forward = replace(base.stages[0], judge=_judge_solve_forward)
+def _solve_exercise(system: System) -> Exercise:
+    spec = system.spec
+    base = function_exercise(spec=spec, title="Solve", forward_points=1, backward_points=1, needs_input_grad_points=1)
+    forward = replace(base.stages[0], judge=lambda req, facts: _judge_solve_forward(system, req, facts))
     ops = Stage(name="factorises once: LU in forward; backward solves with the factors forward saved (its gradient "
                 "follows them when they change) and runs no factorisation, inverse or solver of its own", points=1,
-                probe="ops_and_factors", judge=_judge_ops)
+                probe="ops_and_factors", judge=lambda req, facts: _judge_ops(system, req, facts))
 
     def req(seed: int) -> dict:
         b = 1000 * seed
-        return dict(request(SOLVE, seed), op_cases=[[_matrix(6, b + 61), tensor_arg((6,), b + 62)],
-                                                    [_matrix(6, b + 63), tensor_arg((6, 2), b + 64)]])
+        return dict(request(spec, seed), op_cases=[[_matrix(6, b + 61), tensor_arg((6,), b + 62)],
+                                                   [_matrix(6, b + 63), tensor_arg((6, 2) if system.left else (2, 6),
+                                                                                   b + 64)]])
     return Exercise(grade_id="solve", title="Solve", names=("Solve",), stages=(forward,) + base.stages[1:] + (ops,),
                     request=req)
 
 
-EXERCISES = [_rmsnorm_exercise(), _solve_exercise()]
+def _right_cases(base: int):
+    return [
+        ([_matrix(4, base + 51), tensor_arg((4,), base + 52)], "A (4, 4), b (4,)"),
+        ([_matrix(4, base + 53), tensor_arg((3, 4), base + 54)], "A (4, 4), b (3, 4)"),
+        ([_matrix(3, base + 55, torch.float32), tensor_arg((2, 3), base + 56, torch.float32)], "float32 A (3, 3), b (2, 3)"),
+        ([_matrix(5, base + 57, layout="t"), tensor_arg((5,), base + 58)], "a non-contiguous A (5, 5), b (5,)"),
+    ]
+
+
+def _right_solve(A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """x with x A = b (b a row (n,) or rows (k, n))."""
+    return torch.linalg.solve(A.mT, b.mT).mT if b.dim() == 2 else torch.linalg.solve(A.mT, b)
+
+
+def _right_t_solve(A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """x with x A^T = b."""
+    return torch.linalg.solve(A, b.mT).mT if b.dim() == 2 else torch.linalg.solve(A, b)
+
+
+_RIGHT = replace(SOLVE, cases=_right_cases, diagnose=lambda *a: None,
+                 gradcheck_args=lambda base: [_matrix(3, base + 59), tensor_arg((2, 3), base + 60)])
+SYSTEMS = {
+    "left": System("left", True, False, SOLVE),
+    "transposed": System("transposed", True, True, replace(SOLVE, reference=lambda A, b: torch.linalg.solve(A.mT, b),
+                                                           describe="x = A^-T b", diagnose=lambda *a: None)),
+    "right": System("right", False, False, replace(_RIGHT, reference=_right_solve, describe="x = b A^-1")),
+    "right_transposed": System("right_transposed", False, True, replace(_RIGHT, reference=_right_t_solve,
+                                                                         describe="x = b A^-T")),
+}
+_SOLVE_API = ("Compute it with `torch.linalg.lu_factor(A)` and `torch.linalg.lu_solve(LU, pivots, B, left=..., "
+              "adjoint=...)`: with `left=True` (the default) it solves $A X = B$, with `left=False` $X A = B$, and "
+              "`adjoint=True` puts $A^\\top$ in place of $A$.")
+SOLVE_TASKS = {
+    "left": "`Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or $(n, k)$, returns "
+            "the solution of $A x = b$, $x = A^{-1} b$ (values must match `torch.linalg.solve(A, b)`). " + _SOLVE_API,
+    "transposed": "`Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` of shape $(n,)$ or $(n, k)$, "
+                  "returns the solution of the **transposed** system $A^\\top x = b$, $x = A^{-\\top} b$ (values must "
+                  "match `torch.linalg.solve(A.mT, b)`); factorise $A$ itself. " + _SOLVE_API,
+    "right": "`Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` a row of shape $(n,)$ or $k$ rows "
+             "$(k, n)$, returns the solution of $x A = b$, $x = b A^{-1}$, of `b`'s shape (values must match "
+             "`torch.linalg.solve(A, b, left=False)` for a 2-D `b`). " + _SOLVE_API,
+    "right_transposed": "`Solve.apply(A, b)`, with `A` an invertible $(n, n)$ matrix and `b` a row of shape $(n,)$ or "
+                        "$k$ rows $(k, n)$, returns the solution of $x A^\\top = b$, $x = b A^{-\\top}$, of `b`'s "
+                        "shape (values must match `torch.linalg.solve(A.mT, b, left=False)` for a 2-D `b`); "
+                        "factorise $A$ itself. " + _SOLVE_API,
+}
+EXERCISES = [_rmsnorm_exercise(), _solve_exercise(SYSTEMS["left"])]
+VARIANTS = {"rmsnorm": (Variant(key="rms", task=RMS_TASK, exercise=EXERCISES[0]),
+                        *(Variant(key=key, task=task, exercise=_rmsnorm_exercise(
+                            replace(RMSNORM, reference=ref, describe=describe, diagnose=lambda *a: None)))
+                          for key, (ref, describe, task) in RMS_FAMILY.items())),
+             "solve": (Variant(key="left", task=SOLVE_TASKS["left"], exercise=EXERCISES[1]),
+                       *(Variant(key=key, task=SOLVE_TASKS[key], exercise=_solve_exercise(system))
+                         for key, system in SYSTEMS.items() if key != "left"))}

@@ -9,6 +9,9 @@ the logits outside PyTorch's matrix products (where it cannot measure them).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 
@@ -24,6 +27,7 @@ from .autograd_function import (
     value_arg,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .variants import Variant
 
 GID, IGNORE = "vocab_chunked_ce", -100
 
@@ -141,9 +145,10 @@ def _diagnose_forward(req: dict, facts: dict) -> None:
                           "F.cross_entropy's default reduction is the mean over the tokens whose target counts.")
 
 
-def _judge_forward(req: dict, facts: dict) -> None:
+def _judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """As judge_forward, except that when every target is ignored the loss is 0/0: NaN (as torch's) or 0 pass."""
-    _diagnose_forward(req, facts)
+    if spec.reference is reference:  # the diagnoses of the default's loss (F.cross_entropy)
+        _diagnose_forward(req, facts)
     if len(facts.get("cases", [])) != len(req["cases"]):
         raise Malformed("missing cases")
     kept_cases, kept_facts = [], []
@@ -158,20 +163,20 @@ def _judge_forward(req: dict, facts: dict) -> None:
             continue
         raise Mistake("forward_wrong", f"{GID}: for {case['label']} the loss should be NaN (0/0, as F.cross_entropy "
                       "gives) or 0: no token counts.")
-    judge_forward(SPEC, dict(req, cases=kept_cases), dict(facts, cases=kept_facts))
+    judge_forward(spec, dict(req, cases=kept_cases), dict(facts, cases=kept_facts))
 
 
-def _judge_memory(req: dict, facts: dict) -> None:
+def _judge_memory(spec: FunctionSpec, req: dict, facts: dict) -> None:
     records = unwrap(facts).get("cases")
     if not isinstance(records, list) or not 0 < len(records) <= len(req["memory"]["cases"]):
         raise Malformed("memory facts")
-    for spec, got in zip(req["memory"]["cases"], records):  # the probe stops at the first failure: its record raises
-        _judge_memory_case(spec, unwrap(got))
+    for case, got in zip(req["memory"]["cases"], records):  # the probe stops at the first failure: its record raises
+        _judge_memory_case(spec.reference, case, unwrap(got))
     if len(records) != len(req["memory"]["cases"]):
         raise Malformed("memory facts")
 
 
-def _judge_memory_case(spec: dict, got: dict) -> None:
+def _judge_memory_case(loss_of: Callable[..., torch.Tensor], spec: dict, got: dict) -> None:
     if got.get("node") is not True:
         raise Mistake("no_graph", f"{GID}: the output of VocabChunkedCrossEntropy.apply has no backward node.")
     with_grad, peak, products, loss = got["backward_with_grad"], got["peak"], got["products"], got["loss"]
@@ -186,7 +191,7 @@ def _judge_memory_case(spec: dict, got: dict) -> None:
     hidden, weight, target, chunk = (materialize(a) for a in spec["args"])
     tokens, vocab, dim = hidden.shape[0], weight.shape[0], hidden.shape[1]
     label = f"{tokens} tokens over {vocab} classes in slices of {chunk}"
-    want = reference(hidden, weight, target, chunk).detach()
+    want = loss_of(hidden, weight, target, chunk).detach()
     if not close(loss, want, want.dtype):
         raise Mistake("forward_wrong", f"{GID}: the loss of {label} is wrong "
                       f"(largest error {fmt((loss.double() - want.double()).abs().item())}).")
@@ -256,20 +261,59 @@ SPEC = FunctionSpec(grade_id=GID, cls_name="VocabChunkedCrossEntropy", arg_names
                     diagnose=_diagnose_backward, gradcheck_args=lambda base: _args(4, 3, 9, 4, base + 60, (1,)))
 
 
-def _exercise() -> Exercise:
-    base = function_exercise(spec=SPEC, title="A fused loss over the vocabulary", forward_points=1, backward_points=2)
+def _exercise(spec: FunctionSpec = SPEC) -> Exercise:
+    base = function_exercise(spec=spec, title="A fused loss over the vocabulary", forward_points=1, backward_points=2)
     forward, backward = base.stages
-    forward = Stage(name=forward.name, points=forward.points, probe=forward.probe, judge=_judge_forward)
+    forward = Stage(name=forward.name, points=forward.points, probe=forward.probe,
+                    judge=lambda req, facts: _judge_forward(spec, req, facts))
     memory = Stage(name="holds only a few slices of logits at once, following `chunk` (elements allocated over "
                    "forward + backward, at two slice sizes), logits from torch matrix products, backward without "
                    "autograd",
-                   points=1, probe="memory", judge=_judge_memory)
+                   points=1, probe="memory", judge=lambda req, facts: _judge_memory(spec, req, facts))
 
     def req(seed: int) -> dict:
         b = 1000 * seed
-        return dict(request(SPEC, seed), memory={"cases": _memory_cases(b)})
+        return dict(request(spec, seed), memory={"cases": _memory_cases(b)})
     return Exercise(grade_id=GID, title="A fused loss over the vocabulary", names=("VocabChunkedCrossEntropy",),
                     stages=(forward, backward, memory), request=req)
 
 
 EXERCISES = [_exercise()]
+
+SMOOTHING, Z_LOSS, CAP = 0.1, 1e-4, 10.0
+
+
+def smoothed(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, chunk: int) -> torch.Tensor:
+    return F.cross_entropy(hidden @ weight.T, target, ignore_index=IGNORE, label_smoothing=SMOOTHING)
+
+
+def z_loss(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, chunk: int) -> torch.Tensor:
+    z, kept = hidden @ weight.T, target != IGNORE
+    terms = F.cross_entropy(z, target, ignore_index=IGNORE, reduction="none") + Z_LOSS * z.logsumexp(1) ** 2
+    return (terms * kept).sum() / kept.sum().clamp(min=1)  # every target ignored: 0 and zero gradients
+
+
+def soft_capped(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, chunk: int) -> torch.Tensor:
+    return F.cross_entropy(CAP * torch.tanh(hidden @ weight.T / CAP), target, ignore_index=IGNORE)
+
+
+_PER_TOKEN = ("`VocabChunkedCrossEntropy.apply(hidden, weight, target, chunk)` returns the mean over the tokens whose "
+              "target is not `-100` of a per-token loss of the logits $z = $ `hidden @ weight.T` (row $z$ of one "
+              "token, its target class $t$, $V$ classes, $\\operatorname{lse}(z) = \\log \\sum_j e^{z_j}$): ")
+CE_TASK = _PER_TOKEN + ("the **cross-entropy** $\\operatorname{lse}(z) - z_t$, i.e. `F.cross_entropy(hidden @ weight.T, "
+                        "target)`.")
+LOSSES = {  # key -> (reference, describe, task): issue 51's variants of the fused loss
+    "smoothed": (smoothed, "F.cross_entropy(hidden @ weight.T, target, label_smoothing=0.1)", _PER_TOKEN + (
+        "the cross-entropy with **label smoothing** $\\varepsilon = 0.1$, $\\operatorname{lse}(z) - (1 - \\varepsilon)"
+        "\\, z_t - \\frac{\\varepsilon}{V} \\sum_j z_j$, i.e. `F.cross_entropy(hidden @ weight.T, target, "
+        "label_smoothing=0.1)`.")),
+    "zloss": (z_loss, "cross-entropy + 1e-4 * lse**2", _PER_TOKEN + (
+        "the cross-entropy plus PaLM's **z-loss**, $\\operatorname{lse}(z) - z_t + \\lambda\\, "
+        "\\operatorname{lse}(z)^2$ with $\\lambda = 10^{-4}$ (it keeps the log-normaliser near 0).")),
+    "softcap": (soft_capped, "F.cross_entropy(10 * tanh(hidden @ weight.T / 10), target)", _PER_TOKEN + (
+        "the cross-entropy of **soft-capped** logits (Gemma 2's), $\\operatorname{lse}(c) - c_t$ with "
+        "$c = 10 \\tanh(z / 10)$, i.e. `F.cross_entropy(10 * torch.tanh(hidden @ weight.T / 10), target)`.")),
+}
+VARIANTS = {GID: (Variant(key="ce", task=CE_TASK, exercise=EXERCISES[0]),
+                  *(Variant(key=key, task=task, exercise=_exercise(replace(SPEC, reference=ref, describe=describe)))
+                    for key, (ref, describe, task) in LOSSES.items()))}

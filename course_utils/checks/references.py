@@ -62,6 +62,37 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
     return torch.where(small, torch.log(-torch.expm1(-below)), torch.log1p(-torch.exp(-above)))
 
 
+def log_expm1(x: torch.Tensor) -> torch.Tensor:
+    """log(e^x - 1) for x > 0 (the inverse of softplus), accurate to a few ulp, values and autograd's gradients.
+
+    log(expm1(x)) below 1, x + log1p(-exp(-x)) above (expm1 overflows past 709); each branch sees only its side.
+    """
+    small = x < 1.0
+    pivot = torch.ones_like(x)
+    below = torch.where(small, x, pivot)
+    above = torch.where(small, pivot, x)
+    return torch.where(small, torch.log(torch.expm1(below)), above + torch.log1p(-torch.exp(-above)))
+
+
+def log_sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """log(sigmoid(x)), accurate at both ends, and its gradients: x - log1p(exp(x)) below 0, -log1p(exp(-x)) from 0
+    on (each branch sees only its side, so the gradient at 0 is 1/2, not a subgradient of |x|)."""
+    negative = x < 0
+    zero = torch.zeros_like(x)
+    below = torch.where(negative, x, zero)
+    above = torch.where(negative, zero, x)
+    return torch.where(negative, below - torch.log1p(torch.exp(below)), -torch.log1p(torch.exp(-above)))
+
+
+def log1p_square(x: torch.Tensor) -> torch.Tensor:
+    """log(1 + x^2), accurate for every float64 x: log1p(x^2) for |x| <= 1, 2 log|x| + log1p(1/x^2) above."""
+    small = x.abs() <= 1.0
+    pivot = torch.ones_like(x)
+    below = torch.where(small, x, pivot)
+    above = torch.where(small, pivot, x)
+    return torch.where(small, torch.log1p(below * below), 2 * torch.log(above.abs()) + torch.log1p((1 / above) ** 2))
+
+
 def lambert_value(x: torch.Tensor) -> torch.Tensor:
     """W(x) for x >= 0 in float64, no graph: Newton on w + log w = log x from log1p(x), far more steps than needed."""
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""Lesson 09 probes: ``Log1mExp`` on a wide grid, what ``LambertW`` keeps and whether its backward
+"""Lesson 09 probes: ``StableLog`` (log1mexp and its variants) on a wide grid, what ``LambertW`` keeps and whether its backward
 uses it (``RMSNorm`` and ``Solve``: ``lesson09_linalg``). Saves are seen through saved-tensor hooks,
 sizes are storage bytes."""
 from __future__ import annotations

@@ -60,7 +60,7 @@ CONTRACT = {  # grade_id -> what the answer must define (the issues' tables)
     "linear_nd": ("LinearND",), "killhead": ("KillSlice",), "clip_grad": ("ClipGrad",), "abs_prod": ("AbsKink",),
     "maximum": ("Extremum",), "relu_inplace": ("ReluInplace",), "clamp_with_mask": ("ClampWithMask",),
     "tanh_twice": ("Smooth",), "func_softmax": ("FuncSoftmax",), "row_norm_op": ("row_norm",),
-    "log1mexp": ("Log1mExp",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
+    "log1mexp": ("StableLog",), "lambert_w": ("LambertW",), "rmsnorm": ("RMSNorm",), "embedding": ("EmbeddingFunction",),
     "gradient_test": ("backward_is_correct",), "normalize_fix": ("Normalize",), "solve": ("Solve",),
     "triton_swiglu": ("TritonSwiGLU",), "vocab_chunked_ce": ("VocabChunkedCrossEntropy",),  # issue 34
 }

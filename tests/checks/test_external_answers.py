@@ -89,7 +89,7 @@ class EmbeddingFunction(torch.autograd.Function):
 """),
     # a public log1mexp (Maechler's note, "Accurately computing log(1 - exp(-|a|))"): switch at ln 2
     "log1mexp: Maechler's switch at ln 2": ("log1mexp", """
-class Log1mExp(torch.autograd.Function):
+class StableLog(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)

@@ -102,7 +102,7 @@ class FuncSoftmax(torch.autograd.Function):
     assert result.mistakes == ["jvp_wrong_tangent"] and "keepdim" not in result.diagnosis, result.report()
     assert "keepdim" in result.report(fix=True)
     log1mexp = """
-class Log1mExp(Function):
+class StableLog(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)

@@ -330,3 +330,43 @@ def _backward(ctx, grad_output):
     result = checks.run_check("row_norm_op", ns_from(src))
     assert result.points >= 2 and any("row_norm.backward calls autograd itself" in f for f in result.flags), \
         (result.report(), result.flags)
+
+
+# --------------------------------------------------------------------------- variants (issue 51)
+def variant_answer(grade_id: str, key: str) -> str:
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location(f"answers_{grade_id}", ROOT / "solutions" / "variants" / f"{grade_id}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS[key]
+
+
+VARIANT_BUGS = {  # (grade id, variant, the edit of its right answer, the stage that must fail first)
+    "log_softmax: softmax's VJP on the log-probabilities": (
+        "func_softmax", "log_softmax", ("return grad_output - logp.exp() * grad_output.sum(dim=-1, keepdim=True)",
+                                        "return logp * (grad_output - (grad_output * logp).sum(dim=-1, keepdim=True))"),
+        1),
+    "softmin: the sign of the inner derivative dropped": (
+        "func_softmax", "softmin", ("return y * ((grad_output * y).sum(dim=-1, keepdim=True) - grad_output)",
+                                    "return y * (grad_output - (grad_output * y).sum(dim=-1, keepdim=True))"), 1),
+    "sharpened: the factor 2 of the chain rule dropped in jvp": (
+        "func_softmax", "sharpened", ("return 2 * y * (x_tangent -", "return y * (x_tangent -"), 3),
+    "log_softmin: unstable forward": (
+        "func_softmax", "log_softmin", ("shifted = -x - (-x).amax(dim=-1, keepdim=True)", "shifted = -x"), 0),
+    "l1: the L2 gradient": ("row_norm_op", "l1", ("grad_output.unsqueeze(-1) * torch.sign(x)",
+                                                  "grad_output.unsqueeze(-1) * x / norm.unsqueeze(-1)"), 2),
+    "l3: a zero row divides 0 by 0": ("row_norm_op", "l3", ("safe = torch.where(norm == 0, torch.ones_like(norm), norm)",
+                                                            "safe = norm"), 2),
+    "sumsq: the factor 2 dropped": ("row_norm_op", "sumsq", ("return 2 * grad_output", "return grad_output"), 2),
+}
+
+
+@pytest.mark.parametrize("name", VARIANT_BUGS)
+def test_a_variants_typical_mistake_fails_its_check(name):
+    grade_id, key, edit, stage = VARIANT_BUGS[name]
+    result = checks.run_check(grade_id, ns_from(mutate(variant_answer(grade_id, key), edit)), variant=key)
+    assert result.points < result.max and result.stages[stage].points == 0, result.report()
+    assert all(s.points == s.max for s in result.stages[:stage]), result.report()

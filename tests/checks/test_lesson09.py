@@ -6,7 +6,7 @@ from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 
 LOG1MEXP = """
-class Log1mExp(Function):
+class StableLog(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -388,3 +388,54 @@ def test_solve_without_the_transpose_is_blamed_on_b_not_a():
     """Issue 41, item 3: the gradients are judged in dependency order, so A's is not named first."""
     result = checks.run_check("solve", ns_from(solve(gb="torch.linalg.lu_solve(LU, piv, G)")))
     assert result.mistakes == ["solve_grad_b_untransposed"] and "gradient for A is wrong" not in result.diagnosis
+
+
+# --------------------------------------------------------------------------- variants (issue 51)
+def variant_answer(grade_id: str, key: str) -> str:
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location(f"answers_{grade_id}", ROOT / "solutions" / "variants" / f"{grade_id}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS[key]
+
+
+VARIANT_BUGS = {  # (grade id, variant, the edit of its right answer, the mistake code it must get)
+    "logsigmoid: 1 - sigmoid(x) cancels": ("log1mexp", "logsigmoid", ("torch.sigmoid(-x)", "(1 - torch.sigmoid(x))"),
+                                           "imprecise_gradient"),
+    "logsigmoid: log(sigmoid(x))": ("log1mexp", "logsigmoid", ("-(torch.relu(-x) + torch.log1p(torch.exp(-x.abs())))",
+                                                               "torch.log(torch.sigmoid(x))"), "imprecise_value"),
+    "log1psq: x * x overflows in the gradient": ("log1mexp", "log1psq", ("2 / (x + 1 / x)", "2 * x / (1 + x * x)"),
+                                                 "imprecise_gradient"),
+    "logexpm1: exp(x) / expm1(x)": ("log1mexp", "logexpm1", ("-grad_output / torch.expm1(-x)",
+                                                             "grad_output * torch.exp(x) / torch.expm1(x)"),
+                                    "imprecise_gradient"),
+    "logexpm1: log(expm1(x)) alone": ("log1mexp", "logexpm1", (
+        "torch.where(small, torch.log(torch.expm1(x)), x + torch.log1p(-torch.exp(-x)))", "torch.log(torch.expm1(x))"),
+        "imprecise_value"),
+    "centred: the RMS answer's gradient term": ("rmsnorm", "centred", (
+        "grad_x = r * (u - u.mean(dim=-1, keepdim=True) - x_hat", "grad_x = r * (u - x_hat"), "gradient_wrong"),
+    "eps_outside: the eps-inside answer's gradient": ("rmsnorm", "eps_outside", (
+        "grad_x = r * u - r * r * x / rms * (u * x).mean(dim=-1, keepdim=True)",
+        "grad_x = r * (u - x * r * (u * x * r).mean(dim=-1, keepdim=True))"), "gradient_wrong"),
+    "transposed: g_b solved with A itself": ("solve", "transposed", ("adjoint=not TRANSPOSED)", "adjoint=TRANSPOSED)"),
+                                             "gradient_wrong"),
+    "right: g_A as for A x = b": ("solve", "right", ("g_b @ X.mT if LEFT else X.mT @ g_b", "g_b @ X.mT"), "wrong_shape"),
+}
+
+
+@pytest.mark.parametrize("name", VARIANT_BUGS)
+def test_a_variants_typical_mistake_fails_its_check(name):
+    grade_id, key, edit, code = VARIANT_BUGS[name]
+    result = checks.run_check(grade_id, ns_from(mutate(variant_answer(grade_id, key), edit)), variant=key)
+    assert result.points < result.max and code in result.mistakes, result.report()
+
+
+@pytest.mark.parametrize("grade_id", ["log1mexp", "rmsnorm", "solve"])
+def test_the_default_answer_fails_every_other_variant(grade_id):
+    default = checks.registry.family(grade_id)[0].key
+    for v in checks.registry.family(grade_id)[1:]:
+        result = checks.run_check(grade_id, ns_from(variant_answer(grade_id, default)), variant=v.key)
+        assert result.points < result.max, (v.key, result.report())

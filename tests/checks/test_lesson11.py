@@ -430,3 +430,27 @@ def test_the_reference_answer_uses_only_what_the_lessons_show():
     assert not missing, missing
     for api in ("gather", "new_full", "nonzero"):
         assert f".{api}(" not in region
+
+
+# --------------------------------------------------------------------------- variants (issue 51)
+def variant_answer(key: str) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("answers_vocab", ROOT / "solutions" / "variants" / "vocab_chunked_ce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ANSWERS[key]
+
+
+VARIANT_BUGS = {  # variant, the edit of its right answer, the first stage that must fail
+    "smoothed: the gradient without the smoothing's share": ("smoothed", ("probs = probs - 0.1 / classes", "pass"), 1),
+    "zloss: the gradient of lse**2 forgotten": ("zloss", ("probs = probs * (1 + 2e-4 * norm[:, None])", "pass"), 1),
+    "softcap: the tanh's derivative forgotten": ("softcap", ("probs = probs * (1 - (scores / 10) ** 2)", "pass"), 1),
+}
+
+
+@pytest.mark.parametrize("name", VARIANT_BUGS)
+def test_a_variants_typical_mistake_fails_its_check(name):
+    key, edit, stage = VARIANT_BUGS[name]
+    result = checks.run_check("vocab_chunked_ce", ns_from(mutate(variant_answer(key), edit)), variant=key)
+    assert result.stages[stage].points == 0 and all(s.points == s.max for s in result.stages[:stage]), result.report()

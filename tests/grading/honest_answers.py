@@ -333,7 +333,7 @@ class FuncSoftmax(Function):
         return p * (tangent - torch.sum(p * tangent, dim=-1, keepdim=True))
 '''),
     "log1mexp_own": ("09_exercises", "log1mexp_answer", '''
-class Log1mExp(Function):
+class StableLog(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
