@@ -35,10 +35,10 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "03_exercises_markdown_1", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise `exp` (2 points)
 #
-# `Exp.apply(x)` computes a function of the exponential family; the cell under this one says
-# which one for you (each student has their own). Derive its derivative on paper, then decide
-# what forward must save so that backward is cheapest: lesson 03 showed that a derivative
-# written with the **output** needs no recomputation.
+# `Exp.apply(x)` computes a relative of lesson 03's $e^x$ (never $e^x$ itself); the cell under
+# this one says which one for you (each student has their own). Derive its derivative on paper,
+# then decide what forward must save so that backward is cheapest: lesson 03 showed that a
+# derivative written with the **output** needs no recomputation, and some relatives need $x$ too.
 
 # %% nbgrader={"grade": false, "grade_id": "03_exercises_code_2", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Set-up cell: does nothing on your machine (`./course lab` installed everything).

@@ -43,17 +43,18 @@ class Mul(Function):
         return g * b * b, 2 * g * a * b
 """
 
+# exp's default variant (decay, e^{-x}): lesson 03's worked e^x is no variant of it, so a student cannot copy it
 EXP = """
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
-        y = torch.exp(x)
+        y = torch.exp(-x)
         ctx.save_for_backward(y)
         return y
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * y
+        return -g * y
 """
 
 LINEAR_FUNCTION = """

@@ -179,11 +179,11 @@ def test_the_fix_call_the_header_documents_prints_the_fix():
         "    @staticmethod\n"
         "    def forward(ctx, x):\n"
         "        ctx.save_for_backward(x)\n"
-        "        return x.exp()\n"
+        "        return (-x).exp()\n"
         "    @staticmethod\n"
         "    def backward(ctx, grad_output):\n"
         "        (x,) = ctx.saved_tensors\n"
-        "        return grad_output * x\n"  # the input where the output belongs: a mistake with a fix
+        "        return -grad_output * x\n"  # the input where the output belongs: a mistake with a fix
     )
     namespace: dict = {"__name__": "answer"}
     exec(compile(source, "answer", "exec"), namespace)
@@ -196,7 +196,7 @@ def test_the_fix_call_the_header_documents_prints_the_fix():
         with contextlib.redirect_stdout(out):
             exec(code, namespace)
         printed = out.getvalue()
-        assert "backward returned grad_output * x" in printed, printed
+        assert "the input x stands in the output's place" in printed, printed
         assert ("fix: save the output in forward" in printed) is wanted, printed
 
 

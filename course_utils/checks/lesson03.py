@@ -1,44 +1,48 @@
-"""Lesson 03 exercises: ``Exp``, which saves its output for backward, and the transfer ``Sigmoid``."""
+"""Lesson 03 exercises: ``Exp``, a relative of the lesson's worked e^x that saves what its backward needs, and the
+transfer ``Sigmoid``."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 
-from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
+from .autograd_function import Diagnose, FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Mistake, Stage, catalogue
-from .relatives import Relative, family
+from .relatives import Relative, family, gradient
 from .saved_tensors import judge_saves_output_only
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
 
-
-def _cases(base: int):
-    return [
-        ([tensor_arg((6,), base + 21)], "x of shape (6,)"),
-        ([tensor_arg((2, 3), base + 22, torch.float32)], "float32 x of shape (2, 3)"),
-        ([tensor_arg((3, 2), base + 23, layout="t")], "a non-contiguous x"),
-        ([fixed_arg([0.0, 1.0, -2.0])], "x = [0, 1, -2]"),
-    ]
+Curve = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _diagnose(i, got, want, args, g):
-    x = args[0].detach()
-    if got.shape == want.shape and close(got, g * x, want.dtype):
-        return Mistake("saved_wrong_tensor", "exp: backward returned grad_output * x: the saved tensor is the input, "
-                       "but the derivative of exp is not written with the input (lesson 03: what does exp's "
-                       "derivative equal?).", fix="save the output in forward (ctx.save_for_backward(result)) and "
-                       "return grad_output * result in backward.")
-    if got.shape == want.shape and close(got, g * torch.exp(torch.exp(x)), want.dtype):
-        return Mistake("saved_wrong_tensor", "exp: backward applied exp to the saved tensor, but it already is the "
-                       "output e^x: the gradient is exp applied twice.", fix="multiply grad_output by the saved "
-                       "output directly.")
-    return None
+def saved_mix_up(reference: Curve, by_output: Curve | None = None) -> Diagnose:
+    """A backward that confused the saved input and output of ``reference``, named without the derivative.
 
-
-EXP = FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=torch.exp, cases=_cases, describe="exp(x)",
-                   diagnose=_diagnose,
-                   gradcheck_args=lambda base: [tensor_arg((5,), base + 24)])
+    Lesson 03 saves the output; the two ways to get that wrong: the formula written with the output computed
+    from the input (forward saved ``x``, backward reads it as the output: needs ``by_output``, the derivative as
+    a function of the output, where one exists), and the derivative taken at the output instead of at ``x``
+    (backward reads the saved output as ``x``, e.g. applies the function to it once more)."""
+    def diagnose(i, got, want, args, g):
+        if got.shape != want.shape:
+            return None
+        x = args[0].detach()
+        if by_output is not None and close(got, g * by_output(x), want.dtype):
+            return Mistake("saved_wrong_tensor", "exp: the gradient for input 0 (`x`) is what your derivative, "
+                           "written with the output, gives when the input x stands in the output's place: backward "
+                           "reads the saved input as if it were the output (which tensor did forward save?).",
+                           fix="save the output in forward (ctx.save_for_backward(y) with y what forward returns) "
+                           "and compute backward's derivative from that saved output.")
+        at_output = gradient(reference, 0, [reference(x).requires_grad_()], g)
+        if at_output is not None and close(got, at_output, want.dtype):
+            return Mistake("saved_wrong_tensor", "exp: the gradient for input 0 (`x`) is the right derivative taken "
+                           "at the output instead of at x: backward reads the saved output as if it were the input, so "
+                           "the function is in effect applied twice.",
+                           fix="the saved output already is the function's value: use it as it is in the derivative, "
+                           "and save x as well where the derivative needs x itself.")
+        return None
+    return diagnose
 
 
 def _exp_cases(shift: int, fixed: list[float]):
@@ -52,24 +56,29 @@ def _exp_cases(shift: int, fixed: list[float]):
     return cases
 
 
-def _exp_relative(describe: str, reference, shift: int, fixed: list[float]) -> FunctionSpec:
-    return replace(EXP, reference=reference, describe=describe, diagnose=None, cases=_exp_cases(shift, fixed),
-                   gradcheck_args=lambda base: [tensor_arg((5,), base + 24 + shift)])
+def _exp_spec(describe: str, reference: Curve, shift: int, by_output: Curve | None = None) -> FunctionSpec:
+    return FunctionSpec(grade_id="exp", cls_name="Exp", arg_names=("x",), reference=reference, describe=describe,
+                        cases=_exp_cases(shift, [0.0, 1.0, -2.0]), diagnose=saved_mix_up(reference, by_output),
+                        gradcheck_args=lambda base: [tensor_arg((5,), base + 24 + shift)])
 
 
-# the relatives (per-student variants): another function of the exponential family; what to save is part of the work
+# the relatives (per-student variants) of lesson 03's worked e^x, which is none of them (a student could copy it):
+# another function of the exponential family; whether its derivative is written with the output, or also needs x,
+# is part of the work. The default, e^{-x}, is lesson 03's idea with one more step of the chain rule.
+EXP = _exp_spec("exp(-x)", lambda x: torch.exp(-x), 100, by_output=lambda y: -y)
 _ANY = " elementwise, for a tensor `x` of any shape (float32 or float64)."
 EXP_FAMILY = family([
-    Relative(key="exp", spec=EXP, task="`Exp.apply(x)` returns $e^x$" + _ANY),
-    Relative(key="decay", spec=_exp_relative("exp(-x)", lambda x: torch.exp(-x), 100, [0.0, 1.0, -2.0]),
-             task="`Exp.apply(x)` returns $e^{-x}$" + _ANY),
-    Relative(key="minus_one", spec=_exp_relative("exp(x) - 1", lambda x: torch.exp(x) - 1, 200, [0.0, 1.0, -2.0]),
+    Relative(key="decay", spec=EXP, task="`Exp.apply(x)` returns $e^{-x}$" + _ANY),
+    Relative(key="minus_one", spec=_exp_spec("exp(x) - 1", lambda x: torch.exp(x) - 1, 200, by_output=lambda y: y + 1),
              task="`Exp.apply(x)` returns $e^x - 1$" + _ANY),
-    Relative(key="times_x", spec=_exp_relative("x * exp(x)", lambda x: x * torch.exp(x), 300, [0.0, 1.0, -2.0]),
+    Relative(key="half", spec=_exp_spec("exp(x / 2)", lambda x: torch.exp(x / 2), 500, by_output=lambda y: y / 2),
+             task="`Exp.apply(x)` returns $e^{x/2}$" + _ANY),
+    Relative(key="times_x", spec=_exp_spec("x * exp(x)", lambda x: x * torch.exp(x), 300),
              task="`Exp.apply(x)` returns $x\\,e^x$" + _ANY),
-    Relative(key="bell", spec=_exp_relative("exp(-x**2 / 2)", lambda x: torch.exp(-x * x / 2), 400, [0.0, 1.0, -2.0]),
+    Relative(key="bell", spec=_exp_spec("exp(-x**2 / 2)", lambda x: torch.exp(-x * x / 2), 400),
              task="`Exp.apply(x)` returns $e^{-x^2/2}$ (the bell curve, unnormalised)" + _ANY),
-], lambda spec: function_exercise(spec=spec, title="Exp", forward_points=1, backward_points=1))
+], lambda spec: function_exercise(spec=spec, title="Exp", forward_points=1, backward_points=1),
+   known=(("exp(x) (the lesson's Exp)", torch.exp),))
 EXERCISES = [EXP_FAMILY[0].exercise]
 
 

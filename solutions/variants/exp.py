@@ -1,23 +1,8 @@
-"""Right answers to every variant of ``exp`` (``course_utils/checks/lesson03.py``): variant key -> answer cell."""
+"""Right answers to every variant of ``exp`` (``course_utils/checks/lesson03.py``): variant key -> answer cell.
+
+The default (``decay``) is also the answer cell of solutions/03_exercises.py."""
 
 ANSWERS = {
-    "exp": '''
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ### BEGIN SOLUTION
-        result = torch.exp(x)
-        ctx.save_for_backward(result)
-        return result
-        ### END SOLUTION
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        ### BEGIN SOLUTION
-        (result,) = ctx.saved_tensors
-        return grad_output * result
-        ### END SOLUTION
-''',
     "decay": '''
 class Exp(Function):
     @staticmethod
@@ -50,6 +35,23 @@ class Exp(Function):
         ### BEGIN SOLUTION
         (y,) = ctx.saved_tensors
         return grad_output * (y + 1)  # the derivative is e^x = output + 1
+        ### END SOLUTION
+''',
+    "half": '''
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ### BEGIN SOLUTION
+        y = torch.exp(x / 2)
+        ctx.save_for_backward(y)
+        return y
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ### BEGIN SOLUTION
+        (y,) = ctx.saved_tensors
+        return grad_output * y / 2  # chain rule: the inner x / 2 gives 1/2
         ### END SOLUTION
 ''',
     "times_x": '''

@@ -15,7 +15,7 @@ from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
 from course_utils import checks
 
 MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b * b"
-EXP_GRAD = "return g * y"
+EXP_GRAD = "return -g * y"
 LINEAR_GRADS = """gi = g.mm(weight.t()) if ctx.needs_input_grad[0] else None
         gw = input.t().mm(g) if ctx.needs_input_grad[1] else None
         gb = g.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
@@ -79,15 +79,15 @@ BUGS = {
                                                         " happens to use\n            return g * b * b * 1.01, 2 * g * a * b\n"
                                                         "        " + MUL_GRADS)), ["gradcheck fails in float64"]),
     # ---- exp (lesson 03)
-    "saved_wrong_tensor": ("exp", mutate(EXP, ("y = torch.exp(x)\n        ctx.save_for_backward(y)\n        return y",
-                                               "ctx.save_for_backward(x)\n        return torch.exp(x)"),
+    "saved_wrong_tensor": ("exp", mutate(EXP, ("y = torch.exp(-x)\n        ctx.save_for_backward(y)\n        return y",
+                                               "ctx.save_for_backward(x)\n        return torch.exp(-x)"),
                                          ("(y,) = ctx.saved_tensors\n        " + EXP_GRAD,
                                           "(result,) = ctx.saved_tensors  # believes it saved the output\n"
-                                          "        return g * result")),
-                           ["exp", "grad_output * x", "save the output"]),
-    "forgot_grad_output": ("exp", mutate(EXP, (EXP_GRAD, "return y.clone()")),
+                                          "        return -g * result")),
+                           ["exp", "the input x stands in the output's place", "save the output"]),
+    "forgot_grad_output": ("exp", mutate(EXP, (EXP_GRAD, "return -y.clone()")),
                            ["input 0 (`x`)", "missing the factor grad_output"]),
-    "wrong_dtype": ("exp", mutate(EXP, (EXP_GRAD, "return (g * y).float()")),
+    "wrong_dtype": ("exp", mutate(EXP, (EXP_GRAD, "return (-g * y).float()")),
                     ["input 0 (`x`) is torch.float32 but the input is torch.float64"]),
     # ---- linear_function (lesson 04)
     "transposed_weight_grad": ("linear_function", mutate(LINEAR_FUNCTION, ("input.t().mm(g)", "g.t().mm(input)")),

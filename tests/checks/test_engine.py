@@ -85,11 +85,11 @@ def test_every_exercise_has_a_solution_notebook():
 
 
 def test_generic_wrong_gradient():
-    ns = ns_from(mutate(EXP, ("return g * y", "return g * y * 2")))  # twice the gradient: no catalogued mistake
+    ns = ns_from(mutate(EXP, ("return -g * y", "return -g * y * 2")))  # twice the gradient: no catalogued mistake
     result = checks.run_check("exp", ns)
     assert result.mistakes == ["gradient_wrong"]
     assert "the gradient for input 0 (`x`) is wrong for x of shape (6,)" in result.report()
-    assert result.passed_stages == ["forward matches exp(x)"] and result.points == 1
+    assert result.passed_stages == ["forward matches exp(-x)"] and result.points == 1
 
 
 def test_endless_loop_is_interrupted():

@@ -19,26 +19,27 @@ from check_helpers import ns_from
 from course_utils import checks
 
 EXTERNAL = {
-    # PyTorch's docs, torch.autograd.Function's docstring: the output saved, not the input
+    # PyTorch's docs, torch.autograd.Function's docstring (its e^x is lesson 03's, so no variant of exp: the same
+    # code written for the default, e^{-x}): the output saved, not the input
     "exp: torch.autograd.Function docstring": ("exp", """
 class Exp(Function):
     @staticmethod
     def forward(ctx, i):
-        result = i.exp()
+        result = i.neg().exp()
         ctx.save_for_backward(result)
         return result
 
     @staticmethod
     def backward(ctx, grad_output):
         result, = ctx.saved_tensors
-        return grad_output * result
+        return grad_output * -result
 """),
     # PyTorch's docs, "Extending torch.func with autograd.Function": forward without ctx, setup_context apart
     "exp: Extending torch.func, setup_context style": ("exp", """
 class Exp(torch.autograd.Function):
     @staticmethod
     def forward(x):
-        return x.exp()
+        return (-x).exp()
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -47,7 +48,7 @@ class Exp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         result, = ctx.saved_tensors
-        return grad_output * result
+        return -grad_output * result
 """),
     # the usual tutorial sigmoid, with torch.sigmoid for a forward that cannot overflow
     "sigmoid: tutorial, output saved": ("sigmoid", """
@@ -148,6 +149,10 @@ class ClampWithMask(torch.autograd.Function):
 """),
 })
 OUTSIDE_WRONG = {  # outside answer -> (exercise, its source, the mistake the check now names)
+    # PyTorch's docstring Exp as its source wrote it (e^x, lesson 03's worked example): exp asks for a relative
+    "exp: torch.autograd.Function docstring, e^x as written": (
+        "exp", EXTERNAL["exp: torch.autograd.Function docstring"][1].replace("i.neg().exp()", "i.exp()")
+        .replace("grad_output * -result", "grad_output * result"), "forward_wrong"),
     "linear_function: bias gradient squeezed to 0-d at one output": (
         "linear_function", mutate(LINEAR_FUNCTION, SQUEEZED_BIAS), "squeezed_gradient"),
     "mul: b saved only when b requires grad": ("mul", mutate(MUL, *SAVES_B_ONLY_FOR_B), "missing_gradient"),

@@ -1,5 +1,9 @@
-"""Lesson 03 checks: exp's forward precision (generic in judge_forward) and the transfer exercise sigmoid."""
+"""Lesson 03 checks: exp (a relative of the lesson's e^x: its forward precision, generic in judge_forward, and
+what it saved) and the transfer exercise sigmoid."""
+import ast
+
 import pytest
+from conftest import ROOT
 
 from course_utils import checks
 from check_helpers import assert_diagnosed, ns_from
@@ -33,7 +37,7 @@ class Exp(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return (g * y).to(g.dtype)
+        return (-g * y).to(g.dtype)
 """
 
 BUGS = {
@@ -59,9 +63,9 @@ class Sigmoid(Function):
 """, ["never reads ctx.saved_tensors", "x of shape (6,)"]),
     "forward_not_finite": ("sigmoid", sigmoid_source(forward="torch.exp(x) / (1 + torch.exp(x))"),
                            ["NaN or inf", "float32 x = [-100, -20, 0, 20, 100]", "overflows"]),
-    "forward_lost_precision": ("exp", EXP.replace("FORWARD", "torch.exp(x.float()).to(x.dtype)"),
+    "forward_lost_precision": ("exp", EXP.replace("FORWARD", "torch.exp(-x.float()).to(x.dtype)"),
                                ["only to float32 precision", "x of shape (6,)", "casts back"]),
-    "forward_dtype": ("exp", EXP.replace("FORWARD", "torch.exp(x.float())"),
+    "forward_dtype": ("exp", EXP.replace("FORWARD", "torch.exp(-x.float())"),
                       ["returns torch.float32 for the torch.float64 input", "compute in the input's dtype"]),
 }
 
@@ -97,7 +101,7 @@ def test_saving_a_copy_of_the_output_is_accepted():
 
 
 def test_float64_forward_for_float32_input_is_a_dtype_mistake():
-    result = checks.run_check("exp", ns_from(EXP.replace("FORWARD", "torch.exp(x.double())")))
+    result = checks.run_check("exp", ns_from(EXP.replace("FORWARD", "torch.exp(-x.double())")))
     assert result.mistakes == ["forward_dtype"], result.report()
     assert "returns torch.float64" in result.report()
 
@@ -131,7 +135,11 @@ class Exp(Function):
     ("minus_one", "torch.exp(x) - 1", "g * y", "gradient_wrong", "input 0 (`x`)"),  # exp's rule on another output
     ("times_x", "x * torch.exp(x)", "g * y", "gradient_wrong", "x * exp(x)"),  # the product rule's second term lost
     ("bell", "torch.exp(-x * x / 2)", "-g * y", "gradient_wrong", "exp(-x**2 / 2)"),  # the chain rule's x lost
-    ("exp", "torch.exp(x)", "g * y * (1 + x)", "derived_other_function", "gradient of x * exp(x)"),  # a classmate's
+    ("half", "torch.exp(x / 2)", "g * y", "gradient_wrong", "exp(x / 2)"),  # the chain rule's 1/2 lost
+    ("minus_one", "torch.exp(x) - 1", "g * torch.exp(x) * (1 + x)", "derived_other_function",
+     "gradient of x * exp(x)"),  # a classmate's (times_x) backward
+    ("times_x", "x * torch.exp(x)", "g * torch.exp(x)", "derived_other_function",
+     "gradient of exp(x) (the lesson's Exp)"),  # the lesson's backward: the product rule's x e^x term lost
 ])
 def test_an_exponentials_wrong_backward_fails_its_variant(key, forward, grad, code, phrase):
     result = checks.run_check("exp", ns_from(exp_variant(forward, "x, y", "x, y", grad)), variant=key)
@@ -167,7 +175,7 @@ def test_an_overflowing_tanh_forward_is_named():
     assert result.mistakes[0] == "forward_not_finite", result.report()
 
 
-@pytest.mark.parametrize("grade_id, keys", [("exp", ["decay", "minus_one", "times_x", "bell"]),
+@pytest.mark.parametrize("grade_id, keys", [("exp", ["minus_one", "half", "times_x", "bell"]),
                                             ("sigmoid", ["tanh", "falling", "centred", "steep"])])
 def test_the_defaults_answer_fails_every_other_variant(grade_id, keys):
     from check_helpers import solution_answer
@@ -176,3 +184,56 @@ def test_the_defaults_answer_fails_every_other_variant(grade_id, keys):
     for key in keys:
         result = checks.run_check(grade_id, ns_from(base), variant=key)
         assert result.points < result.max and result.mistakes[0] == "forward_wrong", (key, result.report())
+
+
+# --------------------------------------------------------------------------- issue 51: exp is a transfer exercise
+def lesson_exp() -> str:
+    """Lesson 03's worked ``class Exp`` (e^x), as the lesson prints it."""
+    source = (ROOT / "notebooks" / "03_exp_save_the_output.py").read_text()
+    node = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Exp")
+    return ast.get_source_segment(source, node) or ""
+
+
+def test_lesson_03s_worked_exp_passes_no_variant():
+    """The lesson's own Exp, copied into the answer cell, computes no variant's forward: nothing to copy."""
+    from course_utils.checks import registry
+
+    assert "torch.exp(x)" in lesson_exp()
+    for variant in registry.family("exp"):
+        result = checks.run_check("exp", ns_from(lesson_exp()), variant=variant.key)
+        assert result.points < result.max and result.mistakes[0] == "forward_wrong", (variant.key, result.report())
+
+
+@pytest.mark.parametrize("key, forward, grad", [  # forward saved x; backward reads it as the output
+    ("decay", "torch.exp(-x)", "-g * s"),
+    ("minus_one", "torch.exp(x) - 1", "g * (s + 1)"),
+    ("half", "torch.exp(x / 2)", "g * s / 2"),
+])
+def test_the_input_read_as_the_output_is_named_where_the_derivative_is_the_outputs(key, forward, grad):
+    assert_diagnosed("saved_wrong_tensor", "exp", exp_variant(forward, "x", "(s,)", grad),
+                     ["the input x stands in the output's place", "which tensor did forward save?",
+                      "save the output in forward"], variant=key)
+
+
+@pytest.mark.parametrize("key, forward, grad", [  # forward saved the output; backward takes it for x
+    ("decay", "torch.exp(-x)", "-g * torch.exp(-y)"),
+    ("minus_one", "torch.exp(x) - 1", "g * torch.exp(y)"),
+    ("half", "torch.exp(x / 2)", "g * torch.exp(y / 2) / 2"),
+    ("times_x", "x * torch.exp(x)", "g * torch.exp(y) * (1 + y)"),
+    ("bell", "torch.exp(-x * x / 2)", "-g * y * torch.exp(-y * y / 2)"),
+])
+def test_the_output_read_as_the_input_is_named_in_every_variant(key, forward, grad):
+    assert_diagnosed("saved_wrong_tensor", "exp", exp_variant(forward, "y", "(y,)", grad),
+                     ["taken at the output instead of at x", "in effect applied twice"],
+                     variant=key)
+
+
+
+@pytest.mark.parametrize("key, forward, saved, unpack, grad", [
+    ("half", "torch.exp(x).sqrt()", "x", "(x,)", "0.5 * g * torch.exp(0.5 * x)"),  # the derivative recomputed
+    ("decay", "(-x).exp()", "x, y", "x, y", "g * -y"),  # saves the input too: allowed, the output still used
+    ("minus_one", "torch.expm1(x)", "y", "(y,)", "g + g * y"),
+])
+def test_an_unusual_right_answer_passes(key, forward, saved, unpack, grad):
+    result = checks.run_check("exp", ns_from(exp_variant(forward, saved, unpack, grad)), variant=key)
+    assert result.status == "passed", result.report()

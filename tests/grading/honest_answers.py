@@ -188,14 +188,14 @@ class Div(Function):
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
-        y = x.exp()
-        ctx.save_for_backward(y)   # save the OUTPUT
+        y = (-x).exp()
+        ctx.save_for_backward(y)   # save the OUTPUT, like lesson 03
         return y
 
     @staticmethod
     def backward(ctx, grad_output):
         y, = ctx.saved_tensors
-        return grad_output * y
+        return grad_output * (-y)   # chain rule: the -x inside gives a minus
 '''),
     "sigmoid_own": ("03_exercises", "sigmoid_answer", '''
 class Sigmoid(Function):
