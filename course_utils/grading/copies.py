@@ -23,6 +23,7 @@ lessons come with the assignment (``load_assignments(course, solutions=True)``).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -59,10 +60,17 @@ def reference(assignment: Assignment) -> Reference:
 @lru_cache(maxsize=16)
 def _reference(lessons: tuple[str, ...], shipped: tuple[str, ...], solved: tuple[tuple[str, str], ...]) -> Reference:
     known = imported_names([*lessons, *shipped, *(source for _, source in solved)])
-    taught, lesson_comments = _taught(lessons, known)
+    taught, lesson_comments = _taught(lessons, known & _names_in(lessons))  # the same key for every assignment
     shown = taught | {s.key for source in shipped for s in statements(source, known)}
     return Reference(shown, lesson_comments, {
         gid: [s for s in statements(source, known) if s.key not in shown] for gid, source in solved}, known)
+
+
+@lru_cache(maxsize=4)
+def _names_in(lessons: tuple[str, ...]) -> frozenset[str]:
+    """Every word of the lessons' code (a superset of its name tokens): only these of the known names can change
+    how a lesson normalises, so the lessons' key is the same for every assignment."""
+    return frozenset(w for source in lessons for w in re.findall(r"[A-Za-z_]\w*", source))
 
 
 @lru_cache(maxsize=4)
