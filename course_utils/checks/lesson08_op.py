@@ -44,7 +44,7 @@ def _op_request(seed: int) -> dict:
     base = 1000 * seed
     t = lambda shape, k, dtype=torch.float64: tensor_arg(shape, base + k, dtype)["t"]  # noqa: E731
     with_zero_row = t((3, 4), 11)
-    with_zero_row[1] = 0.0  # vector_norm's gradient there is 0, not nan
+    with_zero_row[1] = 0.0  # at a zero row vector_norm's gradient is 0, not nan
     xs = [with_zero_row, t((5,), 12, torch.float32), t((2, 3, 4), 13), t((2, 3), 14, torch.float32)]
     return {"xs": xs, "gs": [grad_output(x.shape[:-1], x.dtype, base + 20 + k) for k, x in enumerate(xs)],
             "gc": t((3, 4), 15), "xc": t((2, 5), 16)}
