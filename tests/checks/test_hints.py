@@ -126,22 +126,37 @@ def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
 
     import textwrap
 
-    # the backward's lines: a forward hint may restate the forward, which the variant's task states anyway
-    tree = ast.parse(textwrap.dedent(source))
-    backward = [ast.get_source_segment(textwrap.dedent(source), node) or "" for node in ast.walk(tree)
-                if isinstance(node, ast.FunctionDef) and "backward" in node.name]
-    lines = [t for t in (ln.strip() for ln in "\n".join(backward or [source]).splitlines())
-             if t and not t.startswith(("#", "class ", "def ", "@")) and t not in ("return x",)]
-    pieces, forms = set(lines), set()
-    for line in lines:
-        try:
-            tree = ast.parse(line.removeprefix("return ").removeprefix("if ").rstrip(":"))
-        except SyntaxError:
-            continue
-        pieces |= {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript))}
-        forms |= _forms(tree, FORMULA)
+    # the backward's lines: a forward hint may restate the forward, which the variant's task states anyway, so an
+    # expression the answer's forward computes too (prescaled rmsnorm's x * weight) is the forward's, not the backward's
+    code = textwrap.dedent(source)
+    tree = ast.parse(code)
+
+    def lines(text: str) -> list[str]:
+        return [t for t in (ln.strip() for ln in text.splitlines())
+                if t and not t.startswith(("#", "class ", "def ", "@")) and t not in ("return x",)]
+
+    def body(part: str) -> list[str]:
+        return lines("\n".join(ast.get_source_segment(code, node) or "" for node in ast.walk(tree)
+                               if isinstance(node, ast.FunctionDef) and part in node.name))
+
+    def expressions(code_lines: list[str]) -> tuple[set[str], set[str]]:
+        pieces, forms = set(code_lines), set()
+        for line in code_lines:
+            try:
+                parsed = ast.parse(line.removeprefix("return ").removeprefix("if ").rstrip(":"))
+            except SyntaxError:
+                continue
+            pieces |= {ast.unparse(n) for n in ast.walk(parsed)
+                       if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript))}
+            forms |= _forms(parsed, FORMULA)
+        return pieces, forms
+
+    backward = body("backward")
+    pieces, forms = expressions(backward or lines(code))
+    forward = {_squash(p) for p in expressions(body("forward"))[0]} if backward else set()
     text = _squash(shown)
-    return {p for p in map(_squash, pieces) if len(p) >= MIN_CHARS and p not in text}, forms - code_in(shown, size=1)
+    return ({p for p in map(_squash, pieces) if len(p) >= MIN_CHARS and p not in text and p not in forward},
+            forms - code_in(shown, size=1))
 
 
 def test_no_variants_level_one_hint_gives_its_answer_away():
