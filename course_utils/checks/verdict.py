@@ -24,7 +24,8 @@ COLOURS: dict[str, str] = {CheckStatus.PASSED: "#2e7d32", CheckStatus.FAILED: "#
 # secondary text of a failed part and of the parts not reached: JupyterLab's secondary colour, which follows its
 # theme and keeps a 4.5:1 contrast; elsewhere a grey of 7:1 on white (opacity faded the failed part's red, and the
 # parts after it, below 4.5:1: axe-core's serious color-contrast violation). Text of the page's own colour keeps
-# opacity .7, which stays above 4.5:1.
+# opacity .7, which stays above 4.5:1; the variant line holds `code`, whose theme colour opacity would fade: it is
+# secondary text too.
 SECONDARY = "color:var(--jp-content-font-color2,#595959)"
 ICONS: dict[str, str] = {CheckStatus.PASSED: "✓", CheckStatus.FAILED: "✗", CheckStatus.NOT_ATTEMPTED: "·"}
 
@@ -77,7 +78,7 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "", student: str | 
         if result.problem:  # a failure before any part (a cell that did not run, time limit)
             items.insert(0, f"<li style='color:{COLOURS[CheckStatus.FAILED]}'>✗ {_text(result.problem, ex.grade_id)}</li>")
         body = f"<ul style='list-style:none;margin:.3em 0 0;padding-left:.8em'>{''.join(items)}</ul>"
-    note = f"<div class='course-variant' style='opacity:.7'>{_text(verdict_line(result.variant, student))}</div>" \
+    note = f"<div class='course-variant' style='{SECONDARY}'>{_text(verdict_line(result.variant, student))}</div>" \
         if result.variant else ""
     note += f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
     # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,
