@@ -131,7 +131,7 @@ def test_the_dashboard_tables_read_with_a_keyboard_and_a_screen_reader(browser, 
     provisional = students.locator("thead th", has_text="provisional")
     assert provisional.get_attribute("aria-sort") == "ascending"
     column = students.locator("tbody tr").evaluate_all(
-        "(rows, i) => rows.map(r => r.children[i].textContent.trim())", 6)  # provisional: after days late, score
+        "(rows, i) => rows.map(r => r.children[i].textContent.trim())", provisional.evaluate("th => th.cellIndex"))
     assert column == sorted(column, key=float)
     page.keyboard.press(" ")  # Space sorts the other way
     assert provisional.get_attribute("aria-sort") == "descending"

@@ -202,7 +202,8 @@ def _feedback_link(row: SubmissionResult, batch: Batch | None, here: Path | None
 
 
 def students_section(rows: list[SubmissionResult], batch: Batch | None = None, here: Path | None = None) -> list[str]:
-    """One row per submission: final total (empty until it counts), provisional, exercises, flags, decisions."""
+    """One row per submission: its student, final total (empty until it counts), provisional, exercises, the
+    variants judged, flags, decisions (last, in view at 1,400 px: issue 46)."""
     gids = exercise_ids(rows)
     late = (batch.late if batch is not None else None) or {}
     out = ["<section id='students'><h2>Submissions</h2><p>Click a column's heading (or Tab to it and press Enter) "
@@ -211,20 +212,21 @@ def students_section(rows: list[SubmissionResult], batch: Batch | None = None, h
            "(<code>--due</code>), as the export writes it.</p>",
            "<table class='students sortable'><caption>Every submission with its points per exercise"
            "<span class='sorted' aria-live='polite'></span></caption>"
-           + _head("submission", "assignment", "status", "total", "days late", "score", "provisional", "max", *gids,
-                   "flags", "decisions", "student", "variants")
+           + _head("submission", "student", "assignment", "status", "total", "days late", "score", "provisional", "max",
+                   *gids, "variants", "flags", "decisions")
            + "<tbody>"]
     for r in sorted(rows, key=lambda r: r.submission):
         cells = "".join(f"<td>{r.exercises[g].points:g}</td>" if g in r.exercises else "<td></td>" for g in gids)
         lr = late.get(r.submission, NOT_LATE)
         score = lr.score(r)
         out.append(f"<tr data-submission='{html.escape(r.submission)}'><td>{_feedback_link(r, batch, here)}</td>"
+                   f"<td class='owner'>{html.escape(r.owner)}</td>"
                    f"<td>{html.escape(r.assignment)}</td><td>{html.escape(r.status)}</td>"
                    f"<td class='total'>{f'{r.total:g}' if r.graded else ''}</td><td class='late'>{lr.days}</td>"
                    f"<td class='score'>{'' if score is None else f'{score:g}'}</td><td>{r.provisional:g}</td>"
-                   f"<td>{r.max:g}</td>{cells}<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
-                   f"<td>{html.escape(' | '.join(r.decisions))}</td><td class='owner'>{html.escape(r.owner)}</td>"
-                   f"<td class='variants'>{html.escape(variants_of(r, gids))}</td></tr>")
+                   f"<td>{r.max:g}</td>{cells}<td class='variants'>{html.escape(variants_of(r, gids))}</td>"
+                   f"<td>{html.escape(' | '.join(r.review + r.flags))}</td>"
+                   f"<td>{html.escape(' | '.join(r.decisions))}</td></tr>")
     return out + ["</tbody></table></section>"]
 
 

@@ -20,7 +20,7 @@ from .store import atomic_write
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.3em .6em;vertical-align:top}
-th,td:first-child{overflow-wrap:anywhere}td:first-child{min-width:10em}
+th,td:first-child,td.owner,td.variants{overflow-wrap:anywhere}td:first-child{min-width:10em}
 th{background:#f3f4f6;text-align:left}td{font-variant-numeric:tabular-nums}
 table.pair{width:100%;table-layout:fixed}pre{white-space:pre-wrap;font-size:12px;margin:0}
 mark{background:#ffd54f}figure{margin:1em 0;overflow-x:auto}figure svg{max-width:100%;height:auto}
