@@ -46,10 +46,13 @@ def test_every_variant_has_an_answer_that_passes_it(grade_id, variant_runs):
 def test_one_variants_answer_falls_short_on_at_least_two_others(grade_id, variant_runs):
     given = answers(grade_id)
     keys = [v.key for v in registry.family(grade_id)]
+    wanted = min(2, len(keys) - 1)
     for key in keys:
-        short = [other for other in keys if other != key
-                 and (r := variant_runs.run(grade_id, given[key], other)).points < r.max]
-        assert len(short) >= min(2, len(keys) - 1), f"{grade_id}: the answer to {key!r} passes {set(keys) - set(short)}"
+        short: list[str] = []
+        for other in (k for k in keys if k != key):  # two are the claim: no run once two fell short
+            if len(short) < wanted and (r := variant_runs.run(grade_id, given[key], other)).points < r.max:
+                short.append(other)
+        assert len(short) >= wanted, f"{grade_id}: the answer to {key!r} passes {set(keys) - set(short) - {key}}"
 
 
 def test_the_choice_is_stable_spread_and_default_without_an_id():
