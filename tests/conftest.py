@@ -39,6 +39,17 @@ def _no_hint_gives_the_answer_away(request, monkeypatch):
         yield
 
 
+@pytest.fixture(scope="session")
+def variant_runs(tmp_path_factory, worker_id):
+    """Check runs of variant answers, each run once per session and shared by every worker (``variant_runs``)."""
+    from variant_runs import VariantRuns
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if worker_id != "master" else base) / "variant-runs"  # the workers' common folder
+    folder.mkdir(exist_ok=True)
+    return VariantRuns(folder)
+
+
 def free_port() -> int:
     """A loopback TCP port nobody is listening on right now."""
     with socket.socket() as s:
