@@ -9,10 +9,10 @@ import threading
 
 import nbformat
 import pytest
+from conftest import ROOT
 from grading_corpus import submission
 from variant_helpers import fake_family, student_for
 
-from conftest import ROOT
 from course_utils import variant_settings
 from course_utils.checks import registry
 from course_utils.grading import owners, sandbox
