@@ -7,6 +7,8 @@ Each slot's zygote (``zygote.py``: torch imported once, a runner forked per runn
 started before the judge imports torch and the checks, so the two start-ups overlap. Files go to
 the slots costliest assignment first (``Queue``), so no slot is left with a long file at the end
 while the others idle: the order is a hint read from each notebook's metadata, never part of a grade.
+The queue reads and parses each file once (``submission.read``) and hands that parse to the judge,
+which grades it: each submission is opened and parsed once per batch, whatever its order.
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import zygote
-from .collect import Assignment, NotebookError, parse_notebook, read_submission
+from .collect import Assignment
 from .options import Options
 from .results import SubmissionResult
-from .submission import ParsedSubmission
+from .submission import ParsedSubmission, read
 
 
 def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignment], options: Options,
@@ -51,13 +53,14 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
 
         lock = threading.Lock()
         free_slots = list(range(options.slots))
-        queue = Queue(todo)
+        queue = Queue(todo, assignments)
 
         def one(path: Path, digest: str) -> None:
             with lock:
                 slot = free_slots.pop()
+                parse = queue.take(path)
             try:
-                row = grade_submission(path, assignments, options, slot, digest, seen)
+                row = grade_submission(path, assignments, options, slot, digest, seen, parse)
             finally:
                 with lock:
                     free_slots.append(slot)
@@ -76,15 +79,16 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         raise KeyboardInterrupt
 
 
-def assignment_of(path: Path) -> str | None:
-    """The assignment a notebook's metadata names (None where it cannot be read): the order's hint alone.
+Read = ParsedSubmission | Exception  # a file's one read and parse, or why it failed (the judge makes it a row)
 
-    The judge reads and parses the file again, once, for its grade (``submission.read``).
-    """
+
+def read_once(path: Path, assignments: dict[str, Assignment]) -> Read:
+    """``submission.read(path)``, or the exception it raised: the judge raises it again where it grades the file,
+    so a file that cannot be read gets the row it always got (skipped, not a notebook, refused, error)."""
     try:
-        return parse_notebook(read_submission(path), path.suffix)[0]
-    except (NotebookError, OSError, ValueError, RecursionError, MemoryError):
-        return None
+        return read(path, assignments)
+    except Exception as exc:  # NotebookError, OSError, MemoryError, ...: the judge's handlers decide the row
+        return exc
 
 
 class Queue:
@@ -94,16 +98,22 @@ class Queue:
     started yet, then those started but with no row finished (still running: a long one), then the
     rest by cost; ties in the batch's order. So each assignment's cost is learned from its first
     file, and the long files are graded while there are short ones left to fill the other slots, not
-    at the end.
+    at the end. The assignment is the one the file's parse names (None: unreadable or no course
+    metadata); the parse is kept for the judge (``take``), so the hint costs no second read or parse.
     """
 
-    def __init__(self, todo: Sequence[tuple[Path, str]]) -> None:
-        self.kind = {path: assignment_of(path) for path, _ in todo}
+    def __init__(self, todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignment] | None = None) -> None:
+        self.reads: dict[Path, Read] = {path: read_once(path, assignments or {}) for path, _ in todo}
+        self.kind = {path: r.assignment if isinstance(r, ParsedSubmission) else None for path, r in self.reads.items()}
         self.pending: dict[str | None, deque[tuple[Path, str]]] = {}
         for item in todo:
             self.pending.setdefault(self.kind[item[0]], deque()).append(item)
         self.seconds: dict[str | None, list[float]] = {}
         self.started: set[str | None] = set()
+
+    def take(self, path: Path) -> Read | None:
+        """The file's one read and parse, handed out once (None: already taken; the judge then reads it itself)."""
+        return self.reads.pop(path, None)
 
     def learn(self, path: Path, seconds: float) -> None:
         """A file of this queue was graded in ``seconds``."""

@@ -37,18 +37,21 @@ MAX_SUBMISSION_BYTES = 512 << 20  # from all runner starts of one submission tog
 
 
 def grade_submission(path: Path, assignments: dict[str, Assignment], options: Options, slot: int = 0,
-                     sha256: str = "", seen: Callable[[ParsedSubmission], None] | None = None) -> SubmissionResult:
+                     sha256: str = "", seen: Callable[[ParsedSubmission], None] | None = None,
+                     given: ParsedSubmission | Exception | None = None) -> SubmissionResult:
     """Grade one file; every failure becomes a row with a status and a reason, never an exception.
 
     ``sha256``: the digest of the file's bytes when the caller already computed it (the result store).
     ``seen``: handed the file's one parse, when it could be read (the similarity report reads it too).
+    ``given``: that parse when the caller made it (the batch's queue, for its order), or the exception reading
+    raised; None: read here.
     The "copied from the solutions" flags are the row's own, so they are stored with it in one write.
     """
     started = time.monotonic()
     row = SubmissionResult(submission=display_name(path), sha256=sha256)
     parsed: list[ParsedSubmission] = []
     try:
-        _grade(row, path, assignments, options, slot, parsed)
+        _grade(row, path, assignments, options, slot, parsed, given)
     except Refused as exc:
         _zero(row, Status.REFUSED, str(exc))
     except MemoryError:
@@ -91,9 +94,11 @@ def sanitized(row: SubmissionResult) -> SubmissionResult:
 
 
 def _grade(row: SubmissionResult, path: Path, assignments: dict[str, Assignment], options: Options, slot: int,
-           parsed: list[ParsedSubmission]) -> None:
+           parsed: list[ParsedSubmission], given: ParsedSubmission | Exception | None = None) -> None:
     try:
-        submission = read(path, assignments)  # the file's one read and one parse
+        if isinstance(given, Exception):
+            raise given
+        submission = given or read(path, assignments)  # the file's one read and one parse
         parsed.append(submission)
         if row.sha256 and row.sha256 != submission.sha256:  # the store hashed other bytes than were graded
             row.flags.append(f"the file changed after the result store looked it up: the bytes graded (sha256 "

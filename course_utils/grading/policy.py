@@ -194,8 +194,8 @@ def _assignment_reasons(node: ast.AST, names: Names) -> list[str]:
         return []
     targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
     reasons = []
-    for leaf in (leaf for t in targets for leaf in ast.walk(t)):
-        if isinstance(leaf, (ast.Attribute, ast.Subscript)):
+    for leaf in (leaf for t in targets for leaf in ast.walk(t)):  # the names written, not those read in an index
+        if isinstance(leaf, (ast.Attribute, ast.Subscript)) and isinstance(leaf.ctx, (ast.Store, ast.Del)):
             owner = names.resolve(leaf.value)
             if owner and owner.split(".")[0] in ALLOWED_IMPORTS | {"sys", "os", "builtins", "gc"} \
                     and _is_module_path(owner, names):

@@ -71,6 +71,9 @@ NOT_HELD = [
     "import numpy as np\nfrom functools import reduce\nx = getattr(np, 'float64')\n",
     "class Scalar:\n    def __radd__(self, other):\n        return self\n    __rmul__ = __radd__\n",
     "import torch\nx = torch.zeros(3)\nx.data = torch.ones(3)\n",  # an attribute of an object, not of a module
+    # torch read inside the index of what is written (vocab_chunked_ce's zloss answer): nothing of torch is written
+    "import torch\nx, k = torch.zeros(3), torch.ones(3) > 0\nx[torch.where(k, 1, 0)] -= 0.5\n"
+    "x[torch.where(k, 1, 0)] = torch.nn.functional.relu(x)\ndel x[torch.arange(1)]\n",
 ]
 
 
