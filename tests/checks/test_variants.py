@@ -60,3 +60,4 @@ def test_the_choice_is_stable_spread_and_default_without_an_id():
     assert index("killhead", "ada", 5) == index("killhead", " ada ", 5)  # the same on every call and machine
     seen = {index("killhead", f"student{k}", 5) for k in range(60)}
     assert seen == set(range(5))
+
