@@ -78,10 +78,26 @@ def _lock_folder() -> str:
     return folder
 
 
+def _kill_all_as(uid: int) -> None:
+    """``kill(-1, SIGKILL)`` from a child that became ``uid``: the kernel signals every process of the uid at once,
+    under the lock that fork takes, so a chain of processes that each start the next and exit cannot slip between
+    a listing of /proc and the kill (as it could, under load, from the listing alone)."""
+    pid = os.fork()
+    if pid == 0:  # only async-signal-safe calls here: the grader has threads
+        try:
+            os.setuid(uid)  # real, effective and saved: kill(-1) reaches exactly that uid's processes (not itself)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def kill_uid(uid: int) -> int:
     """SIGKILL every process of ``uid`` until none is left (a double-forked daemon too); how many were seen."""
     seen = 0
     for _ in range(100):
+        if os.geteuid() == 0 and uid > 0:
+            _kill_all_as(uid)
         found = []
         for pid in os.listdir("/proc"):
             if pid.isdigit():
