@@ -153,7 +153,7 @@ META, STAMP = "submission_metadata.json", "timestamp.txt"
 MTIME = "file mtime (not a recorded time)"
 
 
-def _upload(path: Path) -> Path | None:
+def upload_of(path: Path) -> Path | None:
     """The Gradescope upload folder holding ``path``: its outermost ancestor named ``submission``.
 
     A student writes only below it, so the one record believed is ``submission_metadata.json``
@@ -169,7 +169,7 @@ def _record(path: Path, assignment: str, upload: Path | None) -> tuple[Path, str
     one (``submitted/STUDENT/ASSIGNMENT/``: nbgrader copies the student's whole folder, so a deeper
     one is the student's), never inside a Gradescope upload; Gradescope's is ``submission_metadata.json``
     beside the upload. Of the two, the outer counts: a record inside the other platform's folder was
-    uploaded by the student. ``upload`` is ``_upload(path)``, found once by the caller.
+    uploaded by the student. ``upload`` is ``upload_of(path)``, found once by the caller.
     """
     meta = upload.parent if upload is not None and (upload.parent / META).is_file() else None
     folders = (Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == assignment)
@@ -187,7 +187,7 @@ def recorded_time(submission: str, assignment: str, use_mtime: bool = False) -> 
     Gradescope upload, when there is no record) is the student's: reported, never read.
     """
     path = Path(submission)
-    upload = _upload(path)
+    upload = upload_of(path)
     record = _record(path, assignment, upload)
     top = record[0] if record else upload
     ignored = [p / name for p in (path.parents if top is not None else ()) if (top in p.parents or p == top)

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..release import TASK_CALL
 from ..variant_text import STUDENT_MARK, TASK_MARK, VERDICT_MARK, marks
 from .collect import Cell, cell_kind, clean, display_name
-from .late import META
+from .late import META, upload_of
 
 FLAG = "ran another student's variant"
 SUBMITTED = "submitted"  # nbgrader's folder of collected submissions: submitted/STUDENT/ASSIGNMENT/file.ipynb
@@ -51,7 +51,7 @@ def owner(path: Path, roster: Mapping[str, str] | None = None, assignments: Coll
 
 def gradescope_owner(path: Path) -> str:
     """The one submitter Gradescope's metadata names for the upload holding ``path`` (SID, else email), or ""."""
-    upload = next((Path(*path.parts[:i + 1]) for i, name in enumerate(path.parts[:-1]) if name == "submission"), None)
+    upload = upload_of(path)
     if upload is None:
         return ""
     try:

@@ -16,10 +16,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from .autograd_function import fn_class, tensors_on
-from .guard import NotAttempted, attempt, call, where
+from .guard import STUB_WORDS, NotAttempted, attempt, call, where
 from .recorded_ops import recorded
 
-STUB_MARK = "is not attempted yet"  # the text of release.STUB
+STUB_MARK = STUB_WORDS  # the text of release.STUB
 # what these probes import on their first run beyond probes.warmup.MODULES (forward-mode AD's decompositions)
 WARMUP = ("torch._decomp.decompositions_for_jvp",)
 
