@@ -182,7 +182,7 @@ def test_lesson_runs_in_jupyterlab_and_the_widget_redraws(lab):
             page.wait_for_selector(".widget-dropdown select", timeout=60_000)
             samples = measure_latency(page)
             shots.joinpath("widget_latency.json").write_text(json.dumps({
-                "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "samples": samples}, indent=1))
             before = plot_images(page)
             assert len(before) >= 2, "the two widget figures should be shown"

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from course_utils.kernels import cpp_silu, triton_rmsnorm as rn, triton_swiglu as sw
+from course_utils.kernels import cpp_silu
+from course_utils.kernels import triton_rmsnorm as rn
+from course_utils.kernels import triton_swiglu as sw
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}

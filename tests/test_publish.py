@@ -82,8 +82,8 @@ def test_a_save_in_jupyterlab_changes_only_the_saved_notebook(published, tmp_pat
     """JupyterLab's contents manager with jupytext (as ./course lab runs it) saving an exercise: one file changes."""
     import shutil
 
-    from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
     from jupyter_server.services.contents.largefilemanager import LargeFileManager
+    from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
 
     clone = Path(shutil.copytree(published["clones"]["untouched"], tmp_path / "clone"))
     manager = build_sync_jupytext_contents_manager_class(LargeFileManager)(root_dir=str(clone))
@@ -191,8 +191,8 @@ def test_honest_answers_in_the_edition_notebooks_carry_no_flag(published):
     and no check raises a flag for them (the references the edition ships are no answers, and nothing in an honest
     notebook looks like a paste)."""
     import jupytext
-    from check_helpers import run_code_cells
 
+    from check_helpers import run_code_cells
     from course_utils.checks import EXERCISES, run_check
     from course_utils.paths import ROOT
     from course_utils.release import BEGIN, END

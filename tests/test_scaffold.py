@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from conftest import ROOT
-
 from course_utils import scaffold as new_exercise
 
 NEW = ["sin_twice", "--lesson", "3", "--defines", "SinTwice", "--reference", "torch.sin(2 * x)"]

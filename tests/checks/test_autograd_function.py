@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from answers import ABS_PROD, BASES, EXP, KILLHEAD, LINEAR_FUNCTION, MUL, MUL_GRADS, SWAPPED, mutate
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
-
 from course_utils import checks
 
 MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b * b"

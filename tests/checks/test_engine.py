@@ -6,8 +6,8 @@ import re
 
 import jupytext
 import pytest
-from answers import EXP, MUL, SWAPPED, mutate
 
+from answers import EXP, MUL, SWAPPED, mutate
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
 from course_utils import checks, release, wire

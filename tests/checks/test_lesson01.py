@@ -3,9 +3,9 @@ import time
 
 import pytest
 
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+from course_utils import checks
 
 SCALAR_BASE = """
 class Scalar:

@@ -3,9 +3,9 @@ gets its diagnosis, the laziest answers fail, unusual right ones pass."""
 import pytest
 import torch
 
-from course_utils import checks
 from answers import KILLHEAD, mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+from course_utils import checks
 
 CLIP = """
 class ClipGrad(Function):

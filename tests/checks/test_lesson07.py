@@ -1,9 +1,9 @@
 """Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
 import pytest
 import torch
+
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
-
 from course_utils import checks
 
 RELU = """

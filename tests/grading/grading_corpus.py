@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-from answers import MUL, SWAPPED, mutate, recomputed_by
 
+from answers import MUL, SWAPPED, mutate, recomputed_by
 from conftest import ROOT
 
 SECRET = "instructor-secret-7f3a9c"  # in the grader's environment and in a file in its HOME

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import nbformat
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 from grading_corpus import SWAPPED_MUL, submission

@@ -342,6 +342,7 @@ def test_as_a_normal_user_where_the_machine_allows(tmp_path):
     import tempfile
 
     import nbformat
+
     from grading_corpus import SWAPPED_MUL, submission
 
     tmp_path = Path(tempfile.mkdtemp(prefix="grade-as-user-"))  # pytest's own folders are root-only

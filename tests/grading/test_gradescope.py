@@ -165,7 +165,6 @@ def test_held_for_review_is_a_zero_that_says_why_and_shows_the_computed_points()
 def test_a_notebook_of_another_assignment_is_named_not_graded():
     from course_utils.grading.gradescope import results
     from course_utils.grading.results import SubmissionResult
-
     from course_utils.grading.submission import wrong_assignment
 
     row = SubmissionResult(submission="s/03_exercises.ipynb", assignment="02_exercises", status="wrong assignment",

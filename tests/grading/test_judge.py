@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+
 from answers import MUL
 from conftest import ROOT
-from grading_corpus import answer, submission
-
 from course_utils.grading import judge, protocol, sandbox, session, worker
 from course_utils.grading.collect import load_assignments
+from grading_corpus import answer, submission
 
 
 def reader(data: bytes | io.RawIOBase) -> worker.Worker:

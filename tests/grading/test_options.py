@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 from conftest import ROOT
-
 from course_utils.grading import judge, options
 
 
