@@ -82,7 +82,8 @@ window.armFigureProbe = (k) => {
   const mark = () => { if (t0 === null) t0 = performance.now(); };
   events.forEach(e => document.addEventListener(e, mark, {capture: true}));
   window.figureProbe = new Promise(resolve => {
-    const finish = value => { observer.disconnect(); events.forEach(e => document.removeEventListener(e, mark, {capture: true})); resolve(value); };
+    const finish = value => {
+      observer.disconnect(); events.forEach(e => document.removeEventListener(e, mark, {capture: true})); resolve(value); };
     const check = async () => {
       const img = window.figureOf(k);
       if (t0 === null || !img || img.src === old) return;

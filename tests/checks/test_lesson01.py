@@ -290,7 +290,8 @@ def test_a_tanh_through_exp_of_minus_two_abs_x_passes():
 
 def test_a_missing_sin_is_told_about_sin_alone():
     """Issue 41, item 4: no __radd__ / __rmul__ advice for a Scalar that lacks only sin."""
-    source = scalar_source().replace("    def sin(self):\n        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))\n", "")
+    source = scalar_source().replace("    def sin(self):\n"
+                                     "        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))\n", "")
     assert "def sin" not in source
     result = checks.run_check("scalar_engine", ns_from(source))
     assert result.mistakes == ["scalar_api"] and "Scalar(0.5).sin() failed" in result.diagnosis, result.report()

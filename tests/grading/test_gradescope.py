@@ -75,7 +75,7 @@ RESULTS_SCHEMA = {
 def archive(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gs") / "autograder.zip"
     proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "gradescope", "02_exercises", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -92,7 +92,7 @@ def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30", **extra_env)
     proc = subprocess.run([shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True, env=env,
-                          cwd=base, timeout=600)
+                          cwd=base, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(data, RESULTS_SCHEMA)
@@ -230,7 +230,7 @@ def test_uid_sandbox_in_a_container_without_bubblewrap_survives_the_daemon_attac
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30")
     proc = subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER, "sh",
-                           shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True,
+                           shutil.which("bash"), str(root / "run_autograder")], check=False, capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((root / "results" / "results.json").read_text())

@@ -100,7 +100,7 @@ def student_notebook(released: nbformat.NotebookNode, solution: nbformat.Noteboo
 
 
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{' '.join(cmd[:3])} failed:\n{proc.stderr[-3000:]}"
     return proc
 
