@@ -97,8 +97,8 @@ def kernel_spec_dir(python: Path, scratch: Path) -> Path:
     spec = scratch / "kernels" / "colab"
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(
-        '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
-        '"display_name": "colab-like", "language": "python"}' % python)
+        f'{{"argv": ["{python}", "-m", "ipykernel_launcher", "-f", "{{connection_file}}"], '
+        '"display_name": "colab-like", "language": "python"}')
     return spec.parent
 
 

@@ -128,7 +128,7 @@ def test_a_release_refuses_what_it_would_break(published, tmp_path):
     dest = published["dest"]
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(CourseError, match="is not a student edition made by ./course release"):
+    with pytest.raises(CourseError, match=r"is not a student edition made by \./course release"):
         publish.release_repository(tmp_path / "other", REPO, up_to=4)
     with pytest.raises(CourseError, match=r"would take lessons? 04.* away from students who have it: give --up-to 0[45]"):
         publish.release_repository(dest, REPO, up_to=3)

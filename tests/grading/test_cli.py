@@ -53,7 +53,7 @@ def leftovers() -> list[str]:
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                cmd = open(f"/proc/{p}/cmdline", "rb").read()
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes()
             except OSError:
                 continue
             if MARKER.encode() in cmd:

@@ -93,7 +93,7 @@ def student_notebook(released: nbformat.NotebookNode, solution: nbformat.Noteboo
             cell.source = answer(full, lambda r: True)
         elif i == partly:
             last = full.count(BEGIN) - 1
-            cell.source = answer(full, lambda r: r < last, "raise NotImplementedError()")
+            cell.source = answer(full, lambda r, last=last: r < last, "raise NotImplementedError()")
         else:  # the first cell does not even parse (the issue case); the others return nothing
             cell.source = ("  " if i == 0 else "") + answer(full, lambda r: False)
     return nb

@@ -77,7 +77,7 @@ def test_a_stage_naming_no_probe_or_a_probe_no_stage_names_is_refused():
                                          r"which probes/lesson02.py does not declare \(it declares: forward, backward\)"):
         pair(typo, probes.PROBES, "lesson02")
     short = dataclasses.replace(ex, stages=ex.stages[:1])
-    with pytest.raises(ValueError, match="probe 'backward' in probes/lesson02.py is named by no stage"):
+    with pytest.raises(ValueError, match=r"probe 'backward' in probes/lesson02\.py is named by no stage"):
         pair(short, probes.PROBES, "lesson02")
     with pytest.raises(ValueError, match="exercise 'mul' has no probes: declare PROBES"):
         pair(ex, {}, "lesson02")
