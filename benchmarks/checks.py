@@ -5,7 +5,8 @@ have them), then each check of the notebook in order, twice: the first run of a 
 of the notebook also pays the imports a first check makes: SymPy, through torch's first backward with a
 gradient), the second *warm*. A second fresh process does the same after ``probes.warmup`` has finished (what
 the shared set-up cell starts in a Jupyter kernel while the student reads, and each answer cell's first run
-extends with what its lesson's probes list in ``WARMUP``): its first check is the one a student meets. Wall-clock times depend on the load (reported with them); the ratio of the first check without
+extends with what its lesson's probes list in ``WARMUP``): its first check is the one a student meets. Wall-clock
+times depend on the load (reported with them); the ratio of the first check without
 and with the warm-up, measured in the same run, is the figure that travels. Goal (issue 49): 1 s per check on a
 quiet machine, 3 s for the kernel (triton_swiglu) and capstone (vocab_chunked_ce) checks.
 """

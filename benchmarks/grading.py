@@ -88,7 +88,7 @@ def batch_seconds(folder: Path, jobs: int, course: Path = ROOT) -> float:
 def baseline_checkout(work: Path) -> Path | None:
     """The course as it was at BASELINE (a git worktree), or None outside a git checkout."""
     target = work / "baseline"
-    done = subprocess.run(["git", "worktree", "add", "--detach", str(target), BASELINE], cwd=ROOT,
+    done = subprocess.run(["git", "worktree", "add", "--detach", str(target), BASELINE], check=False, cwd=ROOT,
                           capture_output=True)
     return target if done.returncode == 0 else None
 
@@ -159,7 +159,7 @@ def run() -> str:
             same = (n_old, old, new_on_old)
     finally:
         if base is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], check=False, cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     box = sandbox.detect()
     probe = Limits(1 << 30, None)

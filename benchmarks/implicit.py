@@ -49,7 +49,7 @@ def measure_iterations(n: int = SIZE, iterations=ITERATIONS) -> list[dict[str, o
     rows = []
     for k in iterations:
         row = {"iterations": k}
-        for name, fn in (("implicit", lambda: NewtonSqrt.apply(x, k)), ("loop", lambda: newton_loop(x, k))):
+        for name, fn in (("implicit", lambda k=k: NewtonSqrt.apply(x, k)), ("loop", lambda k=k: newton_loop(x, k))):
             def forward(fn=fn):
                 x.grad = None
                 return fn()

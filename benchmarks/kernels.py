@@ -101,7 +101,8 @@ def gpu_section(sizes=SWIGLU_SIZES, rows=RMSNORM_ROWS, dtypes=GPU_DTYPES) -> lis
         return parts + [f"SwiGLU: {NO_GPU}.", "", f"RMSNorm: {NO_GPU}."]
     import triton
 
-    from course_utils.kernels import triton_rmsnorm as rn, triton_swiglu as sw
+    from course_utils.kernels import triton_rmsnorm as rn
+    from course_utils.kernels import triton_swiglu as sw
 
     gen = torch.Generator(device="cuda").manual_seed(0)
     parts.append(f"{torch.cuda.get_device_name()} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), "

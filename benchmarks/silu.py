@@ -139,7 +139,8 @@ def _run(sizes) -> str:
         verdicts.append((n, ratio))
         section = [f"### {n} elements ({measure.megabytes(4 * n)} per tensor)", "", format_rows(rows),
                    "", f"Low-memory Function holds {ratio:.2f}x the composite's bytes between the passes "
-                   f"(target: at most 0.50x); its peak is {by['low-memory Function']['peak'] / by['composite x * sigmoid(x)']['peak']:.2f}x the composite's."]
+                   f"(target: at most 0.50x); its peak is "
+                   f"{by['low-memory Function']['peak'] / by['composite x * sigmoid(x)']['peak']:.2f}x the composite's."]
         print("\n".join(section) + "\n", flush=True)
         parts += [""] + section
     worst = max(r for _, r in verdicts)

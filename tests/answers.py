@@ -142,5 +142,6 @@ SQUEEZED_BIAS: Edit = ("gb = g.sum(0)", "gb = g.sum(0).squeeze(0)")  # LINEAR_FU
 # MUL that saves b only when b needs a gradient, and so has no b for a's gradient when only a needs one
 SAVES_B_ONLY_FOR_B: tuple[Edit, Edit] = (
     ("ctx.save_for_backward(a, b)", "ctx.save_for_backward(a, b) if b.requires_grad else ctx.save_for_backward(a)"),
-    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "a, *b = ctx.saved_tensors\n        return (g * b[0] * b[0], 2 * g * a * b[0]) if b else (None, None)"),
+    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS,
+     "a, *b = ctx.saved_tensors\n        return (g * b[0] * b[0], 2 * g * a * b[0]) if b else (None, None)"),
 )

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from functools import cache
 
 import jupytext
-from conftest import ROOT
 
+from conftest import ROOT
 from course_utils import checks, release
 from course_utils.release import BEGIN, END
 

@@ -47,7 +47,7 @@ def widgets7_site() -> Path:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
              "--target", str(scratch), "-r", str(REQUIREMENTS)],
-            capture_output=True, text=True, timeout=600)
+            check=False, capture_output=True, text=True, timeout=600)
         if done.returncode:
             raise RuntimeError(f"installing requirements-colab.txt failed:\n{done.stderr[-3000:]}")
         (scratch / ".complete").write_text(REQUIREMENTS.read_text())
@@ -97,8 +97,8 @@ def kernel_spec_dir(python: Path, scratch: Path) -> Path:
     spec = scratch / "kernels" / "colab"
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(
-        '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
-        '"display_name": "colab-like", "language": "python"}' % python)
+        f'{{"argv": ["{python}", "-m", "ipykernel_launcher", "-f", "{{connection_file}}"], '
+        '"display_name": "colab-like", "language": "python"}')
     return spec.parent
 
 

@@ -110,7 +110,7 @@ def hand_ins(obj: object) -> list[tuple[str, object]]:
 
 def _try(ex, request: dict, answer: object) -> tuple[float, float, bool] | None:
     """(points, max, flagged) of one hand-in, or None when the check itself could not run it."""
-    namespace = {name: answer for name in ex.names}
+    namespace = dict.fromkeys(ex.names, answer)
     try:
         facts = engine.probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit=5.0)
         result = engine.judge(ex, wire.loads(wire.dumps(request)), wire.loads(wire.dumps(facts)))

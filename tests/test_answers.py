@@ -1,6 +1,7 @@
 """tests/answers.py: a wrong answer is a base answer with named edits, and an edit that does not apply raises,
 so a wrong answer can never silently be the base answer again."""
 import pytest
+
 from answers import MUL, MUL_GRADS, SWAPPED, MutationError, mutate
 
 

@@ -45,14 +45,14 @@ def lab(tmp_path):
     nb.metadata.pop("jupytext", None)  # no paired .py in the scratch folder
     nbformat.write(nb, work / LESSON)
     port, token = free_port(), "browser-test"
-    log = open(tmp_path / "lab.log", "w")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )
+    with open(tmp_path / "lab.log", "w") as log:  # the server keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while True:
@@ -82,7 +82,8 @@ window.armFigureProbe = (k) => {
   const mark = () => { if (t0 === null) t0 = performance.now(); };
   events.forEach(e => document.addEventListener(e, mark, {capture: true}));
   window.figureProbe = new Promise(resolve => {
-    const finish = value => { observer.disconnect(); events.forEach(e => document.removeEventListener(e, mark, {capture: true})); resolve(value); };
+    const finish = value => {
+      observer.disconnect(); events.forEach(e => document.removeEventListener(e, mark, {capture: true})); resolve(value); };
     const check = async () => {
       const img = window.figureOf(k);
       if (t0 === null || !img || img.src === old) return;
@@ -116,16 +117,16 @@ def measure_latency(page) -> dict[str, list[float]]:
     record = samples["GradientExplorer"].append
     record(timed_change(page, 0, lambda: gradient.locator(".widget-dropdown select").select_option(label="tanh")))
     for dtype in ("float32", "float64"):
-        record(timed_change(page, 0, lambda: gradient.locator(".widget-toggle-button", has_text=dtype).click()))
+        record(timed_change(page, 0, lambda dtype=dtype: gradient.locator(".widget-toggle-button", has_text=dtype).click()))
     h_handle = gradient.locator(".widget-slider").nth(1).locator(".noUi-handle").first
     h_handle.focus()
     for key in ["ArrowLeft"] * 4 + ["ArrowRight"] * 4:  # FD step h: 1e-3 down to 1e-7 and back
-        record(timed_change(page, 0, lambda: h_handle.press(key)))
+        record(timed_change(page, 0, lambda key=key: h_handle.press(key)))
     record = samples["StepSizeExplorer"].append
     x0_handle = sweep.locator(".widget-slider .noUi-handle").first
     x0_handle.focus()
     for key in ["ArrowRight"] * 4 + ["ArrowLeft"] * 4:  # x0: 1.0 up to 2.0 and back, step 0.25
-        record(timed_change(page, 1, lambda: x0_handle.press(key)))
+        record(timed_change(page, 1, lambda key=key: x0_handle.press(key)))
     record(timed_change(page, 1, lambda: sweep.locator(".widget-dropdown select").select_option(label="tanh")))
     return samples
 
@@ -182,7 +183,7 @@ def test_lesson_runs_in_jupyterlab_and_the_widget_redraws(lab):
             page.wait_for_selector(".widget-dropdown select", timeout=60_000)
             samples = measure_latency(page)
             shots.joinpath("widget_latency.json").write_text(json.dumps({
-                "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "samples": samples}, indent=1))
             before = plot_images(page)
             assert len(before) >= 2, "the two widget figures should be shown"

@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port
 
+from conftest import ROOT, free_port
 from course_utils import edition, publish, release
 from course_utils.errors import CourseError
 

@@ -254,13 +254,13 @@ def test_half_the_composites_peak_and_three_times_the_gradients(design, dtype):
     for tokens, dim, vocab in [(512, 64, 8192), (256, 64, 8192), (64, 16, 4096), (300, 48, 1000)]:
         h, w, _, y = make((tokens,), vocab, dim, dtype=dtype, bias=False)
 
-        def run(fn):
+        def run(fn, h=h, w=w):
             def forward():
                 h.grad = w.grad = None
                 return fn()
             return measure.pass_memory(forward)
-        mine = run(lambda: linear_cross_entropy(h, w, None, y, design=design))
-        ref = run(lambda: composite(h, w, None, y))
+        mine = run(lambda h=h, w=w, y=y: linear_cross_entropy(h, w, None, y, design=design))
+        ref = run(lambda h=h, w=w, y=y: composite(h, w, None, y))
         assert mine.peak <= 3 * (tokens + vocab) * dim * 4 + 32 * tokens, (tokens, dim, vocab)
         if tokens >= 8 * dim:
             assert mine.peak <= 0.5 * ref.peak, (tokens, dim, vocab, mine.peak / ref.peak)
@@ -274,7 +274,7 @@ def test_double_backward_is_refused(design):
     want = torch.autograd.grad(composite(h, w, b, y), (h, w, b))
     for a, r in zip(first, want):
         torch.testing.assert_close(a, r)  # one backward is as before
-    with pytest.raises(RuntimeError, match="cannot be differentiated twice.*create_graph=True"):
+    with pytest.raises(RuntimeError, match=r"cannot be differentiated twice.*create_graph=True"):
         torch.autograd.grad(linear_cross_entropy(h, w, b, y, 4, design=design), h, create_graph=True)
     with pytest.raises(RuntimeError, match="cannot be differentiated twice"):
         linear_cross_entropy(h, w, b, y, 4, design=design).backward(create_graph=True)
@@ -287,7 +287,7 @@ def test_the_composites_contract_dtypes_targets_and_class_weights(design):
     for args in [(h.bfloat16(), w, b), (h, w, b.double()), (h.double(), w.double(), b)]:
         with pytest.raises(RuntimeError):
             composite(*args, y)
-        with pytest.raises(RuntimeError, match="must share one dtype, as F.linear requires"):
+        with pytest.raises(RuntimeError, match=r"must share one dtype, as F\.linear requires"):
             linear_cross_entropy(*args, y, design=design)
     with torch.autocast("cpu", dtype=torch.bfloat16):  # where the composite takes mixed dtypes, so does the loss
         torch.testing.assert_close(linear_cross_entropy(h.bfloat16(), w, b, y, design=design),
@@ -305,7 +305,7 @@ def test_the_composites_contract_dtypes_targets_and_class_weights(design):
                  lambda: fused_ce.FusedLinearCrossEntropy.apply(h, w, b, y, weight=classes)):
         with pytest.raises(TypeError, match=r"^Class weights \(F.cross_entropy's weight=\) are not supported"):
             call()
-    with pytest.raises(TypeError, match="unexpected argument.*size_average"):
+    with pytest.raises(TypeError, match=r"unexpected argument.*size_average"):
         linear_cross_entropy(h, w, b, y, size_average=True)
 
 

@@ -178,5 +178,5 @@ def test_freed_graph_is_explained():
     a, b = leaves()
     y = Mul.apply(a, b).sum()
     y.backward()
-    with pytest.raises(CourseError, match="already freed by .backward"):
+    with pytest.raises(CourseError, match=r"already freed by \.backward"):
         graph.draw(y, show_saved=True)

@@ -1,7 +1,8 @@
 """The import graph of course_utils is a tree (no cycles), counting imports inside functions too.
 
 Imports under ``if TYPE_CHECKING:`` count too: they never run, but a reader follows them, and a
-type-only circle is a circle in the design. An edge goes from a module to every course_utils module it imports (``from . import x`` names the
+type-only circle is a circle in the design. An edge goes from a module to every course_utils module it imports
+(``from . import x`` names the
 submodule ``x`` when there is one, else the package). A package's ``__init__`` may import its
 submodules; a submodule importing its own package (or anything that imports back) is a cycle.
 """

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from course_utils.kernels import cpp_silu, triton_rmsnorm as rn, triton_swiglu as sw
+from course_utils.kernels import cpp_silu
+from course_utils.kernels import triton_rmsnorm as rn
+from course_utils.kernels import triton_swiglu as sw
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
@@ -119,7 +122,7 @@ def test_the_cpp_extension_is_silu_with_its_own_backward():
 def test_the_cpp_extension_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(cpp_silu, "_loaded", False)
     monkeypatch.setattr(cpp_silu.shutil, "which", lambda tool: None if tool == "ninja" else "/usr/bin/" + tool)
-    with pytest.raises(RuntimeError, match="needs ninja: run ./course lab"):
+    with pytest.raises(RuntimeError, match=r"needs ninja: run \./course lab"):
         cpp_silu.load()
 
 
@@ -186,7 +189,7 @@ def test_swiglu_kernels_see_contiguous_memory_whatever_the_layout(monkeypatch, s
     recorders = record(monkeypatch, sw, "swiglu_forward_kernel", "swiglu_backward_kernel")
     gen = torch.Generator(device=DEVICE).manual_seed(len(shape))
     g_base = torch.randn(shape, generator=gen, device=DEVICE)
-    for (name_a, a), (name_b, b) in zip(layouts(shape, gen, torch.float32), reversed(layouts(shape, gen, torch.float32))):
+    for (_name_a, a), (_name_b, b) in zip(layouts(shape, gen, torch.float32), reversed(layouts(shape, gen, torch.float32))):
         for g in (g_base, g_base.transpose(0, -1).contiguous().transpose(0, -1), torch.ones((), device=DEVICE).expand(shape)):
             assert_close_to_float64(grads(sw.SwiGLU.apply, (a, b), g), reference_grads(sw.swiglu_reference, (a, b), g),
                                     torch.float32)
@@ -199,7 +202,7 @@ def test_rmsnorm_kernels_see_contiguous_memory_whatever_the_layout(monkeypatch, 
     gen = torch.Generator(device=DEVICE).manual_seed(10 + len(shape))
     w_wide = torch.randn(2 * shape[-1], generator=gen, device=DEVICE)
     g = torch.randn(shape, generator=gen, device=DEVICE).transpose(0, -1).contiguous().transpose(0, -1)
-    for name, x in layouts(shape, gen, torch.float32):
+    for _name, x in layouts(shape, gen, torch.float32):
         for w in (w_wide[: shape[-1]], w_wide[::2]):  # a contiguous and a strided weight
             assert_close_to_float64(grads(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), (x, w), g),
                                     reference_grads(lambda x, w: rn.rmsnorm_reference(x, w, 1e-6), (x, w), g),

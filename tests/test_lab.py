@@ -29,13 +29,13 @@ def get(url: str) -> tuple[int, str]:
 
 def test_course_lab_serves_the_course(tmp_path):
     port, token = free_port(), "course-test-token"
-    log = open(tmp_path / "lab.log", "w")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    proc = subprocess.Popen(
-        [str(ROOT / "course"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )
+    with open(tmp_path / "lab.log", "w") as log:  # the server keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [str(ROOT / "course"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             f"--IdentityProvider.token={token}"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
     try:
         deadline = time.time() + 120
         while True:

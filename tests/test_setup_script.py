@@ -6,11 +6,12 @@ real help (exit 0), and g++/ninja are only installed where lesson 10 is.
 """
 import os
 import shutil
-import time
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 
 FAKE_PIP = """#!/bin/bash

@@ -17,7 +17,6 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-
 from course_utils import build, site
 
 CHROMIUM = "/usr/bin/chromium"

@@ -7,7 +7,6 @@ import ast
 import json
 
 from conftest import ROOT
-
 from course_utils.grading.results import ExerciseResult, SubmissionResult
 from course_utils.status import OVERRIDDEN, CheckStatus, EntryStatus, Share, SubmissionStatus
 

@@ -75,8 +75,8 @@ def test_a_bad_id_is_refused_in_one_sentence_and_nothing_is_written(home, bad):
 def test_every_exercise_notebooks_shared_set_up_cell_says_which_id_and_shows_the_default_as_built():
     """Built without an id (NO_ID), every committed exercise notebook's set-up cell says how to set one."""
     import nbformat
-    from conftest import ROOT
 
+    from conftest import ROOT
     from course_utils import build
     from course_utils.checks.cells import SETUP_BANNER
 

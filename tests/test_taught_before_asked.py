@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import jupytext
 import pytest
 import torch
-from conftest import ROOT
 
+from conftest import ROOT
 from course_utils import build, release
 
 # Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an

@@ -24,8 +24,8 @@ from functools import cache
 
 import jupytext
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from course_utils.checks import registry
 from course_utils.grading.normalise import imported_names, statements
 

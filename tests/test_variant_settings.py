@@ -34,7 +34,7 @@ def test_a_notebook_built_under_another_setting_is_refused_in_one_sentence(tmp_p
     built({"assignment": "02_exercises", "variants": "off"})
     settings_agree(tmp_path)
     monkeypatch.setattr(variant_settings, "VARIANTS_OFF", frozenset())
-    with pytest.raises(CourseError, match="built with variants off, but .* turns them on"):
+    with pytest.raises(CourseError, match=r"built with variants off, but .* turns them on"):
         settings_agree(tmp_path)
 
 

@@ -10,9 +10,9 @@ import hashlib
 import pickle
 from pathlib import Path
 
-from check_helpers import ns_from
 from filelock import FileLock
 
+from check_helpers import ns_from
 from course_utils.checks import run_check
 from course_utils.exercise_result import ExerciseResult
 

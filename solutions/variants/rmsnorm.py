@@ -55,7 +55,8 @@ ANSWERS = {
         ctx.save_for_backward(x, weight, rms)
         ctx.eps = eps
         return x / (rms + eps) * weight
-''' + BACK.replace("x, weight, r = ctx.saved_tensors", "x, weight, rms = ctx.saved_tensors\n        r = 1 / (rms + ctx.eps)") + '''        if need_x:
+''' + BACK.replace("x, weight, r = ctx.saved_tensors",
+                   "x, weight, rms = ctx.saved_tensors\n        r = 1 / (rms + ctx.eps)") + '''        if need_x:
             u = grad_output * weight
             grad_x = r * u - r * r * x / rms * (u * x).mean(dim=-1, keepdim=True)
         if need_weight:

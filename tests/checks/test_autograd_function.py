@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from answers import ABS_PROD, BASES, EXP, KILLHEAD, LINEAR_FUNCTION, MUL, MUL_GRADS, SWAPPED, mutate
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from
-
 from course_utils import checks
 
 MUL_FORWARD = "ctx.save_for_backward(a, b)\n        return a * b * b"
@@ -59,7 +59,8 @@ BUGS = {
     "forward_wrong": ("mul", mutate(MUL, ("return a * b", "return a + b")), ["forward should compute a * b"]),
     "swapped_gradients": ("mul", mutate(MUL, SWAPPED), ["input 0 (`a`)", "swapped"]),
     "tensor_on_ctx": ("mul", mutate(MUL, ("ctx.save_for_backward(a, b)", "ctx.a, ctx.b = a, b"),
-                                    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS, "return g * ctx.b * ctx.b, 2 * g * ctx.a * ctx.b")),
+                                    ("a, b = ctx.saved_tensors\n        " + MUL_GRADS,
+                                     "return g * ctx.b * ctx.b, 2 * g * ctx.a * ctx.b")),
                       ["ctx.a", "save_for_backward"]),
     "wrong_shape": ("mul", mutate(MUL, (MUL_GRADS, "return (g * b).sum(), g * a")),
                     ["input 0 (`a`)", "shape ()", "shape of its input"]),
@@ -100,7 +101,8 @@ BUGS = {
     # ---- killhead (lesson 05)
     "missing_none": ("killhead", mutate(KILLHEAD, ("return gi, None", "return gi")),
                      ["the non-tensor argument `n`", "return None for `n`"]),
-    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "g[:, g.shape[1] - ctx.n:] = 0\n        return g, None")),
+    "grad_output_inplace": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD,
+                                                               "g[:, g.shape[1] - ctx.n:] = 0\n        return g, None")),
                             ["modified grad_output in place", "grad_output.clone()"]),
     "killhead_backward_not_masked": ("killhead", mutate(KILLHEAD, (KILLHEAD_GRAD, "return g.clone(), None")),
                                      ["input 0 (`input`)", "entries forward sets to zero"]),
@@ -119,7 +121,8 @@ self.weight = nn.Parameter(torch.randn(out_features, in_features))
         self.bias = nn.Parameter(torch.zeros(out_features))""")), ["(in_features, out_features) = (5, 3)"]),
     "module_repr": ("linear_module", mutate(LINEAR_MODULE, NO_FEATURES, NO_EXTRA_REPR, RANDN_INIT),
                     ["extra_repr should return 'in_features=5, out_features=3, bias=True'"]),
-    "module_init": ("linear_module", mutate(LINEAR_MODULE, RANDN_INIT), ["not initialised as your variant asks", "kaiming_uniform_"]),
+    "module_init": ("linear_module", mutate(LINEAR_MODULE, RANDN_INIT),
+                    ["not initialised as your variant asks", "kaiming_uniform_"]),
     "module_bias_bound": ("linear_module", mutate(LINEAR_MODULE, (
         "math.sqrt(in_features)", "math.sqrt(out_features)  # review 2, finding 10: weight first, the wrong bound")),
         ["the weight is right", "the right random draws", "range is", "bound depends on"]),

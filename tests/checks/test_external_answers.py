@@ -5,6 +5,7 @@ that fails one grades wrongly. The docs' LinearFunction pair sits with lesson 04
 (tests/checks/test_lesson04.py), since the setup_context one fails by design (its bias is not optional).
 """
 import pytest
+
 from answers import (
     LINEAR_FUNCTION,
     MUL,
@@ -15,7 +16,6 @@ from answers import (
     mutate,
 )
 from check_helpers import ns_from
-
 from course_utils import checks
 
 EXTERNAL = {

@@ -5,8 +5,8 @@ tested nothing: 4/4. Here the same kind of answer (closures, globals, attributes
 must earn 0, the request the runner sees must not name the kinds, and the code must differ per run.
 """
 import torch
-from check_helpers import ns_from
 
+from check_helpers import ns_from
 from course_utils import checks
 from course_utils.checks import hidden_functions, lesson06
 from course_utils.grading.judge import public

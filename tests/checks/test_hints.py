@@ -16,7 +16,6 @@ import importlib
 from pathlib import Path
 
 from check_helpers import assert_diagnosed, code_in, gives_away, ns_from, repeats_fix, solution_fragments
-
 from course_utils import checks
 from course_utils.checks import engine
 
@@ -121,10 +120,9 @@ def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
     """A variant answer's code lines and expressions (spaces removed), and its formulas (canonical forms), minus
     what ``shown`` (the task texts) holds: what a level-1 hint on that variant must not say."""
     import ast
+    import textwrap
 
     from check_helpers import FORMULA, MIN_CHARS, _forms, _squash
-
-    import textwrap
 
     # the backward's lines: a forward hint may restate the forward, which the variant's task states anyway, so an
     # expression the answer's forward computes too (prescaled rmsnorm's x * weight) is the forward's, not the backward's
@@ -162,13 +160,12 @@ def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
 def test_no_variants_level_one_hint_gives_its_answer_away(variant_runs):
     """Every variant's hints, met by the other variants' answers (a student who solved the wrong variant): the
     level-1 hint holds none of this variant's own answer, under any names (the guard above knows the default's)."""
-    from test_variants import answers
+    import jupytext
 
     from check_helpers import EXERCISE_NOTEBOOK, _squash
-    import jupytext
     from conftest import ROOT
-
     from course_utils.checks import registry
+    from test_variants import answers
 
     mine = [g for g in registry.FAMILIES if (ROOT / "solutions" / "variants" / f"{g}.py").exists()]
     assert mine

@@ -3,9 +3,9 @@ import time
 
 import pytest
 
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+from course_utils import checks
 
 SCALAR_BASE = """
 class Scalar:
@@ -290,7 +290,8 @@ def test_a_tanh_through_exp_of_minus_two_abs_x_passes():
 
 def test_a_missing_sin_is_told_about_sin_alone():
     """Issue 41, item 4: no __radd__ / __rmul__ advice for a Scalar that lacks only sin."""
-    source = scalar_source().replace("    def sin(self):\n        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))\n", "")
+    source = scalar_source().replace("    def sin(self):\n"
+                                     "        return Scalar(math.sin(self.data), ((self, math.cos(self.data)),))\n", "")
     assert "def sin" not in source
     result = checks.run_check("scalar_engine", ns_from(source))
     assert result.mistakes == ["scalar_api"] and "Scalar(0.5).sin() failed" in result.diagnosis, result.report()

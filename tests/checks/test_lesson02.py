@@ -1,9 +1,10 @@
 """Lesson 02 checks: the transfer exercises mul (a product of two tensors) and div (a quotient), and their variants."""
 import pytest
-from answers import DIV, DIV_GRADS, MUL, MUL_GRADS, SAVES_B_ONLY_FOR_B, mutate
 
-from course_utils import checks
+from answers import DIV, DIV_GRADS, MUL, MUL_GRADS, SAVES_B_ONLY_FOR_B, mutate
 from check_helpers import assert_diagnosed, ns_from
+from course_utils import checks
+
 
 def div_source(grads: str) -> str:
     """div (tests/answers.py) with its gradients replaced by ``grads``."""

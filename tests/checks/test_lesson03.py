@@ -3,10 +3,10 @@ what it saved) and the transfer exercise sigmoid."""
 import ast
 
 import pytest
-from conftest import ROOT
 
-from course_utils import checks
 from check_helpers import assert_diagnosed, ns_from
+from conftest import ROOT
+from course_utils import checks
 
 SIGMOID = """
 class Sigmoid(Function):
@@ -107,8 +107,8 @@ def test_float64_forward_for_float32_input_is_a_dtype_mistake():
 
 
 def test_backward_reading_the_saved_output_passes_the_reads_probe():
-    from course_utils.checks import saved_tensors as saving
     from check_helpers import solution_namespace
+    from course_utils.checks import saved_tensors as saving
 
     facts = saving.probe_saved(solution_namespace("03"), checks.EXERCISES["sigmoid"].request(0))
     assert [case["reads"] for case in facts["cases"]] == [True] * len(facts["cases"])

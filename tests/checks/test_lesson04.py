@@ -1,10 +1,10 @@
 """Lesson 04's transfer exercise `linear_nd`: each catalogued mistake gets its diagnosis."""
 import pytest
 import torch
-from answers import LINEAR_FUNCTION, SQUEEZED_BIAS, mutate
 
-from course_utils import checks
+from answers import LINEAR_FUNCTION, SQUEEZED_BIAS, mutate
 from check_helpers import FORWARD_ONLY_LINEAR, assert_diagnosed, ns_from, solution_namespace
+from course_utils import checks
 
 LINEAR_ND = """
 class LinearND(Function):

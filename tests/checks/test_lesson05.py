@@ -3,9 +3,9 @@ gets its diagnosis, the laziest answers fail, unusual right ones pass."""
 import pytest
 import torch
 
-from course_utils import checks
 from answers import KILLHEAD, mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
+from course_utils import checks
 
 CLIP = """
 class ClipGrad(Function):
@@ -196,7 +196,8 @@ def test_negative_slice_kills_everything_at_n_zero():
                           "gi = g * (torch.arange(g.shape[1]) < g.shape[1] - ctx.n).to(g.dtype)"))),
     ("first-rows", LESSON_KILLHEAD.replace("[:, :n]", "[:n]").replace("[:, :ctx.n]", "[:ctx.n]")),
     ("n-first", LESSON_KILLHEAD.replace("forward(ctx, input, n)", "forward(ctx, n, input)")
-     .replace("result[:, :n] = 0", "result[result.shape[0] - n:] = 0").replace("return grad_input, None", "return None, grad_input")
+     .replace("result[:, :n] = 0", "result[result.shape[0] - n:] = 0")
+     .replace("return grad_input, None", "return None, grad_input")
      .replace("grad_input[:, :ctx.n] = 0", "grad_input[grad_input.shape[0] - ctx.n:] = 0")),
 ])
 def test_unusual_right_killslices_pass(key, source):

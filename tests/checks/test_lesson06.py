@@ -2,9 +2,9 @@
 catalogued mistake gets its diagnosis; the laziest wrong answers to the variants fail."""
 import pytest
 import torch
+
 from answers import mutate
 from check_helpers import assert_diagnosed, leaks, ns_from, solution_namespace
-
 from course_utils import checks
 
 MAXIMUM = """

@@ -1,9 +1,9 @@
 """Lesson 07's exercises `relu_inplace`, `clamp_with_mask`, `tanh_twice`: each mistake gets its diagnosis."""
 import pytest
 import torch
+
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from, solution_namespace
-
 from course_utils import checks
 
 RELU = """
@@ -219,7 +219,8 @@ def test_each_normalize_mistake_gets_its_hint(code):
 
 
 def test_normalize_with_the_tensor_kept_on_ctx_fails():
-    src = normalize(forward="ctx.keep = {'x': x}\n        ctx.save_for_backward(x)\n        return x / x.norm(dim=-1, keepdim=True)")
+    src = normalize(forward="ctx.keep = {'x': x}\n        ctx.save_for_backward(x)\n"
+                          "        return x / x.norm(dim=-1, keepdim=True)")
     assert checks.run_check("normalize_fix", ns_from(src)).mistakes == ["tensor_on_ctx"]
 
 

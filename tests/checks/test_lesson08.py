@@ -112,7 +112,8 @@ class FuncSoftmax(Function):
     "softmax_elementwise": ("func_softmax", sig(VJP, "return grad_output * y * (1 - y)"),
                             ["diagonal of the Jacobian only", "a sum over the row"]),
     "softmax_not_differentiable": ("func_softmax", sig("    @staticmethod\n    def backward",
-                                                       "    @staticmethod\n    @torch.autograd.function.once_differentiable\n    def backward"),
+                                                       "    @staticmethod\n    @torch.autograd.function.once_differentiable\n"
+                                                       "    def backward"),
                                    ["not differentiable itself", "once_differentiable"]),
     "tensor_on_ctx": ("func_softmax", sig("        ctx.save_for_backward(output)\n", "        ctx.saved = [output]\n"
                                           "        ctx.save_for_backward(output)\n"),

@@ -1,9 +1,9 @@
 """Lesson 09's exercises: the laziest answers fail with their diagnosis, unusual correct answers pass."""
 import pytest
 
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
+from course_utils import checks
 
 LOG1MEXP = """
 class StableLog(Function):

@@ -4,9 +4,9 @@ Every answer here runs its kernels in Triton's interpreter (conftest sets TRITON
 """
 import pytest
 
-from course_utils import checks
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
+from course_utils import checks
 
 PRELUDE = '''
 import triton
@@ -289,6 +289,7 @@ class TritonSwiGLU(Function):
 
 def test_the_kernel_device_is_the_gpu_only_where_triton_compiles(monkeypatch):
     import torch
+
     from course_utils.probes import lesson10 as probes
 
     ns = ns_from(answer())

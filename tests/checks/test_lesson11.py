@@ -1,10 +1,10 @@
 """Lesson 11's exercise: the laziest answers fail with their diagnosis, unusual correct answers pass."""
 import jupytext
 import pytest
+
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
 from conftest import ROOT
-
 from course_utils import checks
 
 

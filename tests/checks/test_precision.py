@@ -6,9 +6,9 @@ at the default tolerance but fails the precision stage; the accurate ones pass i
 """
 import pytest
 import torch
+
 from answers import mutate
 from check_helpers import assert_diagnosed, ns_from
-
 from course_utils import checks, probes
 from course_utils.checks import precision
 from course_utils.checks.autograd_function import FunctionSpec, function_exercise, tensor_arg

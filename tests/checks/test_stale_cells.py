@@ -4,11 +4,11 @@ import re
 
 import nbformat
 import pytest
+from jupyter_client.manager import start_new_kernel
+
 from answers import DIV as ANSWER_DIV
 from answers import MUL_AS_TAUGHT, SWAPPED_AS_TAUGHT, TAUGHT_GRADS, mutate
 from conftest import ROOT
-from jupyter_client.manager import start_new_kernel
-
 from course_utils.checks.cells import ANSWER_BANNER, SETUP_BANNER, defined_names, used_names
 
 SETUP = SETUP_BANNER + "\nimport torch\nfrom torch import nn\nfrom torch.autograd import Function\n"

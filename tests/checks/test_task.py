@@ -1,13 +1,13 @@
 """The task cell (``checks.task``), the verdict's variant line and variants turned off, on a fake family
 (``variant_helpers``): the plumbing is tested whether or not a real family exists yet."""
 import pytest
+
 from answers import MUL
 from check_helpers import ns_from
-from variant_helpers import fake_family, student_for
-
 from course_utils import student, variant_settings
 from course_utils.checks import CourseError, check, registry, run_check, task
 from course_utils.checks.verdict import verdict_html
+from variant_helpers import fake_family, student_for
 
 
 @pytest.fixture

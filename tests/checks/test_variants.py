@@ -7,8 +7,8 @@ import functools
 import importlib.util
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from course_utils.checks import registry
 from course_utils.checks.variants import index
 

@@ -68,7 +68,8 @@ def test_rmsnorm_every_dtype_and_layout(shape, dtype):
 
 
 def test_large_tensors_and_many_rows():
-    from course_utils.kernels import triton_rmsnorm as rn, triton_swiglu as sw
+    from course_utils.kernels import triton_rmsnorm as rn
+    from course_utils.kernels import triton_swiglu as sw
 
     gen = torch.Generator(device="cuda").manual_seed(3)
     a, b = (torch.randn(1 << 24, generator=gen, device="cuda") for _ in range(2))

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-from answers import MUL, SWAPPED, mutate, recomputed_by
 
+from answers import MUL, SWAPPED, mutate, recomputed_by
 from conftest import ROOT
 
 SECRET = "instructor-secret-7f3a9c"  # in the grader's environment and in a file in its HOME
@@ -98,7 +98,8 @@ def proc_scan():
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                if SECRET.encode() in open(f"/proc/{p}/environ", "rb").read() or b"course_utils.grade" in open(f"/proc/{p}/cmdline", "rb").read():
+                if (SECRET.encode() in open(f"/proc/{p}/environ", "rb").read()
+                        or b"course_utils.grade" in open(f"/proc/{p}/cmdline", "rb").read()):
                     return
             except OSError:
                 pass
@@ -285,8 +286,8 @@ def constants(**values: object) -> str:
 
 
 # what a hostile answer does to the machine when nothing stops it: never written without a sandbox
-HARMFUL_WITHOUT_SANDBOX = ("escape.ipynb", "reference_hunt.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb", "memory_children.ipynb",
-                           "busy.ipynb")
+HARMFUL_WITHOUT_SANDBOX = ("escape.ipynb", "reference_hunt.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
+                           "memory_children.ipynb", "busy.ipynb")
 
 
 def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, dict]:
@@ -313,7 +314,8 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
             {"linear_function": 4, "linear_module": 0}, []),
         "memory_hog.ipynb": (submission("04", {"linear_module_answer": "import torch\nhog = torch.ones(3 * 10**9)\n"}),
                              {"linear_function": 4, "linear_module": 0}, []),
-        "kernel_killer.ipynb": (submission("04", {"linear_module_answer": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"}),
+        "kernel_killer.ipynb": (submission("04", {"linear_module_answer":
+                                                  "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"}),
                                 {"linear_function": 4, "linear_module": 0}, []),
         "sys_exit.ipynb": (submission("04", {"linear_module_answer": "import sys\nsys.exit(0)\n"}),
                            {"linear_function": 4, "linear_module": 0}, []),

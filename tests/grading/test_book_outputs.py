@@ -134,7 +134,7 @@ def test_every_output_agrees_with_the_book_after_every_decision_without_a_rerun(
     for name, row in truth.items():
         assert table[name]["total"] == (f"{row.total:g}" if row.graded else ""), name
         assert table[name]["decisions"] == " | ".join(row.decisions)
-    page = open(targets["report"]).read()
+    page = Path(targets["report"]).read_text()
     attention_html = page.split("id='attention'")[1].split("</section>")[0]
     decided = command[1].removesuffix(".ipynb")
     assert f"class/{decided}.ipynb" not in attention_html and "read it" in page
@@ -175,7 +175,7 @@ def test_lateness_shows_in_the_table_the_dashboard_and_the_feedback_as_the_expor
     ann = table["class/ann.ipynb"]
     assert (ann["total"], ann["days_late"], ann["late_penalty"], ann["score"]) == ("12", "2", "2.4", "9.6")
     assert table["class/bob.ipynb"]["score"] == ""  # held: nothing counts yet
-    page = open(targets["report"]).read()
+    page = Path(targets["report"]).read_text()
     row = re.search(r"<tr data-submission='class/ann.ipynb'>(.*?)</tr>", page).group(1)
     assert "<td class='late'>2</td><td class='score'>9.6</td>" in row
     assert "2 day(s) late" in feedback(targets, "ann") and "9.6/12 after the late penalty" in feedback(targets, "ann")

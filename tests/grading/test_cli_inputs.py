@@ -18,13 +18,13 @@ UNSANDBOXED = () if BOX.mode != "none" else ("--no-sandbox",)  # grading unattem
 
 
 def grade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course_utils.grade", *args, *UNSANDBOXED], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "course_utils.grade", *args, *UNSANDBOXED], check=False, capture_output=True,
                           text=True, env=ENV, timeout=600)
 
 
 def export(book: Path, out: Path, fmt: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "course_utils.grade", "export", "--book", str(book), "--format", fmt,
-                           "--out", str(out), *extra], capture_output=True, text=True, env=ENV, timeout=120)
+                           "--out", str(out), *extra], check=False, capture_output=True, text=True, env=ENV, timeout=120)
 
 
 def nbgrader_timestamp() -> str:

@@ -107,14 +107,14 @@ def test_similarity_without_copydetect_fails_before_grading(tmp_path):
     subs.mkdir()
     (subs / "a.ipynb").write_text((ROOT / "solutions" / "02_exercises.ipynb").read_text())
     proc = subprocess.run([sys.executable, "-m", "course_utils.grade", str(subs), "--out", str(tmp_path / "g.csv"),
-                           "--similarity", str(tmp_path / "sim")], capture_output=True, text=True, timeout=60,
+                           "--similarity", str(tmp_path / "sim")], check=False, capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": f"{tmp_path / 'fake'}:{ROOT}", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2 and "needs copydetect" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "g.csv").exists() and not (tmp_path / "g.csv.results").exists()
 
 
 def test_help_names_the_gradescope_archive_and_the_report():
-    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "--help"], check=False, capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert proc.returncode == 0
     assert "course_utils.grade gradescope" in proc.stdout and "--report" in proc.stdout

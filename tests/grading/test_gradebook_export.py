@@ -5,7 +5,7 @@ column per grade item) and the columns `nbgrader export` writes (read from nbgra
 import csv
 import inspect
 import io
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -84,7 +84,7 @@ def test_nbgrader_export_has_the_columns_nbgrader_export_writes(students):
     assert (rows["s1"]["score"], rows["s1"]["last_name"], rows["s3"]["score"]) == ("10", "Lovelace", "0")
 
 
-DUE = datetime(2026, 3, 1, 23, 59, tzinfo=timezone.utc)
+DUE = datetime(2026, 3, 1, 23, 59, tzinfo=UTC)
 
 
 def test_late_penalty_counts_started_days_after_the_grace_period():
@@ -114,7 +114,7 @@ def test_export_applies_the_penalty_from_a_recorded_time_and_says_where_it_came_
     folder.mkdir(parents=True)
     (folder / "timestamp.txt").write_text("2026-03-03 10:00:00.000000 UTC")
     when, source, _ = late.recorded_time(str(folder / "n.ipynb"), "02_exercises")
-    assert source == "nbgrader timestamp.txt" and when == datetime(2026, 3, 3, 10, tzinfo=timezone.utc)
+    assert source == "nbgrader timestamp.txt" and when == datetime(2026, 3, 3, 10, tzinfo=UTC)
     (tmp_path / "x.ipynb").write_text("{}")
     assert late.recorded_time(str(tmp_path / "x.ipynb"), "a") == (None, "", [])
     assert late.recorded_time(str(tmp_path / "x.ipynb"), "a", use_mtime=True)[1] == \
@@ -146,7 +146,7 @@ def test_gradescope_metadata_gives_the_time(tmp_path):
     (tmp_path / "submission_metadata.json").write_text('{"id": 1, "created_at": "2026-03-02T10:00:00.5-07:00"}')
     when, source, _ = late.recorded_time(str(tmp_path / "submission" / "a.ipynb"), "a")
     assert source == "Gradescope submission_metadata.json" and when == datetime(2026, 3, 2, 17, 0, 0, 500000,
-                                                                                tzinfo=timezone.utc)
+                                                                                tzinfo=UTC)
 
 
 def test_a_name_with_a_suffix_after_its_comma_is_not_last_name_first():

@@ -73,10 +73,7 @@ def oracle(sid: str, assignment: str) -> float | None:
     files = SUBMITTED.get((sid, assignment))
     if not files or ((sid, assignment) in HELD_FILES and (sid, assignment) not in ACCEPTED):
         return None
-    if (sid, assignment) == CHOSEN[:2]:
-        counted = files[CHOSEN[2]]
-    else:
-        counted = max(files, key=lambda f: f[3])
+    counted = files[CHOSEN[2]] if (sid, assignment) == CHOSEN[:2] else max(files, key=lambda f: f[3])
     points = dict(zip(EXERCISES[assignment], counted[2], strict=True))
     if (sid, assignment) == OVERRIDE[:2]:
         points[OVERRIDE[2]] = OVERRIDE[3]

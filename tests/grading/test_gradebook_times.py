@@ -156,7 +156,7 @@ def test_an_id_that_matches_two_students_once_zeros_are_gone_or_two_times_for_on
     when = late.parse_time(DUE, "x")
     rows = [late.TimeRow("t.csv line 2", "0417", "", when),
             late.TimeRow("t.csv line 3", "a_1.ipynb", "02_exercises", when.replace(hour=1))]
-    with pytest.raises(UsageError, match="line 3: gives in/a_1.ipynb the time .* but t.csv line 2 gave"):
+    with pytest.raises(UsageError, match=r"line 3: gives in/a_1\.ipynb the time .* but t\.csv line 2 gave"):
         records.place_all(rows, [], students, matched, {"in/a_1.ipynb": "02_exercises", "in/b_1.ipynb": "02_exercises"})
 
 

@@ -75,7 +75,7 @@ RESULTS_SCHEMA = {
 def archive(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gs") / "autograder.zip"
     proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "gradescope", "02_exercises", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -92,7 +92,7 @@ def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30", **extra_env)
     proc = subprocess.run([shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True, env=env,
-                          cwd=base, timeout=600)
+                          cwd=base, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(data, RESULTS_SCHEMA)
@@ -165,7 +165,6 @@ def test_held_for_review_is_a_zero_that_says_why_and_shows_the_computed_points()
 def test_a_notebook_of_another_assignment_is_named_not_graded():
     from course_utils.grading.gradescope import results
     from course_utils.grading.results import SubmissionResult
-
     from course_utils.grading.submission import wrong_assignment
 
     row = SubmissionResult(submission="s/03_exercises.ipynb", assignment="02_exercises", status="wrong assignment",
@@ -231,7 +230,7 @@ def test_uid_sandbox_in_a_container_without_bubblewrap_survives_the_daemon_attac
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_TIMEOUT="30")
     proc = subprocess.run(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER, "sh",
-                           shutil.which("bash"), str(root / "run_autograder")], capture_output=True, text=True,
+                           shutil.which("bash"), str(root / "run_autograder")], check=False, capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((root / "results" / "results.json").read_text())

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+
 from answers import MUL
 from conftest import ROOT
-from grading_corpus import answer, submission
-
 from course_utils.grading import judge, protocol, sandbox, session, worker
 from course_utils.grading.collect import load_assignments
+from grading_corpus import answer, submission
 
 
 def reader(data: bytes | io.RawIOBase) -> worker.Worker:
@@ -131,7 +131,8 @@ f = get(torch, "sys")._getframe(0)
 while f is not None and "send" not in f.f_locals:  # up to the runner's main: its job, probes and channel
     f = get(f, "f_back")
 here = f.f_locals
-facts = here["probes"].run("mul", here["job"]["probes"]["mul"], globals(), here["job"]["requests"]["mul"], 5.0)  # genuine-looking facts
+facts = here["probes"].run("mul", here["job"]["probes"]["mul"], globals(),
+                          here["job"]["requests"]["mul"], 5.0)  # genuine-looking facts
 here["send"](kind="facts", exercise="mul", facts=facts, cell_errors=[], printed=0, fake_output=False)
 os._exit(0)  # before the real probe runs
 '''

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_sandbox_modes import GRADE, _env, _result, _shared_folder, as_normal_user, in_container
 
 # every call that holds kernel memory no resident size or folder shows, or that the filter must refuse;

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
 from answers import MUL, MUL_GRADS, mutate
 from conftest import ROOT
 from grading_corpus import IMPORTS, submission

@@ -5,8 +5,13 @@ fixture, so the two halves of minutes of notebook execution run on separate test
 """
 import pytest
 
-from test_nbgrader import (ALL_ASSIGNMENTS, grade_with_both, test_nbgrader_gives_the_points_our_grader_gives,  # noqa: F401
-                           test_scores_tell_the_students_apart, test_the_issue_case_no_longer_gets_full_marks)
+from test_nbgrader import (  # noqa: F401
+    ALL_ASSIGNMENTS,
+    grade_with_both,
+    test_nbgrader_gives_the_points_our_grader_gives,
+    test_scores_tell_the_students_apart,
+    test_the_issue_case_no_longer_gets_full_marks,
+)
 
 ASSIGNMENTS = ALL_ASSIGNMENTS[1::2]
 

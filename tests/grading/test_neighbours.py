@@ -3,7 +3,8 @@ none of the judge's arguments.
 
 Mallory's answer looks for the submissions folder in every other user's ``/proc/PID/cmdline``,
 tries the judge's ``environ``, ``fd`` and ``cwd``, looks for the judge among the listed processes,
-lists the folder, reads Bob's notebook, and reads the course's ``solutions/``, checks and tests; it reports what worked in its own feedback
+lists the folder, reads Bob's notebook, and reads the course's ``solutions/``, checks and tests; it reports what
+worked in its own feedback
 (``Mul.forward`` raises ``REPORT ...``). Each mode is run for real through the command line:
 root (bubblewrap as root), user (bubblewrap as a normal user) and the uid sandbox (root in a
 private mount namespace without bubblewrap: a container, as the course's Kubernetes recipe grades).
@@ -20,11 +21,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
 from conftest import ROOT
+from course_utils.grading import sandbox
 from grading_corpus import REPORTER, constants, submission
 from test_sandbox_modes import _env, _shared_folder, as_user, in_container
-
-from course_utils.grading import sandbox
 
 MARK = "bob-wrote-this-7c1f"
 KERNEL = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])  # hidepid per /proc mount: 5.8

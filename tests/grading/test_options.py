@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 from conftest import ROOT
-
 from course_utils.grading import judge, options
 
 
@@ -16,7 +15,7 @@ def test_options_and_the_modules_that_build_them_import_without_torch():
             "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('course_utils.checks', "
             "'course_utils.grading.judge')))\n"
             "print(heavy)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 

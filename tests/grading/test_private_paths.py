@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import ROOT
 from private_paths import why_unreadable
 

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 from private_paths import readable_view, why_unreadable
 

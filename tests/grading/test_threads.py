@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from course_utils import checks, wire
 from check_helpers import EXERCISE_NOTEBOOK, solution_namespace
+from course_utils import checks, wire
 
 SEEDS = (3, 11)
 THREADS = 8

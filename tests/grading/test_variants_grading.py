@@ -9,10 +9,8 @@ import threading
 
 import nbformat
 import pytest
-from conftest import ROOT
-from grading_corpus import submission
-from variant_helpers import fake_family, student_for
 
+from conftest import ROOT
 from course_utils import variant_settings
 from course_utils.checks import registry
 from course_utils.grading import owners, sandbox
@@ -20,6 +18,8 @@ from course_utils.grading.batch import grade_batch
 from course_utils.grading.collect import Cell, display_name, load_assignments
 from course_utils.grading.options import Options
 from course_utils.grading.reports import feedback_text, table_csv
+from grading_corpus import submission
+from variant_helpers import fake_family, student_for
 
 PLAIN, NEVER = student_for("mul", 0), student_for("mul", 1)
 

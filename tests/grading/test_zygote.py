@@ -10,11 +10,11 @@ import time
 
 import nbformat
 import pytest
-from conftest import ROOT
-from grading_corpus import answer, submission
 
+from conftest import ROOT
 from course_utils.grading import judge, sandbox, zygote
 from course_utils.grading.collect import load_assignments
+from grading_corpus import answer, submission
 
 LEAVE_BEHIND = """
 import os, time
