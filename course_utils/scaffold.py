@@ -180,8 +180,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="./course new-exercise", description="Write a new custom-Function exercise's check, probe, tests "
-                "and solution cells, and register it (CONTRIBUTING.md, 'Adding an exercise').",
+    p = _Parser(prog="./course new-exercise", description=textwrap.fill(
+                "Write a new custom-Function exercise's check, probe, tests and solution cells, and register it "
+                "(CONTRIBUTING.md, 'Adding an exercise').", 100),
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 epilog="example: ./course new-exercise sin --lesson 03 --defines Sin --reference 'torch.sin(x)'\n\n"
                 "what it pre-fills (<args>, <reference>: the options' values):\n"

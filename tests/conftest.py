@@ -67,7 +67,10 @@ def _only_the_exercise(config, items) -> None:
     from course_utils import exercise_tests
 
     grade_id = config.getoption("exercise")
-    lesson = exercise_tests.lesson_of(grade_id, ROOT)
+    try:
+        lesson = exercise_tests.lesson_of(grade_id, ROOT)
+    except exercise_tests.UnknownExercise as unknown:
+        raise pytest.UsageError(str(unknown)) from None
     kept, dropped = [], []
     for item in items:
         path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
