@@ -42,11 +42,14 @@ def test_an_exercise_gets_its_own_tests_and_every_test_that_reads_all_exercises(
     assert sum(i.startswith("solutions/05_exercises.ipynb::") for i in ids) > 5  # nbval: every cell
 
 
-def test_an_unknown_id_is_refused_in_one_sentence(capsys):
-    assert exercise_tests.main(["kilhead"]) == 2
-    said = capsys.readouterr().err.strip()
-    assert said.startswith("./course test --exercise: no exercise is called 'kilhead' (did you mean killhead?): give "
-                           "an id of a solution notebook's check cell, one of abs_prod, ") and "\n" not in said, said
+def test_an_unknown_id_is_refused_in_one_sentence():
+    """Through the course script, as an author types it: one sentence naming the close id, status 2, no pytest."""
+    out = subprocess.run([str(ROOT / "course"), "test", "--exercise", "kilhead"], check=False, capture_output=True,
+                         text=True, cwd=ROOT)
+    said = out.stderr.strip()
+    assert out.returncode == 2 and said.startswith(
+        "./course test --exercise: no exercise is called 'kilhead' (did you mean killhead?): give an id of a solution "
+        "notebook's check cell, one of abs_prod, ") and "\n" not in said and not out.stdout, said
     out = subprocess.run([str(ROOT / "course"), "test", "--exercise"], check=False, capture_output=True,
                          text=True, cwd=ROOT)
     assert out.returncode == 2 and "usage: ./course test --exercise ID" in out.stderr + out.stdout
