@@ -19,10 +19,14 @@ import keyword
 import math
 import re
 import sys
-from dataclasses import dataclass
+import textwrap
 from pathlib import Path
 
+from . import exercise_tests
 from .paths import ROOT
+from .scaffold_text import PREFILLED, NewExercise, check_text, prefilled, probe_text, solution_cells, tests_text
+
+__all__ = ["NewExercise", "Refused", "main", "validate", "write"]
 
 ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 CONTRACT_FILE = Path("tests/checks/test_engine.py")
@@ -31,31 +35,6 @@ CONTRACT_START = "CONTRACT = {"
 
 class Refused(Exception):
     """Input the scaffold will not act on; the message is one sentence for the author."""
-
-
-@dataclass(frozen=True)
-class NewExercise:
-    grade_id: str
-    lesson: str  # two digits
-    cls: str
-    args: tuple[str, ...]
-    reference: str  # a Python expression of ``args``
-    title: str
-    precision: tuple[float, float] | None = None  # a relative-precision stage over [low, high] (checks/precision.py)
-
-    @property
-    def module(self) -> str:
-        return f"lesson{self.lesson}_{self.grade_id}"
-
-    @property
-    def files(self) -> dict[str, Path]:
-        return {"check": Path("course_utils/checks") / f"{self.module}.py",
-                "probe": Path("course_utils/probes") / f"{self.module}.py",
-                "tests": Path("tests/checks") / f"test_{self.module}.py"}
-
-    @property
-    def solution(self) -> Path:
-        return Path("solutions") / f"{self.lesson}_exercises.py"
 
 
 def existing_ids(root: Path) -> dict[str, str]:
@@ -134,6 +113,17 @@ def _check_names(ex: NewExercise, root: Path) -> None:
     if defined:
         raise Refused(f"{ex.solution} defines {ex.cls} already (another exercise's answer): choose another class "
                       "name, or the new answer cell would replace it.")
+    lesson = lesson_defining(ex.cls, ex.lesson, root)
+    if lesson:
+        raise Refused(f"{lesson}, a lesson, defines class {ex.cls} already: choose another class name (the "
+                      "exercise asks students to write a class of their own, not one a lesson shows them).")
+
+
+def lesson_defining(cls: str, lesson: str, root: Path) -> str:
+    """The lesson notebook source (notebooks/*.py, the exercise's own lesson first) that defines class ``cls``, if any."""
+    sources = sorted((root / "notebooks").glob("*.py"), key=lambda p: (not p.name.startswith(lesson), p.name))
+    pattern = re.compile(rf"^\s*class {re.escape(cls)}\b", re.M)
+    return next((str(p.relative_to(root)) for p in sources if pattern.search(p.read_text())), "")
 
 
 def _try_reference(ex: NewExercise, tree: ast.Expression) -> None:
@@ -153,147 +143,6 @@ def _try_reference(ex: NewExercise, tree: ast.Expression) -> None:
                       "with torch operations (the check differentiates it).")
 
 
-# --------------------------------------------------------------------------- the files' text
-def check_text(ex: NewExercise) -> str:
-    arg_list = ", ".join(ex.args)
-    precision_import = precision_arg = precision_points = ""
-    if ex.precision is not None:  # values and gradients to a relative tolerance over a wide grid (issue 49)
-        low, high = ex.precision
-        precision_import = "\nfrom .precision import Precision, wide_grid"
-        precision_arg = (f",\n                    precision=Precision(grid=wide_grid({low!r}, {high!r}), "
-                         f"where=\"{ex.args[0]} from {low:g} to {high:g}\")")
-        precision_points = ", precision_points=1"
-    case = lambda shape, k, extra="": ", ".join(  # noqa: E731 - one tensor per argument
-        f"tensor_arg({shape}, base + {k + 10 * i}{extra})" for i in range(len(ex.args)))
-    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}``: ``{ex.cls}``, a custom Function computing ``{ex.reference}``.
-
-Written by ``./course new-exercise``: forward and backward judged against PyTorch's own gradients on the
-cases below. Add the mistakes this exercise invites (``catalogue``, ``FunctionSpec.diagnose``) and a test
-for each in tests/checks/test_{ex.module}.py.
-"""
-from __future__ import annotations
-
-import math  # noqa: F401 - for a reference that needs it
-
-import torch
-
-from .autograd_function import FunctionSpec, function_exercise, tensor_arg{precision_import}
-
-
-def _cases(base: int):
-    return [
-        ([{case("(5,)", 1)}], "inputs of shape (5,)"),
-        ([{case("(3, 4)", 2, ", torch.float32")}], "float32 inputs of shape (3, 4)"),
-        ([{case("(4, 3)", 3, ', layout="t"')}], "non-contiguous (transposed) inputs"),
-    ]
-
-
-def _reference({arg_list}):
-    return {ex.reference}
-
-
-SPEC = FunctionSpec(grade_id="{ex.grade_id}", cls_name="{ex.cls}", arg_names={ex.args!r},
-                    reference=_reference, cases=_cases, describe="{ex.reference}",
-                    gradcheck_args=lambda base: [{case("(4,)", 4)}]{precision_arg})
-EXERCISES = [function_exercise(spec=SPEC, title="{ex.title}", forward_points=1, backward_points=1{precision_points})]
-'''
-
-
-def probe_text(ex: NewExercise) -> str:
-    return f'''"""Lesson {ex.lesson} probes of ``{ex.grade_id}``: ``{ex.cls}``'s forward and backward (``autograd_function``).
-
-Its stages name these probes (``Stage(probe="forward")``); add a probe here for every stage you add there.
-"""
-from . import autograd_function as f
-
-PROBES = {{"{ex.grade_id}": f.{"WITH_PRECISION" if ex.precision else "STAGES"}}}
-'''
-
-
-def tests_text(ex: NewExercise) -> str:
-    args = ", ".join(ex.args)
-    return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}`` (``{ex.cls}``): the solution passes, lazy answers fail.
-
-``BASE`` is the solution's own answer cell (solutions/{ex.lesson}_exercises.py), the one right answer; each wrong
-answer is ``mutate(BASE, (text, replacement))``, so an edit the solution no longer matches fails here.
-``BUGS`` maps each mistake code checks/{ex.module}.py catalogues to (exercise, the laziest answer that
-makes it, phrases its hint must hold): every catalogued code needs one (test_every_catalogue_entry_is_tested).
-"""
-import pytest
-from answers import mutate
-from check_helpers import assert_diagnosed, ns_from, solution_answer
-
-from course_utils import checks
-
-BASE = solution_answer("{ex.lesson}", "{ex.cls}")
-BUGS: dict[str, tuple[str, str, list[str]]] = {{
-    "forward_wrong": ("{ex.grade_id}", mutate(BASE, ("return {ex.reference}", "return ({ex.reference}) + 1")),
-                      ["forward gives wrong values"]),
-}}
-LAZY_BACKWARD = """
-class {ex.cls}(Function):
-    @staticmethod
-    def forward(ctx, {args}):
-        return {ex.reference}
-    @staticmethod
-    def backward(ctx, g):
-        return {", ".join(["g * 0"] * len(ex.args))}
-"""
-
-
-@pytest.mark.parametrize("code", sorted(BUGS))
-def test_each_mistake_gets_its_hint(code):
-    assert_diagnosed(code, *BUGS[code])
-
-
-def test_it_is_registered_with_its_probes():
-    ex = checks.EXERCISES["{ex.grade_id}"]
-    assert ex.names == ("{ex.cls}",) and ex.probe_names == ("forward", "backward"{', "precision"' if ex.precision else ""})
-
-
-def test_the_solution_earns_every_point():
-    result = checks.run_check("{ex.grade_id}", ns_from(BASE))
-    assert result.points == result.max, result.report()
-
-
-def test_forward_alone_earns_the_forward_point_only():
-    result = checks.run_check("{ex.grade_id}", ns_from(LAZY_BACKWARD))
-    assert result.points == 1 and result.mistakes == ["gradient_wrong"], result.report()
-'''
-
-
-def solution_cells(ex: NewExercise) -> str:
-    args = ", ".join(ex.args)
-    return f'''
-
-# %% [markdown]
-# ## Exercise `{ex.grade_id}` ({3 if ex.precision else 2} points)
-#
-# `{ex.cls}.apply({args})` must return `{ex.reference}`, with a backward you derive by hand.
-
-# %%
-class {ex.cls}(Function):
-    @staticmethod
-    def forward(ctx, {args}):
-        ### BEGIN SOLUTION
-        ctx.save_for_backward({args})
-        return {ex.reference}
-        ### END SOLUTION
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        ### BEGIN SOLUTION
-        raise NotImplementedError("{ex.grade_id}: write the solution's backward here (./course new-exercise left it)")
-        ### END SOLUTION
-
-
-# %%
-from course_utils.checks import check
-
-check("{ex.grade_id}", globals())
-'''
-
-
 # --------------------------------------------------------------------------- writing, all or nothing
 def write(ex: NewExercise, root: Path = ROOT) -> list[str]:
     """Validate, then write the three modules, append the solution's cells and the CONTRACT entry; what was done."""
@@ -309,16 +158,19 @@ def write(ex: NewExercise, root: Path = ROOT) -> list[str]:
     with (root / ex.solution).open("a") as out:
         out.write(solution_cells(ex))
     (root / CONTRACT_FILE).write_text(contract)
+    tests = exercise_tests.listed(str(ex.files["tests"]), ex.lesson)
     return [f"wrote {ex.files['check']} (the check: reference, cases; add its mistakes and hints)",
             f"wrote {ex.files['probe']} (its probes: what runs beside the student's code)",
             f"wrote {ex.files['tests']} (its tests: BUGS, and unusual answers that must pass)",
             f"added exercise `{ex.grade_id}` to {ex.solution} (write backward between ### BEGIN SOLUTION and "
             "### END SOLUTION)",
             f"added `{ex.grade_id}` to CONTRACT in {CONTRACT_FILE}",
+            "pre-filled (CONTRIBUTING.md, 'Adding an exercise', step 1):",
+            *(f"  - {line}" for line in prefilled(ex)),
             f"next: write the backward (its tests fail until then), ./course build {ex.lesson}_exercises, then "
-            f"./course test {ex.files['tests']} tests/checks/test_engine.py tests/checks/test_hints.py "
-            f"tests/test_lint.py solutions/{ex.lesson}_exercises.ipynb exercises/{ex.lesson}_exercises.ipynb "
-            "(CONTRIBUTING.md, 'Adding an exercise', step 6 lists every test)"]
+            f"./course test --exercise {ex.grade_id}, which runs what these need of `{ex.grade_id}` "
+            "(CONTRIBUTING.md, 'Adding an exercise', step 6):",
+            *(f"  {path}" for path in tests)]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -328,9 +180,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="./course new-exercise", description="Write a new custom-Function exercise's check, probe, tests "
-                "and solution cells, and register it (CONTRIBUTING.md, 'Adding an exercise').",
-                epilog="example: ./course new-exercise sin --lesson 03 --defines Sin --reference 'torch.sin(x)'")
+    p = _Parser(prog="./course new-exercise", description=textwrap.fill(
+                "Write a new custom-Function exercise's check, probe, tests and solution cells, and register it "
+                "(CONTRIBUTING.md, 'Adding an exercise').", 100),
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="example: ./course new-exercise sin --lesson 03 --defines Sin --reference 'torch.sin(x)'\n\n"
+                "what it pre-fills (<args>, <reference>: the options' values):\n"
+                + "\n".join(textwrap.fill(line, 100, initial_indent="  - ", subsequent_indent="    ")
+                            for line in PREFILLED))
     p.add_argument("grade_id", metavar="ID", help="the exercise id: lowercase, e.g. sin (the check, modules, grade)")
     p.add_argument("--lesson", required=True, help="the lesson number whose exercise notebook gets it, e.g. 03")
     p.add_argument("--defines", required=True, metavar="CLASS", help="the Function class the answer cell defines")

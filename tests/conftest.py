@@ -57,8 +57,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--exercise", metavar="ID", help="of the files given, only what exercise ID needs "
+                     "(./course test --exercise ID gives the files: course_utils/exercise_tests.py)")
+
+
+def _only_the_exercise(config, items) -> None:
+    """``--exercise ID``: keep the collected tests ``exercise_tests.keep`` chooses, by their parameters' values."""
+    from course_utils import exercise_tests
+
+    grade_id = config.getoption("exercise")
+    try:
+        lesson = exercise_tests.lesson_of(grade_id, ROOT)
+    except exercise_tests.UnknownExercise as unknown:
+        raise pytest.UsageError(str(unknown)) from None
+    kept, dropped = [], []
+    for item in items:
+        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = getattr(item, "originalname", item.name)
+        (kept if exercise_tests.keep(grade_id, lesson, path, name, params) else dropped).append(item)
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked slow run in CI (CI is set) or with COURSE_SLOW=1; a developer's ./course test skips them."""
+    if config.getoption("exercise", None):
+        _only_the_exercise(config, items)
     if os.environ.get("CI") or os.environ.get("COURSE_SLOW"):
         return
     skip = pytest.mark.skip(reason="slow: CI runs it; COURSE_SLOW=1 ./course test runs it here")

@@ -25,6 +25,9 @@ def copy(tmp_path_factory):
     ignore = shutil.ignore_patterns("__pycache__")
     for folder in ("course_utils", "solutions", "tests/checks"):
         shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
+    (root / "notebooks").mkdir()
+    for lesson in (ROOT / "notebooks").glob("*.py"):  # the lessons' sources: the scaffold refuses their classes
+        shutil.copy(lesson, root / "notebooks" / lesson.name)
     for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py"):
         shutil.copy(ROOT / name, root / name)
     return root, scaffold(root, *NEW)
@@ -42,6 +45,19 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
     copy, done = copy
     assert done.returncode == 0, done.stderr
     assert "wrote course_utils/checks/lesson03_sin_twice.py" in done.stdout
+    said = done.stdout.splitlines()
+    # what it pre-filled, and the full list of what ./course test --exercise runs (issue 52, item 3)
+    assert "  - the solution's forward is pre-filled with `ctx.save_for_backward(x)` and `return torch.sin(2 * x)`: " \
+        "rewrite its body as the lesson wants (e.g. save the output, not the input), but keep its line " \
+        "`def forward(ctx, x):`, the only line the tests' forward_wrong edits (change FORWARD in the tests if you " \
+        "change it)" in said
+    listed = said[said.index(next(line for line in said if line.startswith("next: "))) + 1:]
+    assert "./course test --exercise sin_twice" in done.stdout and listed == [
+        "  tests/checks/test_lesson03_sin_twice.py", "  tests/checks/test_engine.py", "  tests/checks/test_hints.py",
+        "  tests/checks/test_variants.py", "  tests/checks/test_exercise_notebooks.py",
+        "  tests/test_taught_before_asked.py", "  tests/test_variant_audit.py", "  tests/test_verbatim_share.py",
+        "  tests/test_notebooks.py", "  tests/test_lint.py", "  solutions/03_exercises.ipynb",
+        "  exercises/03_exercises.ipynb"], said
     for path in ("course_utils/checks/lesson03_sin_twice.py", "course_utils/probes/lesson03_sin_twice.py",
                  "tests/checks/test_lesson03_sin_twice.py"):
         assert (copy / path).exists(), path
@@ -54,8 +70,13 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
     solution = copy / "solutions" / "03_exercises.py"
     text = solution.read_text()
     raising = next(line for line in text.splitlines() if "raise NotImplementedError(\"sin_twice" in line)
-    solution.write_text(text.replace(raising, "        (x,) = ctx.saved_tensors\n"
-                                              "        return grad_output * 2 * torch.cos(2 * x)"))
+    # the author writes backward and rewrites forward's pre-filled body as an author would (issue 52, item 3: the
+    # generated forward_wrong edited `return torch.sin(2 * x)` and broke): the generated tests still hold
+    prefilled = "        ctx.save_for_backward(x)\n        return torch.sin(2 * x)\n"
+    assert text.count(prefilled) == 1
+    text = text.replace(prefilled, "        two_x = 2 * x\n        ctx.save_for_backward(two_x)\n        return two_x.sin()\n")
+    solution.write_text(text.replace(raising, "        (two_x,) = ctx.saved_tensors\n"
+                                              "        return grad_output * 2 * two_x.cos()"))
     tests = subprocess.run(pytest_argv, check=False, cwd=copy, capture_output=True, text=True)
     assert tests.returncode == 0 and "\n8 passed" in tests.stdout, tests.stdout[-3000:] + tests.stderr[-2000:]
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "course_utils/checks/lesson03_sin_twice.py",
@@ -85,6 +106,12 @@ def test_a_duplicate_id_is_refused_and_nothing_is_written(copy, capsys):
         (["cos", *COS[1:3], "--defines", "Exp", *COS[5:]], "solutions/03_exercises.py defines Exp already (another "
                                                             "exercise's answer): choose another class name, or the "
                                                             "new answer cell would replace it."),
+        (["cos", *COS[1:3], "--defines", "ExpSavingInput", *COS[5:]],
+         "notebooks/03_exp_save_the_output.py, a lesson, defines class ExpSavingInput already: choose another class "
+         "name (the exercise asks students to write a class of their own, not one a lesson shows them)."),
+        (["cos", *COS[1:3], "--defines", "KillHead", *COS[5:]],
+         "notebooks/05_killhead.py, a lesson, defines class KillHead already: choose another class name (the "
+         "exercise asks students to write a class of their own, not one a lesson shows them)."),
         (["cos", *COS[1:5], "--reference", "3"], "--reference never uses x: every argument of --args must appear in "
                                                   "it (or leave that argument out of --args)."),
         (["cos", *COS[1:5], "--reference", "x.detach() * 0 + 3"],
@@ -109,6 +136,27 @@ def test_the_course_script_offers_it_with_help():
     assert out.returncode == 2 and out.stderr.strip().endswith(
         "the following arguments are required: --lesson, --defines, --reference (./course new-exercise --help shows "
         "the options)")
+
+
+def test_help_contributing_and_the_scaffold_say_the_same_prefill_and_tests():
+    """Issue 52, item 3: what the scaffold pre-fills is in its --help and in CONTRIBUTING, word for word, and
+    CONTRIBUTING's step 6 lists exactly the files ./course test --exercise collects (course_utils/exercise_tests.py)."""
+    import re
+
+    from course_utils import exercise_tests
+    from course_utils.scaffold_text import PREFILLED
+
+    squash = lambda text: " ".join(text.replace("> ", " ").split())  # noqa: E731 - line breaks and quoting aside
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    steps = text[text.index("## Adding an exercise"):text.index("## Adding a family of variants")]
+    helped = squash(subprocess.run([sys.executable, "-m", "course_utils.scaffold", "--help"], cwd=ROOT,
+                                   capture_output=True, text=True, check=True).stdout.replace("\n    ", " "))
+    for line in PREFILLED:
+        assert squash(line) in squash(steps), line
+        assert squash(line) in helped, line
+    six = steps[steps.index("6. **Build and test**"):]
+    listed = re.findall(r"^\s*- `([\w/.]+)`", six, re.M)
+    assert listed == exercise_tests.listed("tests/checks/test_lessonNN_ID.py", "NN"), listed
 
 
 def test_contributing_names_only_paths_that_exist_and_walks_through_the_scaffold():

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import pytest
+
 from check_helpers import assert_diagnosed, code_in, gives_away, ns_from, repeats_fix, solution_fragments
 from course_utils import checks
 from course_utils.checks import engine
@@ -157,7 +159,16 @@ def _answer_fragments(source: str, shown: str) -> tuple[set[str], set[str]]:
             forms - code_in(shown, size=1))
 
 
-def test_no_variants_level_one_hint_gives_its_answer_away(variant_runs):
+def _families_with_answers() -> list[str]:
+    from conftest import ROOT
+    from course_utils.checks import registry
+
+    return [g for g in sorted(registry.FAMILIES) if (ROOT / "solutions" / "variants" / f"{g}.py").exists()]
+
+
+# one test per family, so that ./course test --exercise ID runs its own family's only (course_utils/exercise_tests.py)
+@pytest.mark.parametrize("grade_id", _families_with_answers())
+def test_no_variants_level_one_hint_gives_its_answer_away(grade_id, variant_runs):
     """Every variant's hints, met by the other variants' answers (a student who solved the wrong variant): the
     level-1 hint holds none of this variant's own answer, under any names (the guard above knows the default's)."""
     import jupytext
@@ -167,20 +178,18 @@ def test_no_variants_level_one_hint_gives_its_answer_away(variant_runs):
     from course_utils.checks import registry
     from test_variants import answers
 
-    mine = [g for g in registry.FAMILIES if (ROOT / "solutions" / "variants" / f"{g}.py").exists()]
-    assert mine
-    for gid in mine:
-        nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[gid]}_exercises.py")
-        common = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        given = answers(gid)
-        for variant in registry.family(gid):
-            pieces, forms = _answer_fragments(given[variant.key], common + "\n" + variant.task)
-            others = [k for k in given if k != variant.key][:2]  # two wrong answers per variant: the default's first
-            for other in others:
-                result = variant_runs.run(gid, given[other], variant.key)  # test_variants runs it too: once
-                hint = result.diagnosis
-                said = sorted(p for p in pieces if p in _squash(hint)) + sorted(forms & code_in(hint))
-                assert not said, f"{gid} variant {variant.key}, {other}'s answer: {hint!r} gives away {said}"
+    gid = grade_id
+    nb = jupytext.read(ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[gid]}_exercises.py")
+    common = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    given = answers(gid)
+    for variant in registry.family(gid):
+        pieces, forms = _answer_fragments(given[variant.key], common + "\n" + variant.task)
+        others = [k for k in given if k != variant.key][:2]  # two wrong answers per variant: the default's first
+        for other in others:
+            result = variant_runs.run(gid, given[other], variant.key)  # test_variants runs it too: once
+            hint = result.diagnosis
+            said = sorted(p for p in pieces if p in _squash(hint)) + sorted(forms & code_in(hint))
+            assert not said, f"{gid} variant {variant.key}, {other}'s answer: {hint!r} gives away {said}"
 
 
 def test_the_hints_issue_51_names_say_the_symptom_at_level_one():
