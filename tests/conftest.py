@@ -66,8 +66,7 @@ LONG_POLES = (
     "tests/grading/test_nbgrader.py",
     "tests/grading/test_cli.py",
     "notebooks/10_kernels_in_functions.ipynb",
-    "tests/checks/test_variants.py",
-    "tests/checks/test_hints.py",
+    "tests/checks/test_variants.py",  # not test_hints beside it: it reads the same check runs (variant_runs), later
     "tests/test_colab.py",
     "tests/test_site.py",
     "tests/grading/test_batch.py",
@@ -83,15 +82,27 @@ def long_poles_first(items: list) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
-def pytest_runtest_logreport(report):
-    """With COURSE_TEST_TIMELINE=FILE, each phase of each test is one JSON line: worker, test, phase, start, stop."""
+def timeline_line(report) -> None:
+    """With COURSE_TEST_TIMELINE=FILE, each phase of each test is one JSON line: worker, test, phase, outcome, start,
+    stop (``tests/timeline.py`` reads it)."""
     target = os.environ.get("COURSE_TEST_TIMELINE")
     if target and hasattr(report, "start") and not hasattr(report, "node"):  # a worker's report reaching xdist's
         # controller carries its node: the worker has written it
         line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "master"), "test": report.nodeid, "when": report.when,
-                "start": round(report.start, 3), "stop": round(report.stop, 3)}
+                "outcome": report.outcome, "start": round(report.start, 3), "stop": round(report.stop, 3)}
         with open(target, "a") as out:
             out.write(json.dumps(line) + "\n")
+
+
+class _Timeline:
+    """``timeline_line`` for every test, the notebooks' too (a conftest's own runtest hooks see only its folder)."""
+
+    pytest_runtest_logreport = staticmethod(timeline_line)
+
+
+def pytest_configure(config):
+    if os.environ.get("COURSE_TEST_TIMELINE"):
+        config.pluginmanager.register(_Timeline(), "course-timeline")
 
 
 def pytest_collection_modifyitems(config, items):
