@@ -64,6 +64,7 @@ def free_port() -> int:
 # worker has nothing left to do; everything else keeps pytest's order. Measure with COURSE_TEST_TIMELINE.
 LONG_POLES = (
     "tests/grading/test_nbgrader.py",
+    "tests/grading/test_nbgrader_second_half.py",  # slow: CI starts it at once on the other worker; skipped here
     "tests/grading/test_cli.py",
     "notebooks/10_kernels_in_functions.ipynb",
     "tests/checks/test_variants.py",  # not test_hints beside it: it reads the same check runs (variant_runs), later
