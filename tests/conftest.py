@@ -1,4 +1,5 @@
-"""Shared test set-up: the repository root on sys.path."""
+"""Shared test set-up: the repository root on sys.path; the long poles first; an optional per-worker timeline."""
+import json
 import os
 import socket
 import sys
@@ -81,10 +82,60 @@ def _only_the_exercise(config, items) -> None:
     items[:] = kept
 
 
+# The files whose tests take longest all together (a fixture of minutes, a notebook with a long cell), longest
+# first. ``./course test`` hands whole files to its two workers in the order of the collection
+# (``--dist loadscope --no-loadscope-reorder``): these go first, so that none starts late while the other
+# worker has nothing left to do; everything else keeps pytest's order. Measure with COURSE_TEST_TIMELINE.
+LONG_POLES = (
+    "tests/grading/test_nbgrader.py",
+    "tests/grading/test_nbgrader_second_half.py",  # slow: CI starts it at once on the other worker; skipped here
+    "tests/grading/test_cli.py",
+    "notebooks/10_kernels_in_functions.ipynb",
+    "tests/checks/test_variants.py",  # not test_hints beside it: it reads the same check runs (variant_runs), later
+    "tests/test_colab.py",
+    "tests/test_site.py",
+    "tests/grading/test_batch.py",
+    "tests/checks/test_lesson08.py",
+    "tests/test_kernels.py",
+    "notebooks/11_fused_loss_capstone.ipynb",
+)
+
+
+def long_poles_first(items: list) -> None:
+    """Reorder ``items`` in place: the files of ``LONG_POLES`` first, in its order (a stable sort)."""
+    rank = {name: i for i, name in enumerate(LONG_POLES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def timeline_line(report) -> None:
+    """With COURSE_TEST_TIMELINE=FILE, each phase of each test is one JSON line: worker, test, phase, outcome, start,
+    stop (``tests/timeline.py`` reads it)."""
+    target = os.environ.get("COURSE_TEST_TIMELINE")
+    if target and hasattr(report, "start") and not hasattr(report, "node"):  # a worker's report reaching xdist's
+        # controller carries its node: the worker has written it
+        line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "master"), "test": report.nodeid, "when": report.when,
+                "outcome": report.outcome, "start": round(report.start, 3), "stop": round(report.stop, 3)}
+        with open(target, "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+class _Timeline:
+    """``timeline_line`` for every test, the notebooks' too (a conftest's own runtest hooks see only its folder)."""
+
+    pytest_runtest_logreport = staticmethod(timeline_line)
+
+
+def pytest_configure(config):
+    if os.environ.get("COURSE_TEST_TIMELINE"):
+        config.pluginmanager.register(_Timeline(), "course-timeline")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked slow run in CI (CI is set) or with COURSE_SLOW=1; a developer's ./course test skips them."""
+    """The long poles first; tests marked slow run in CI (CI is set) or with COURSE_SLOW=1, a developer's
+    ./course test skips them."""
     if config.getoption("exercise", None):
         _only_the_exercise(config, items)
+    long_poles_first(items)
     if os.environ.get("CI") or os.environ.get("COURSE_SLOW"):
         return
     skip = pytest.mark.skip(reason="slow: CI runs it; COURSE_SLOW=1 ./course test runs it here")

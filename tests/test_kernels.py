@@ -119,6 +119,17 @@ def test_the_cpp_extension_is_silu_with_its_own_backward():
                                                             torch.arange(12.0).view(3, 4)).sum(), t)[0])
 
 
+def test_each_torch_installation_keeps_its_own_cpp_build(monkeypatch):
+    """Two virtual environments sharing one build directory rebuilt the extension whenever the other had loaded it
+    (its build file records torch's paths): every checkout or ``--torch`` venv paid half a minute of compiling."""
+    here = cpp_silu.build_name()
+    assert here.startswith(f"{cpp_silu.NAME}_{cpp_silu.capability().lower()}_") and cpp_silu.build_name() == here
+    monkeypatch.setattr(torch, "__file__", "/elsewhere/.venv/lib/python3.11/site-packages/torch/__init__.py")
+    elsewhere = cpp_silu.build_name()
+    monkeypatch.setattr(torch, "__version__", "2.11.0+cpu")
+    assert len({here, elsewhere, cpp_silu.build_name()}) == 3
+
+
 def test_the_cpp_extension_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(cpp_silu, "_loaded", False)
     monkeypatch.setattr(cpp_silu.shutil, "which", lambda tool: None if tool == "ninja" else "/usr/bin/" + tool)

@@ -140,5 +140,5 @@ def test_the_whole_suite_builds_the_cpp_extension_beside_the_first_tests(tmp_pat
         if not prebuilt or any("cpp_silu.load()" in c for c in calls):
             break
         time.sleep(0.05)
-    assert any(c.startswith("-m pytest -n 2 --dist loadscope") for c in calls), calls
+    assert any(c.startswith("-m pytest -n 2 --dist loadscope --no-loadscope-reorder") for c in calls), calls
     assert any("cpp_silu.load()" in c for c in calls) == prebuilt, calls

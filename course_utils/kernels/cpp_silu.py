@@ -10,11 +10,12 @@ in backward, with no Python per call); Python adds what the compiler needs: a fa
 (16 floats per AVX-512 instruction, 8 with AVX2; ``exp`` from SLEEF) and the work split across
 threads; ``course_cpp::silu_scalar`` is the one-element-at-a-time loop, kept for comparison
 (lesson 10, ``benchmarks/kernels.py``).
-``load()`` builds once per machine (the build directory is cached; about a minute the first
+``load()`` builds once per torch installation (the build directory is cached; about a minute the first
 time) and registers once per process.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -162,6 +163,17 @@ def compile_flags() -> list[str]:
     return ["-O3", *flags, f"-DCPU_CAPABILITY_{capability()}", f"-DCPU_CAPABILITY={capability()}"]
 
 
+def build_name() -> str:
+    """The extension's name, which names its build directory: one per vector width and per torch installation.
+
+    The build file records torch's include and library paths, so two virtual environments sharing one build
+    directory (a second checkout, ``./course test --torch``) made ninja rebuild it (half a minute to a minute)
+    every time the other one had loaded it; each installation now keeps its own build.
+    """
+    installation = hashlib.sha1(f"{torch.__version__} {torch.__file__}".encode()).hexdigest()[:8]
+    return f"{NAME}_{capability().lower()}_{installation}"
+
+
 def load(verbose: bool = False) -> object:
     """Build (or reuse) the extension and register it; returns ``torch.ops.course_cpp.silu``."""
     global _loaded
@@ -175,7 +187,7 @@ def load(verbose: bool = False) -> object:
         from torch.utils.cpp_extension import load_inline
 
         flags = compile_flags()
-        load_inline(f"{NAME}_{capability().lower()}", cpp_sources=[SOURCE], extra_cflags=flags,
+        load_inline(build_name(), cpp_sources=[SOURCE], extra_cflags=flags,
                     is_python_module=False, verbose=verbose)
         torch.library.register_fake("course_cpp::silu")(_fake_silu)
         torch.library.register_fake("course_cpp::silu_backward")(_fake_silu_backward)

@@ -113,3 +113,32 @@ def test_a_check_waits_for_a_warm_up_under_way():
     finally:
         warmup._started.pop("test")
         slow.join()
+
+
+def test_only_a_front_end_a_person_uses_warms_up():
+    """JupyterLab, Notebook, Colab and VS Code send each cell with stdin on; nbclient (nbval, nbgrader's autograde,
+    ./course build) runs them back to back with stdin off, where no one reads and the warm-up cost each kernel 1.5 to
+    1.9 CPU-s of imports its checks may never use. A shell without that request at hand warms up, as before."""
+    from types import SimpleNamespace
+
+    from course_utils.probes.cells import someone_reads
+
+    def shell(parent):
+        return SimpleNamespace(kernel=SimpleNamespace(get_parent=lambda channel=None: parent))
+
+    assert someone_reads(shell({"content": {"code": "1", "allow_stdin": True}}))
+    assert not someone_reads(shell({"content": {"code": "1", "allow_stdin": False}}))
+    assert someone_reads(shell({})) and someone_reads(SimpleNamespace()) and someone_reads(None)
+
+
+def test_a_kernel_run_by_nbclient_starts_no_warm_up():
+    """The set-up cell and an answer cell sent with stdin off (how nbgrader's autograde and nbval run them) start no
+    thread and import nothing beyond what they ask for."""
+    headless = FAKE_KERNEL.replace("shell = ZMQInteractiveShell()", "shell = ZMQInteractiveShell()\nshell.kernel = "
+                                   "types.SimpleNamespace(get_parent=lambda channel=None: {'content': {'allow_stdin': "
+                                   "False}})")
+    answer = LESSON.replace("from course_utils.probes import lesson08", "from course_utils.probes import warmup, lesson08")
+    done = subprocess.run([sys.executable, "-c", headless + REPORT.replace(", warmup.start() is warmup.start()", "")
+                           + answer], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "False", "False", "False", "[]"], done.stdout + done.stderr

@@ -1,0 +1,41 @@
+"""Read a COURSE_TEST_TIMELINE file: per worker, each test file's span and busy seconds, and each worker's idle end.
+
+    COURSE_TEST_TIMELINE=/tmp/timeline.jsonl ./course test
+    .venv/bin/python tests/timeline.py /tmp/timeline.jsonl
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def spans(lines: list[dict]) -> dict[str, list[tuple[str, float, float, float]]]:
+    """Per worker, in order: (file, first start, last stop, seconds inside its tests), times from the run's start."""
+    t0 = min(line["start"] for line in lines)
+    out: dict[str, list[list]] = {}
+    for line in sorted(lines, key=lambda x: x["start"]):
+        runs = out.setdefault(line["worker"], [])
+        name = line["test"].split("::")[0]
+        if not runs or runs[-1][0] != name:
+            runs.append([name, line["start"] - t0, line["stop"] - t0, 0.0])
+        runs[-1][2] = max(runs[-1][2], line["stop"] - t0)
+        runs[-1][3] += line["stop"] - line["start"]
+    return {w: [(n, round(a, 1), round(b, 1), round(s, 1)) for n, a, b, s in runs] for w, runs in sorted(out.items())}
+
+
+def report(lines: list[dict], top: int = 12) -> str:
+    """Each worker's end and its longest files; the gap between the first and the last worker to finish is idle."""
+    per = spans(lines)
+    ends = {w: runs[-1][2] for w, runs in per.items()}
+    text = [f"run: {max(ends.values()):.0f} s; idle at the end: {max(ends.values()) - min(ends.values()):.0f} s"]
+    failed = sorted({line["test"] for line in lines if line.get("outcome") == "failed"})
+    text += [f"FAILED {name}" for name in failed]
+    for worker, runs in per.items():
+        text.append(f"{worker}: ends at {ends[worker]:.0f} s, {len(runs)} files; longest:")
+        text += [f"  {s:7.1f} s busy, {a:6.0f}-{b:.0f} s  {n}" for n, a, b, s in sorted(runs, key=lambda r: -r[3])[:top]]
+    return "\n".join(text)
+
+
+if __name__ == "__main__":
+    print(report([json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]))
