@@ -5,8 +5,10 @@
 1. writes the standard set-up cell at the top of every source (Colab install line, built
    from the one repository URL in pyproject.toml);
 2. regenerates the lesson list on the start page and in README.md from the lessons' titles;
-3. ends the header of every exercise notebook with how to get a check's fix (``fix_note``), then
-   generates ``exercises/`` from ``solutions/`` (see ``release``);
+3. ends the header of every exercise notebook with how to get a check's fix (``fix_note``), writes each
+   exercise heading's points and each check cell's nbgrader ``points`` from the check's stages (``points``,
+   ``release.tag_cells``: the stages are their one home), then generates ``exercises/`` from ``solutions/``
+   (see ``release``);
 4. converts each source to ``.ipynb`` and executes it, so every stored output is real (and
    nbval can test every cell); in an exercise notebook a check cell shows the "not attempted
    yet" prompt, never a score, until the student writes an answer.
@@ -246,9 +248,10 @@ def refresh_source(py: Path) -> None:
     """Rewrite a text source with the current set-up cell (no change when already current)."""
     nb = with_setup_cell(jupytext.read(py))
     if py.parent.name == "solutions":
+        from .points import awards, with_points
         from .release import tag_cells
 
-        nb = shared_setup(tag_cells(with_fix_note(nb), py.stem))
+        nb = shared_setup(tag_cells(with_points(with_fix_note(nb), awards(), py.name), py.stem))
     text = jupytext.writes(normalise(nb), fmt="py:percent")
     if py.read_text() != text:
         py.write_text(text)
