@@ -288,13 +288,27 @@ def lock_cells(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+INSTALLED = re.compile(r"/[^\s\x1b\"':]*/site-packages/")  # where this machine installed a package
+
+
+def portable_tracebacks(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Name an error's files as every machine would: ``<site-packages>/torch/...``, the course's own relative to the
+    repository, never this machine's folders (a committed output shows no path outside the repository)."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            if output.get("output_type") == "error":
+                output["traceback"] = [INSTALLED.sub("<site-packages>/", line).replace(f"{ROOT}/", "")
+                                       for line in output["traceback"]]
+    return nb
+
+
 def build_one(py: Path) -> Path:
     """Source -> .ipynb next to it, executed in a fresh kernel."""
     nb = lock_cells(normalise(jupytext.read(py)))
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
         cell.id = cell_id(py.name, i, cell.source)
-    execute(nb, py.parent)
+    portable_tracebacks(execute(nb, py.parent))
     out = py.with_suffix(".ipynb")
     nbformat.write(nb, out)
     return out
