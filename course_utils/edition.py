@@ -166,7 +166,7 @@ def strip_fixes(stage: Path) -> list[str]:
     """Replace every level-2 fix of the staged checks and probes by None; returns the files changed."""
     changed = []
     for folder in ("checks", "probes"):
-        for path in sorted((stage / "course_utils" / folder).glob("*.py")):
+        for path in sorted((stage / "course_utils" / folder).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
             new = without_fixes(text)
             if new != text:
