@@ -26,7 +26,7 @@ def copy(tmp_path_factory):
     ignore = shutil.ignore_patterns("__pycache__")
     for folder in ("course_utils", "solutions", "tests/checks"):
         shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
-    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py"):
+    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py", "tests/test_points.py"):
         shutil.copy(ROOT / name, root / name)
     return root, scaffold(root, *NEW)
 
@@ -46,8 +46,8 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
                  "tests/checks/test_lesson03_sin_twice.py"):
         assert (copy / path).exists(), path
     chosen = ["tests/checks/test_lesson03_sin_twice.py",
-              "tests/checks/test_engine.py::test_contract_names_and_points",
-              "tests/checks/test_engine.py::test_every_points_heading_matches_what_the_check_awards",
+              "tests/checks/test_engine.py::test_contract_names",
+              "tests/test_points.py::test_every_heading_and_nbgrader_points_are_what_the_stages_award[solutions/03_exercises.py]",
               "tests/checks/test_engine.py::test_every_exercise_has_a_solution_notebook",
               "tests/checks/test_engine.py::test_every_lesson_module_of_checks_has_its_test_module"]
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *chosen]
