@@ -5,8 +5,10 @@
 1. writes the standard set-up cell at the top of every source (Colab install line, built
    from the one repository URL in pyproject.toml);
 2. regenerates the lesson list on the start page and in README.md from the lessons' titles;
-3. ends the header of every exercise notebook with how to get a check's fix (``fix_note``), then
-   generates ``exercises/`` from ``solutions/`` (see ``release``);
+3. ends the header of every exercise notebook with how to get a check's fix (``fix_note``), writes each
+   exercise heading's points and each check cell's nbgrader ``points`` from the check's stages (``points``,
+   ``release.tag_cells``: the stages are their one home), then generates ``exercises/`` from ``solutions/``
+   (see ``release``);
 4. converts each source to ``.ipynb`` and executes it, so every stored output is real (and
    nbval can test every cell); in an exercise notebook a check cell shows the "not attempted
    yet" prompt, never a score, until the student writes an answer.
@@ -246,9 +248,10 @@ def refresh_source(py: Path) -> None:
     """Rewrite a text source with the current set-up cell (no change when already current)."""
     nb = with_setup_cell(jupytext.read(py))
     if py.parent.name == "solutions":
+        from .points import awards, with_points
         from .release import tag_cells
 
-        nb = shared_setup(tag_cells(with_fix_note(nb), py.stem))
+        nb = shared_setup(tag_cells(with_points(with_fix_note(nb), awards(), py.name), py.stem))
     text = jupytext.writes(normalise(nb), fmt="py:percent")
     if py.read_text() != text:
         py.write_text(text)
@@ -285,13 +288,27 @@ def lock_cells(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+INSTALLED = re.compile(r"/[^\s\x1b\"':]*/site-packages/")  # where this machine installed a package
+
+
+def portable_tracebacks(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Name an error's files as every machine would: ``<site-packages>/torch/...``, the course's own relative to the
+    repository, never this machine's folders (a committed output shows no path outside the repository)."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            if output.get("output_type") == "error":
+                output["traceback"] = [INSTALLED.sub("<site-packages>/", line).replace(f"{ROOT}/", "")
+                                       for line in output["traceback"]]
+    return nb
+
+
 def build_one(py: Path) -> Path:
     """Source -> .ipynb next to it, executed in a fresh kernel."""
     nb = lock_cells(normalise(jupytext.read(py)))
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
         cell.id = cell_id(py.name, i, cell.source)
-    execute(nb, py.parent)
+    portable_tracebacks(execute(nb, py.parent))
     out = py.with_suffix(".ipynb")
     nbformat.write(nb, out)
     return out

@@ -21,7 +21,7 @@ from .paths import LIST_BEGIN, LIST_END
 EDITION = "edition"  # in the instructors' repository: the edition's README.md and course script
 LESSON_FILE = re.compile(r"^(?:notebooks|exercises)/(\d\d)_|^course_utils/(?:checks|probes)/lesson(\d\d)")
 LESSON_PACKAGES = {"course_utils/kernels": 10, "course_utils/capstone": 11,
-                   "course_utils/checks/hidden_functions.py": 6, "course_utils/probes/hidden_functions.py": 6}
+                   "course_utils/checks/families/gradient_test.py": 6}
 INSTRUCTORS_ONLY = ("course_utils/grading", "course_utils/grade.py",  # the grader: never in the edition
                     "course_utils/scaffold.py")  # new-exercise writes solutions and tests, which the edition has not
 FIX_MARK = "fix"  # the keyword of Mistake, Partial and guard.Mistake that holds the level-2 text
@@ -166,7 +166,7 @@ def strip_fixes(stage: Path) -> list[str]:
     """Replace every level-2 fix of the staged checks and probes by None; returns the files changed."""
     changed = []
     for folder in ("checks", "probes"):
-        for path in sorted((stage / "course_utils" / folder).glob("*.py")):
+        for path in sorted((stage / "course_utils" / folder).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
             new = without_fixes(text)
             if new != text:

@@ -28,9 +28,10 @@ from .paths import ROOT
 # course-wide test file -> its tests that read every exercise at once (the parametrised ones are chosen by value)
 EVERY: dict[str, tuple[str, ...]] = {
     "tests/checks/test_engine.py": (
-        "test_contract_names_and_points", "test_every_points_heading_matches_what_the_check_awards",
-        "test_check_cell_metadata_matches_exercise_points", "test_every_exercise_has_a_solution_notebook",
-        "test_every_lesson_module_of_checks_has_its_test_module"),
+        "test_contract_names", "test_check_cell_metadata_matches_exercise_points",
+        "test_every_exercise_has_a_solution_notebook", "test_every_lesson_module_of_checks_has_its_test_module"),
+    "tests/test_points.py": ("test_the_stages_are_what_an_exercise_is_worth",
+                             "test_every_exercise_has_a_points_heading_and_a_graded_check_cell"),
     "tests/checks/test_hints.py": ("test_every_bugs_table_goes_through_the_detector",
                                    "test_what_the_task_itself_says_is_no_give_away"),
     "tests/checks/test_variants.py": (),

@@ -205,7 +205,7 @@ def test_without_fixes_replaces_every_fix_and_keeps_the_rest():
 
 
 def test_a_graded_edition_holds_no_fix_text_and_check_fix_true_says_so(graded):
-    texts = {t.strip() for folder in ("checks", "probes") for p in (ROOT / "course_utils" / folder).glob("*.py")
+    texts = {t.strip() for folder in ("checks", "probes") for p in (ROOT / "course_utils" / folder).rglob("*.py")
              for t in edition.fix_texts(p.read_text()) if len(t.strip()) > 12}
     assert len(texts) > 50  # the course has fixes: this test can fail
     lessons = "\n".join(p.read_text() for p in (ROOT / "notebooks").glob("*.py"))

@@ -28,7 +28,8 @@ def copy(tmp_path_factory):
     (root / "notebooks").mkdir()
     for lesson in (ROOT / "notebooks").glob("*.py"):  # the lessons' sources: the scaffold refuses their classes
         shutil.copy(lesson, root / "notebooks" / lesson.name)
-    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py"):
+    for name in ("pyproject.toml", "tests/conftest.py", "tests/check_helpers.py", "tests/answers.py",
+                 "tests/test_points.py"):
         shutil.copy(ROOT / name, root / name)
     return root, scaffold(root, *NEW)
 
@@ -62,8 +63,8 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
                  "tests/checks/test_lesson03_sin_twice.py"):
         assert (copy / path).exists(), path
     chosen = ["tests/checks/test_lesson03_sin_twice.py",
-              "tests/checks/test_engine.py::test_contract_names_and_points",
-              "tests/checks/test_engine.py::test_every_points_heading_matches_what_the_check_awards",
+              "tests/checks/test_engine.py::test_contract_names",
+              "tests/test_points.py::test_every_heading_and_nbgrader_points_are_what_the_stages_award[solutions/03_exercises.py]",
               "tests/checks/test_engine.py::test_every_exercise_has_a_solution_notebook",
               "tests/checks/test_engine.py::test_every_lesson_module_of_checks_has_its_test_module"]
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *chosen]

@@ -8,7 +8,8 @@ points in a process that never runs student code (``engine``).
 ``cells`` reads which cells ran in a Jupyter kernel (``probes.cells`` records them), so a check never
 grades stale code.
 One module per lesson's exercises (``lessonNN``, split by topic as ``lessonNN_topic``), collected by ``registry``, which
-pairs each stage with its probe by name (``probes/<the same module>.py``); custom-Function
+pairs each stage with its probe by name (``probes/<the same module>.py``); an exercise's per-student variants (or what
+it draws per run) are in ``families/<grade_id>.py``; every other module is shared machinery; custom-Function
 exercises are built with ``autograd_function``; ``MISTAKES`` is the catalogue of recognised
 mistakes.
 """

@@ -10,7 +10,6 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from . import linear_family, linear_modules, linear_nd_family
 from .autograd_function import (
     FunctionSpec,
     close,
@@ -25,8 +24,9 @@ from .autograd_function import (
     value_arg,
 )
 from .engine import Exercise, Judge, Mistake, Stage, catalogue
-from .linear_family import NO_BIAS
-from .linear_modules import LINEAR_MODULE
+from .families import linear_function, linear_module, linear_nd
+from .families.linear_function import NO_BIAS
+from .families.linear_module import LINEAR_MODULE
 from .variants import Variant
 
 catalogue({
@@ -41,7 +41,7 @@ catalogue({
 })
 
 
-# --------------------------------------------------------------------------- linear_function (transfer: linear_family)
+# --------------------------------------------------------------------------- linear_function (transfer: families/linear_function)
 
 
 def _crashed_case(m: Mistake, req: dict, facts: object) -> int | None:
@@ -79,19 +79,19 @@ def _reference(input, weight, bias=None):
     return F.linear(input, weight, bias)
 
 
-def _linear_exercise(kind: linear_family.Kind) -> Exercise:
-    ex = function_exercise(spec=linear_family.spec(kind), title="LinearFunction", forward_points=1, backward_points=2,
+def _linear_exercise(kind: linear_function.Kind) -> Exercise:
+    ex = function_exercise(spec=linear_function.spec(kind), title="LinearFunction", forward_points=1, backward_points=2,
                            needs_input_grad_points=1)
     forward, backward, *rest = ex.stages
     return replace(ex, stages=(replace(forward, judge=_bias_optional(forward.judge)),
                                replace(backward, judge=_bias_optional(backward.judge)), *rest))
 
 
-LINEAR = linear_family.spec(linear_family.KINDS[0])
-EXERCISES = [_linear_exercise(linear_family.KINDS[0]), LINEAR_MODULE]
+LINEAR = linear_function.spec(linear_function.KINDS[0])
+EXERCISES = [_linear_exercise(linear_function.KINDS[0]), LINEAR_MODULE]
 VARIANTS = {"linear_function": tuple(Variant(key=k.key, task=k.task, exercise=EXERCISES[0] if n == 0 else _linear_exercise(k))
-                                     for n, k in enumerate(linear_family.KINDS)),
-            "linear_module": linear_modules.family(LINEAR_MODULE)}
+                                     for n, k in enumerate(linear_function.KINDS)),
+            "linear_module": linear_module.family(LINEAR_MODULE)}
 
 
 # --------------------------------------------------------------------------- linear_nd (transfer)
@@ -206,14 +206,14 @@ LINEAR_ND = FunctionSpec(grade_id="linear_nd", cls_name="LinearND", arg_names=("
                          patterns=((False, True, True), (True, False, True), (True, True, False), (False, False, True)))
 
 
-def _nd_spec(kind: linear_nd_family.Kind) -> FunctionSpec:
+def _nd_spec(kind: linear_nd.Kind) -> FunctionSpec:
     """A variant's spec: the default's cases laid out for it, generic diagnoses only."""
     def cases(base: int):
-        return [(args := linear_nd_family.relaid(kind, a, k), linear_nd_family.label(args, lab))
+        return [(args := linear_nd.relaid(kind, a, k), linear_nd.label(args, lab))
                 for k, (a, lab) in enumerate(_nd_cases(base))]
     return replace(LINEAR_ND, reference=kind.reference, cases=cases, describe=kind.describe, diagnose=None,
                    arg_names=("input", "weight", "bias", "scale") if kind.scale else ("input", "weight", "bias"),
-                   gradcheck_args=lambda base: linear_nd_family.relaid(kind, _nd_gradcheck(base), 1))
+                   gradcheck_args=lambda base: linear_nd.relaid(kind, _nd_gradcheck(base), 1))
 
 
 def _judge_permuted(spec: FunctionSpec) -> Judge:
@@ -239,18 +239,18 @@ def _judge_permuted(spec: FunctionSpec) -> Judge:
     return judge
 
 
-def _nd_request(spec: FunctionSpec, kind: linear_nd_family.Kind | None, seed: int) -> dict:
+def _nd_request(spec: FunctionSpec, kind: linear_nd.Kind | None, seed: int) -> dict:
     req = request(spec, seed)
     base = 1000 * seed
     args = [tensor_arg((3, 2, 4), base + 71), tensor_arg((5, 4), base + 72), tensor_arg((5,), base + 73)]
-    args = linear_nd_family.relaid(kind, args, 0) if kind else args
+    args = linear_nd.relaid(kind, args, 0) if kind else args
     want = spec.reference(*[materialize(a) for a in args])
     req["permuted"] = {"args": args, "label": f"non-contiguous input of shape {tuple(args[0]['t'].shape)} "
                        "(x.transpose(0, 1) of a contiguous x)", "g": grad_output(want.shape, torch.float64, base + 74)}
     return req
 
 
-def _linear_nd_exercise(kind: linear_nd_family.Kind | None = None) -> Exercise:
+def _linear_nd_exercise(kind: linear_nd.Kind | None = None) -> Exercise:
     spec = _nd_spec(kind) if kind else LINEAR_ND
     forward, backward, needs = function_exercise(spec=spec, title="LinearND", forward_points=1, backward_points=2,
                                                  needs_input_grad_points=1).stages
@@ -262,5 +262,5 @@ def _linear_nd_exercise(kind: linear_nd_family.Kind | None = None) -> Exercise:
 
 
 EXERCISES.append(_linear_nd_exercise())
-VARIANTS["linear_nd"] = (Variant(key="rows", task=linear_nd_family.DEFAULT_TASK, exercise=EXERCISES[-1]),
-                         *(Variant(key=k.key, task=k.task, exercise=_linear_nd_exercise(k)) for k in linear_nd_family.KINDS))
+VARIANTS["linear_nd"] = (Variant(key="rows", task=linear_nd.DEFAULT_TASK, exercise=EXERCISES[-1]),
+                         *(Variant(key=k.key, task=k.task, exercise=_linear_nd_exercise(k)) for k in linear_nd.KINDS))

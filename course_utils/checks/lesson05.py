@@ -8,15 +8,16 @@ from dataclasses import replace
 
 import torch
 
-from . import clip_rules, embedding_variants, kill_slice, references
+from . import references
 from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
+from .families import clip_grad, embedding, killhead
 from .op_record import judge_own_backward
 
-# --------------------------------------------------------------------------- killhead (transfer: a family, kill_slice)
-KILLHEAD = kill_slice.spec(kill_slice.KINDS[0])
-EXERCISES = [kill_slice.exercise(kill_slice.KINDS[0])]
-VARIANTS = {"killhead": kill_slice.family(EXERCISES[0])}
+# --------------------------------------------------------------------------- killhead (transfer: a family, families/killhead)
+KILLHEAD = killhead.spec(killhead.KINDS[0])
+EXERCISES = [killhead.exercise(killhead.KINDS[0])]
+VARIANTS = {"killhead": killhead.family(EXERCISES[0])}
 
 
 # --------------------------------------------------------------------------- clip_grad (transfer)
@@ -82,7 +83,7 @@ CLIP_GRAD = FunctionSpec(grade_id="clip_grad", cls_name="ClipGrad", arg_names=("
                          "(several shapes, float32/float64)")
 EXERCISES.append(replace(function_exercise(spec=CLIP_GRAD, title="ClipGrad", forward_points=1, backward_points=2),
                          request=_clip_request))
-VARIANTS["clip_grad"] = clip_rules.family(EXERCISES[-1])
+VARIANTS["clip_grad"] = clip_grad.family(EXERCISES[-1])
 
 
 # --------------------------------------------------------------------------- embedding (transfer)
@@ -92,7 +93,7 @@ catalogue({
 })
 
 
-_indices = embedding_variants.indices  # int64 indices in [0, num), with repeats; never requires grad
+_indices = embedding.indices  # int64 indices in [0, num), with repeats; never requires grad
 
 
 def _embedding_cases(base: int):
@@ -161,4 +162,4 @@ def _embedding_exercise() -> Exercise:
 
 
 EXERCISES.append(_embedding_exercise())
-VARIANTS["embedding"] = embedding_variants.family(EXERCISES[-1], EXERCISES[-1].stages[-1], _embedding_diagnose)
+VARIANTS["embedding"] = embedding.family(EXERCISES[-1], EXERCISES[-1].stages[-1], _embedding_diagnose)

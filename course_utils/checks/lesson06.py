@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import hidden_functions
 from .autograd_function import FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Partial, Stage, catalogue, unwrap
+from .families import gradient_test
 from .variants import Variant
 
 catalogue({"kink_convention": "the gradient where the argument of abs is 0 differs from PyTorch's (sign(0) = 0)"})
@@ -254,7 +254,7 @@ def _gradient_test_request(seed: int) -> dict:
     gen = torch.Generator().manual_seed(base + 198)
     for k, (kind, (shapes, _)) in enumerate(list(CORRECT.items()) + list(BUGGY.items())):
         args = [tensor_arg(shape, base + 200 + 10 * k + i, low=0.2) for i, shape in enumerate(shapes)]
-        hidden.append((kind, {"source": hidden_functions.source(kind, gen), "args": args}))
+        hidden.append((kind, {"source": gradient_test.source(kind, gen), "args": args}))
     order = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(base + 199)).tolist()
     return {"hidden": [hidden[i][1] for i in order], "_kinds": [hidden[i][0] for i in order]}
 

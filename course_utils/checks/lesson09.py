@@ -19,8 +19,8 @@ from .autograd_function import (
     unwrap,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
+from .families.log1mexp import LOG1MEXP_TASK, NUMERICS, Numeric
 from .lesson08 import fix_of
-from .stable_logs import LOG1MEXP_TASK, NUMERICS, Numeric
 from .variants import Variant
 
 catalogue({

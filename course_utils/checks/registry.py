@@ -1,7 +1,9 @@
 """Every exercise of the course by grade id, collected from the lesson modules (``lessonNN[_topic].py``).
 
 Its own module so that the engine knows no exercise and the import graph stays a tree:
-lesson modules import the engine, this module imports the lessons, entry points import this.
+lesson modules import the engine, this module imports the lessons, entry points import this. An exercise's
+variants (or per-run material) live in ``families/<grade_id>.py``, which its lesson module imports; the
+registry reads lesson modules only.
 
 Collecting also pairs every exercise's stages with its probes by name (``pair``): a stage that
 names no probe, a probe that no stage names, an exercise without probes, probes without an

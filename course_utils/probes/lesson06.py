@@ -3,7 +3,7 @@ calls the student's ``backward_is_correct`` on hidden Functions, some right and 
 
 The hidden Functions run beside the student's code, so they are built here from source the judge wrote
 for this run, with random local names and no marker anywhere; which of them are right is the judge's
-knowledge alone (``checks/hidden_functions.py``).
+knowledge alone (``checks/families/gradient_test.py``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ CALL_LIMIT = 10.0  # seconds per call of the student's backward_is_correct
 def _function(source: str) -> Any:
     """The Function class a request's source defines: class F, module "hidden", nothing else attached.
 
-    The source is written per run by the judge (``checks/hidden_functions.py``): which Functions
+    The source is written per run by the judge (``checks/families/gradient_test.py``): which Functions
     are buggy is in no name, closure, global or attribute here, nor in the request.
     """
     namespace: dict[str, Any] = {"torch": torch, "_n": [0]}  # the same two globals in every hidden Function

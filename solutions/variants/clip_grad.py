@@ -1,4 +1,4 @@
-"""Right answers to every variant of `clip_grad` (``course_utils/checks/clip_rules.py``): ClipGrad."""
+"""Right answers to every variant of `clip_grad` (``course_utils/checks/families/clip_grad.py``): ClipGrad."""
 
 _TEMPLATE = '''
 class ClipGrad(Function):

@@ -1,4 +1,4 @@
-"""Right answers to every variant of `embedding` (``course_utils/checks/embedding_variants.py``): EmbeddingFunction."""
+"""Right answers to every variant of `embedding` (``course_utils/checks/families/embedding.py``): EmbeddingFunction."""
 
 ANSWERS = {
     "rows": '''

@@ -1,4 +1,4 @@
-"""Right answers to every variant of `killhead` (``course_utils/checks/kill_slice.py``): KillSlice."""
+"""Right answers to every variant of `killhead` (``course_utils/checks/families/killhead.py``): KillSlice."""
 
 _TEMPLATE = '''
 class KillSlice(Function):

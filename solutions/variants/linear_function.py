@@ -1,4 +1,4 @@
-"""Right answers to every variant of `linear_function` (``course_utils/checks/linear_family.py``): LinearFunction."""
+"""Right answers to every variant of `linear_function` (``course_utils/checks/families/linear_function.py``): LinearFunction."""
 
 _TEMPLATE = '''
 class LinearFunction(Function):

@@ -1,4 +1,4 @@
-"""Right answers to every variant of `linear_module` (``course_utils/checks/linear_modules.py``): Linear, each after
+"""Right answers to every variant of `linear_module` (``course_utils/checks/families/linear_module.py``): Linear, each after
 the default variant's LinearFunction (weight (in, out)), which every module here calls."""
 
 FUNCTION = '''

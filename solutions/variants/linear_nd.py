@@ -1,4 +1,4 @@
-"""Right answers to every variant of `linear_nd` (``course_utils/checks/linear_nd_family.py``): LinearND."""
+"""Right answers to every variant of `linear_nd` (``course_utils/checks/families/linear_nd.py``): LinearND."""
 
 ANSWERS = {
     "rows": '''

@@ -105,7 +105,7 @@ def test_the_cli_grades_nothing_when_the_sandbox_cannot_start(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("stderr, fix", [
-    ("bwrap: Can't find source path /work/.venv/lib: No such file or directory", "real path"),
+    ("bwrap: Can't find source path /opt/course/.venv/lib: No such file or directory", "real path"),
     ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow", "namespaces"),
     ("bwrap: setting up uid map: Permission denied", "user namespaces"),
     ("bwrap: Creating new namespace failed: Operation not permitted", "namespaces"),

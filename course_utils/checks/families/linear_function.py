@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .autograd_function import FunctionSpec, close, reducible, tensor_arg, value_arg
-from .engine import Mistake
+from ..autograd_function import FunctionSpec, close, reducible, tensor_arg, value_arg
+from ..engine import Mistake
 
 NO_BIAS = "apply(input, weight) with no bias argument"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from . import references
-from .autograd_function import FunctionSpec, fixed_arg
+from .. import references
+from ..autograd_function import FunctionSpec, fixed_arg
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .autograd_function import value_arg
+from ..autograd_function import value_arg
 
 Shapes = tuple[tuple, tuple, tuple]
 

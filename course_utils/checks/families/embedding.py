@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
-from .engine import Exercise, Mistake, Stage, catalogue
-from .variants import Variant
+from ..autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
+from ..engine import Exercise, Mistake, Stage, catalogue
+from ..variants import Variant
 
 catalogue({"embedding_padding_grad": "EmbeddingFunction gives the padding row a gradient (padding_idx gets none)"})
 

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .autograd_function import close, grad_output, tensor_arg, unwrap
-from .engine import Exercise, Mistake, Stage
-from .variants import Variant
+from ..autograd_function import close, grad_output, tensor_arg, unwrap
+from ..engine import Exercise, Mistake, Stage
+from ..variants import Variant
 
 
 def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:

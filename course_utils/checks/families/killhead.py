@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .autograd_function import FunctionSpec, close, function_exercise, tensor_arg, value_arg
-from .engine import Exercise, Mistake, catalogue
-from .variants import Variant
+from ..autograd_function import FunctionSpec, close, function_exercise, tensor_arg, value_arg
+from ..engine import Exercise, Mistake, catalogue
+from ..variants import Variant
 
 catalogue({
     "killhead_backward_not_masked": "backward does not zero the killed part of the gradient",

@@ -13,10 +13,10 @@ from functools import partial
 
 import torch
 
-from . import references
-from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
-from .engine import Exercise, Mistake, catalogue
-from .variants import Variant
+from .. import references
+from ..autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
+from ..engine import Exercise, Mistake, catalogue
+from ..variants import Variant
 
 catalogue({"clip_wrong_rule": "ClipGrad clips by another rule than its variant asks (another norm, value or measure)"})
 
