@@ -124,7 +124,7 @@ def test_each_torch_installation_keeps_its_own_cpp_build(monkeypatch):
     (its build file records torch's paths): every checkout or ``--torch`` venv paid half a minute of compiling."""
     here = cpp_silu.build_name()
     assert here.startswith(f"{cpp_silu.NAME}_{cpp_silu.capability().lower()}_") and cpp_silu.build_name() == here
-    monkeypatch.setattr(torch, "__file__", "/elsewhere/.venv/lib/python3.11/site-packages/torch/__init__.py")
+    monkeypatch.setattr(torch, "__file__", "/elsewhere/venv/torch/__init__.py")
     elsewhere = cpp_silu.build_name()
     monkeypatch.setattr(torch, "__version__", "2.11.0+cpu")
     assert len({here, elsewhere, cpp_silu.build_name()}) == 3

@@ -54,7 +54,8 @@ def test_a_new_exercise_is_registered_paired_and_tested(copy):
         "change it)" in said
     listed = said[said.index(next(line for line in said if line.startswith("next: "))) + 1:]
     assert "./course test --exercise sin_twice" in done.stdout and listed == [
-        "  tests/checks/test_lesson03_sin_twice.py", "  tests/checks/test_engine.py", "  tests/checks/test_hints.py",
+        "  tests/checks/test_lesson03_sin_twice.py", "  tests/checks/test_engine.py", "  tests/test_points.py",
+        "  tests/checks/test_hints.py",
         "  tests/checks/test_variants.py", "  tests/checks/test_exercise_notebooks.py",
         "  tests/test_taught_before_asked.py", "  tests/test_variant_audit.py", "  tests/test_verbatim_share.py",
         "  tests/test_notebooks.py", "  tests/test_lint.py", "  solutions/03_exercises.ipynb",
