@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.abc
+import importlib.util
 import itertools
 import json
 import resource
@@ -53,8 +55,7 @@ def wrap(owner, name: str, label: str | None = None) -> None:
 
 
 def instrument() -> None:
-    """Wrap the grader's steps; the judge's module (torch and the checks) only once the batch imports it, so the
-    start-up keeps its order (the zygotes first, then the judge's imports)."""
+    """Wrap the grader's steps (the judge's once it is imported: ``_JudgeImport``)."""
     from course_utils.grading import batch, cli, zygote  # none imports torch
 
     wrap(batch, "Queue", "queue")
@@ -65,32 +66,46 @@ def instrument() -> None:
     wrap(cli, "course_version")
     wrap(zygote.Zygote, "__init__", "zygote")
     _count_sandbox_cpu()
-    warm_up = zygote.warm_up
+    wrap(zygote, "warm_up")
+    sys.meta_path.insert(0, _JudgeImport())
 
-    def warm_then_wrap(*args, **kwargs):
-        log("warm_up>")
-        warm_up(*args, **kwargs)
-        log("warm_up<")
-        log("import judge>")
-        from course_utils.grading import judge
 
-        log("import judge<")
-        original = judge.grade_submission
+class _JudgeImport(importlib.abc.MetaPathFinder):
+    """Wraps the judge's functions once the batch imports it (torch and the checks), not before: the start-up
+    keeps its order (the zygotes first, then the judge's imports)."""
 
-        def grade_submission(path, *args, **kwargs):
-            log(f"submission> {path.name}")
-            try:
-                return original(path, *args, **kwargs)
-            finally:
-                log("submission<")
+    def find_spec(self, name, path, target=None):
+        if name != "course_utils.grading.judge":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
 
-        judge.grade_submission = grade_submission
-        wrap(judge, "_judge", "judge")
-        wrap(judge, "variants")
-        wrap(judge.copies, "flag", "copies")
-        _late_wraps()
+        def exec_module(module):
+            log("import judge>")
+            run(module)
+            log("import judge<")
+            _wrap_judge(module)
 
-    zygote.warm_up = warm_then_wrap
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _wrap_judge(judge) -> None:
+    original = judge.grade_submission
+
+    def grade_submission(path, *args, **kwargs):
+        log(f"submission> {path.name}")
+        try:
+            return original(path, *args, **kwargs)
+        finally:
+            log("submission<")
+
+    judge.grade_submission = grade_submission
+    wrap(judge, "_judge", "judge")
+    wrap(judge, "variants")
+    wrap(judge.copies, "flag", "copies")
+    _late_wraps()
 
 
 def _late_wraps() -> None:
