@@ -47,8 +47,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
     try:
-        if options.sandbox.usable and not stop.is_set():
-            zygote.warm_up(options.sandbox.mode, options.memory, min(options.slots, len(todo)), options.slots)
+        warm_slots(options, len(todo))  # a no-op for the zygotes the command line started already
         from .judge import grade_submission  # torch and the checks: only when something is graded
 
         lock = threading.Lock()
@@ -77,6 +76,14 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         zygote.close_all()
     if stop.is_set():
         raise KeyboardInterrupt
+
+
+def warm_slots(options: Options, files: int) -> None:
+    """Start the zygotes of the slots ``files`` files will use (at most ``options.slots``): each imports torch from
+    now on. ``grade_batch`` does it first; the command line earlier still, where no result store can leave a file
+    ungraded, so the zygotes' start-up overlaps reading the course too (``cli._grade``)."""
+    if files and options.sandbox.usable and not options.stop.is_set():
+        zygote.warm_up(options.sandbox.mode, options.memory, min(options.slots, files), options.slots)
 
 
 Read = ParsedSubmission | Exception  # a file's one read and parse, or why it failed (the judge makes it a row)

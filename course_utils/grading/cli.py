@@ -24,8 +24,8 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, book_outputs, gradescope_archive, owners, roster, sandbox, similarity, submission, uids
-from .batch import grade_batch
+from . import book_cli, book_outputs, gradescope_archive, owners, roster, sandbox, similarity, submission, uids, zygote
+from .batch import grade_batch, warm_slots
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
 from .late import META, STAMP
 from .limits import cap_judge_memory
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(options)
     except UsageError as exc:
+        zygote.close_all()  # the slots' sandboxes started early (``_grade``) grade nothing
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside the batch (reading, writing the outputs): never a traceback nor 0
@@ -188,15 +189,17 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     if args.shard:
         k, n = parse_shard(args.shard)
         files = [f for i, f in enumerate(files) if i % n == k - 1]
+    box = _sandbox(args)
+    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
+    options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
+                      assignment=args.assignment, feedback_fix=args.feedback_fix, owners=roster_ids(args.roster, files))
+    if not (args.results or args.out):  # no result store: every file not skipped is graded, so the slots' sandboxes
+        warm_slots(options, sum(1 for _, skipped in files if not skipped))  # start now, importing while we read
     assignments = load_assignments(Path(args.course), solutions=True)  # the copies flags read the solutions
     if args.assignment is not None and args.assignment not in assignments:
         raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "
                          f"{', '.join(sorted(assignments))}.")
     version = course_version(assignments, COURSE_UTILS)
-    box = _sandbox(args)
-    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
-    options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
-                      assignment=args.assignment, feedback_fix=args.feedback_fix, owners=roster_ids(args.roster, files))
     grading = options_key(args.timeout, options.memory, box.mode, args.assignment)  # another option: other results
     store = Store(Path(args.results) if args.results else (Path(args.out + ".results") if args.out else None),
                   version, grading)

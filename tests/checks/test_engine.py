@@ -140,6 +140,38 @@ def test_checks_leave_the_global_rng_alone():
     assert torch.equal(torch.rand(3), expected)
 
 
+def test_requests_and_judging_push_no_device_mode_where_the_cpu_is_the_default_already():
+    """``torch.device("cpu")`` is a torch function mode (every torch call inside it goes through Python, tens of
+    thousands per graded batch in the judge): where the CPU is the default already (the grader's judge) neither
+    the request nor the judge runs under one; under another default device both still build on the CPU."""
+    import torch
+
+    from course_utils.checks.engine import Exercise, Stage, judge, make_request
+
+    seen = []
+
+    def request(seed):
+        seen.append(("request", torch._C._len_torch_function_stack(), torch.zeros(1).device.type))
+        return {}
+
+    def stage_judge(req, facts):
+        seen.append(("judge", torch._C._len_torch_function_stack(), torch.zeros(1).device.type))
+
+    ex = Exercise(grade_id="probe_cost", title="t", names=(), stages=(Stage(name="s", points=1.0, probe="p", judge=stage_judge),),
+                  request=request)
+    make_request(ex, 1)
+    assert judge(ex, {}, {"stages": [{}]}).points == 1.0
+    assert seen == [("request", 0, "cpu"), ("judge", 0, "cpu")]
+    seen.clear()
+    torch.set_default_device("meta")
+    try:
+        make_request(ex, 1)
+        judge(ex, {}, {"stages": [{}]})
+    finally:
+        torch.set_default_device(None)
+    assert [device for *_, device in seen] == ["cpu", "cpu"]
+
+
 def test_unknown_exercise_and_bad_namespace():
     with pytest.raises(checks.CourseError, match="unknown exercise 'nope'"):
         checks.run_check("nope", {})

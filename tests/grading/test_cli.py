@@ -435,3 +435,26 @@ def test_two_files_whose_names_differ_by_a_control_character_stay_two_rows(tmp_p
     assert sorted(names) == ["alice.ipynb", "alice\\x7f.ipynb"]
     texts = [p.read_text() for p in (tmp_path / "fb").iterdir()]
     assert len(texts) == 2 and sum("truncated or invalid JSON" in t for t in texts) == 1
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_without_a_result_store_the_slots_start_before_the_course_is_read(tmp_path, monkeypatch, capsys, store):
+    """No result store can leave a listed file ungraded, so the command line starts the slots' zygotes before it
+    reads the course (their import of torch overlaps it: issue 48 P3); with a store, a resume may have nothing to
+    grade, so they start only in the batch, once there is work. A usage error after an early start ends them."""
+    from course_utils.grading import cli, zygote
+
+    calls = []
+    monkeypatch.setattr(zygote, "warm_up", lambda mode, memory, count, slots: calls.append(("warm", count, slots)))
+    monkeypatch.setattr(zygote, "close_all", lambda: calls.append("close"))
+    read = cli.load_assignments
+    monkeypatch.setattr(cli, "load_assignments", lambda *a, **k: (calls.append("read"), read(*a, **k))[1])
+    monkeypatch.setattr(cli, "grade_batch", lambda todo, *a, **k: calls.append(("batch", len(todo))))
+    for name in ("a", "b", "c"):
+        shutil.copy(ROOT / "solutions" / "02_exercises.ipynb", tmp_path / f"{name}.ipynb")
+    out = ["--out", str(tmp_path / "grades.csv")] if store else []
+    assert cli.main([str(tmp_path), "--jobs", "2", "--no-sandbox", *out]) == 0
+    assert calls == (["read", ("batch", 3)] if store else [("warm", 2, 2), "read", ("batch", 3)])
+    calls.clear()
+    assert cli.main([str(tmp_path), "--jobs", "2", "--no-sandbox", "--assignment", "nope", *out]) == 2
+    assert calls == (["read", "close"] if store else [("warm", 2, 2), "read", "close"])
