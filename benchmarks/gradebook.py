@@ -100,8 +100,8 @@ def timed(fn) -> tuple[float, float]:
 
 
 def measure(students: int, assignments: dict) -> dict[str, tuple[float, float]]:
-    from course_utils.grading import book_cli
-    from course_utils.grading.gradebook import GradeBook
+    from course_utils.grading.book import book_cli
+    from course_utils.grading.book.gradebook import GradeBook
 
     rows = synthetic_rows(students, assignments)
     out: dict[str, tuple[float, float]] = {"rows": (len(rows), len(rows))}

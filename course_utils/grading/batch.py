@@ -19,10 +19,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import zygote
 from .collect import Assignment
 from .options import Options
 from .results import SubmissionResult
+from .sandbox import zygote
 from .submission import ParsedSubmission, read
 
 

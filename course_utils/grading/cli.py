@@ -24,15 +24,18 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, book_outputs, gradescope_archive, owners, roster, sandbox, similarity, submission, uids
+from . import gradescope_archive, owners, submission
 from .batch import grade_batch
+from .book import book_cli, book_outputs, roster
+from .book.late import META, STAMP
 from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
-from .late import META, STAMP
-from .limits import cap_judge_memory
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
-from .outputs import json_line, write_all
-from .reports import common_root
+from .reports import similarity
+from .reports.outputs import json_line, write_all
+from .reports.reports import common_root
 from .results import Batch, Status, SubmissionResult
+from .sandbox import sandbox, uids
+from .sandbox.limits import cap_judge_memory
 from .store import Store, file_digest, merge, options_key
 
 

@@ -23,13 +23,14 @@ from ..checks.engine import make_request
 from ..checks.variants import Variant
 from ..status import CheckStatus
 from ..variant_text import verdict_line
-from . import copies, owners
+from . import owners
 from .collect import Assignment, NotebookError, clean, display_name
 from .options import Options, Stoppable
+from .reports import copies
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
-from .session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
+from .sandbox.session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
+from .sandbox.worker import Worker
 from .submission import ParsedSubmission, plan, read
-from .worker import Worker
 
 __all__ = ["Options", "Worker", "grade_submission"]  # Options: grading/options.py; Worker: one runner start (worker.py)
 

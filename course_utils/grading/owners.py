@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..release import TASK_CALL
 from ..variant_text import STUDENT_MARK, TASK_MARK, VERDICT_MARK, marks
+from .book.late import META, upload_of
 from .collect import Cell, cell_kind, clean, display_name
-from .late import META, upload_of
 
 FLAG = "ran another student's variant"
 SUBMITTED = "submitted"  # nbgrader's folder of collected submissions: submitted/STUDENT/ASSIGNMENT/file.ipynb

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import nbformat
 from answers import MUL, SWAPPED, mutate, recomputed_by
-
 from conftest import ROOT
 
 SECRET = "instructor-secret-7f3a9c"  # in the grader's environment and in a file in its HOME
@@ -111,7 +110,7 @@ REPORT = f"ran={ran} ok={','.join(ok) or 'none'}"
 
 FORGE_POINTS = SWAPPED_MUL + """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 junk = [frame({"kind": "facts", "exercise": "mul", "points": "lots", "status": "passed"}),
         frame({"kind": "facts", "exercise": "mul", "facts": {"stages": [{"cases": []}, {"cases": []}]},
                "cell_errors": [], "printed": 0, "fake_output": False, "points": 1e6, "total": 1e6}),
@@ -149,7 +148,7 @@ EXERCISES["mul"].__dict__
 
 KEEPALIVE = """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 msg = frame({"kind": "begin", "exercise": "mul"}) + frame({"kind": "ready"})
 while True:
     for fd in range(3, 20):
@@ -161,7 +160,7 @@ while True:
 
 FLOOD = """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 big = frame({"kind": "begin", "exercise": "mul", "pad": "x" * 90000})
 for _ in range(5000):
     for fd in range(3, 12):

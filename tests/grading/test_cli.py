@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
-from course_utils.grading import sandbox
 from grading_corpus import HTML_NAME, MARKER, SECRET, write_corpus
+
+from course_utils.grading.sandbox import sandbox
 
 BOX = sandbox.detect()
 SANDBOXED = BOX.mode != "none"
@@ -270,7 +270,7 @@ def test_feedback_files_are_unique_and_readable(batch):
 
 
 def test_feedback_names_are_stable():
-    from course_utils.grading.reports import feedback_name
+    from course_utils.grading.reports.reports import feedback_name
 
     assert feedback_name("/x/a/b.ipynb", "/x") == feedback_name("/x/a/b.ipynb", "/x")
     assert feedback_name("/x/a/b.ipynb", "/x") != feedback_name("/x/a__b.ipynb", "/x")

@@ -14,8 +14,9 @@ from answers import MUL
 from conftest import ROOT
 from grading_corpus import answer, submission
 
-from course_utils.grading import judge, protocol, sandbox, session, worker
+from course_utils.grading import judge
 from course_utils.grading.collect import load_assignments
+from course_utils.grading.sandbox import protocol, sandbox, session, worker
 
 
 def reader(data: bytes | io.RawIOBase) -> worker.Worker:
@@ -138,7 +139,7 @@ os._exit(0)  # before the real probe runs
 
 
 def test_the_dashboard_says_when_rows_were_graded_without_the_sandbox():
-    from course_utils.grading import dashboard
+    from course_utils.grading.reports import dashboard
     from course_utils.grading.results import SubmissionResult
 
     page = dashboard.report_html([SubmissionResult("a.ipynb", "02_exercises", sandbox="none"),

@@ -13,7 +13,7 @@ import pytest
 from test_kernel_memory import in_uid
 from test_sandbox_modes import as_normal_user
 
-from course_utils.grading import limits
+from course_utils.grading.sandbox import limits
 
 # a read-only private mapping read once every 2 MiB: the shared zero page (no resident size) behind a
 # 4 KiB page-table page per read; SIZE GiB of address space hold SIZE * 2 MiB of page tables

@@ -24,7 +24,7 @@ from conftest import ROOT
 from grading_corpus import REPORTER, constants, submission
 from test_sandbox_modes import _env, _shared_folder, as_user, in_container
 
-from course_utils.grading import sandbox
+from course_utils.grading.sandbox import sandbox
 
 MARK = "bob-wrote-this-7c1f"
 KERNEL = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])  # hidepid per /proc mount: 5.8

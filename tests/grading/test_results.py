@@ -4,8 +4,8 @@ import json
 import pytest
 
 from course_utils import checks
-from course_utils.grading import outputs, reports
 from course_utils.grading.judge import exercise_result
+from course_utils.grading.reports import outputs, reports
 from course_utils.grading.results import Batch, ExerciseResult, StageOutcome, Status, SubmissionResult
 from course_utils.grading.store import Store, problem
 from course_utils.status import CheckStatus, Share

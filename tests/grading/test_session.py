@@ -7,8 +7,17 @@ counts. The verdicts are stand-ins: a facts message's ``facts`` is the score it 
 import pytest
 
 from course_utils import checks
-from course_utils.grading.session import (BACKSTOP, CONFIRM_GRACE, NOT_STARTED, REASONS, RUNNER_WALL, STARTUP, Deadline,
-                                          Outcome, RunnerSession)
+from course_utils.grading.sandbox.session import (
+    BACKSTOP,
+    CONFIRM_GRACE,
+    NOT_STARTED,
+    REASONS,
+    RUNNER_WALL,
+    STARTUP,
+    Deadline,
+    Outcome,
+    RunnerSession,
+)
 
 POINTS = {"a": 2.0, "b": 3.0, "c": 1.0}
 TIMEOUT = 10.0

@@ -17,11 +17,12 @@ import sys
 
 import nbformat
 import pytest
-
 from conftest import ROOT
-from course_utils.grading import collect, copies, similarity, submission
-from course_utils.grading.results import SubmissionResult
 from grading_corpus import answer, unattempted
+
+from course_utils.grading import collect, submission
+from course_utils.grading.reports import copies, similarity
+from course_utils.grading.results import SubmissionResult
 
 OWN_MUL = ("class Mul(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n        ctx.save_for_backward(a, b)\n"
            "        return torch.mul(a, b)\n\n    @staticmethod\n    def backward(ctx, g):\n"
@@ -94,7 +95,8 @@ def test_a_broken_file_is_one_sentence(tmp_path, data, words):
 def grade(monkeypatch, tmp_path):
     """``./course grade ARGS --no-sandbox`` in this process, with no runner started (nothing is run, nothing is
     judged: the rows carry their flags, their exercises are not graded)."""
-    from course_utils.grading import cli, judge, zygote
+    from course_utils.grading import cli, judge
+    from course_utils.grading.sandbox import zygote
 
     monkeypatch.setattr(zygote, "warm_up", lambda *args, **kwargs: None)
     monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: None)  # never cap the test process

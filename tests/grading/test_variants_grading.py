@@ -15,11 +15,12 @@ from variant_helpers import fake_family, student_for
 
 from course_utils import variant_settings
 from course_utils.checks import registry
-from course_utils.grading import owners, sandbox
+from course_utils.grading import owners
 from course_utils.grading.batch import grade_batch
 from course_utils.grading.collect import Cell, display_name, load_assignments
 from course_utils.grading.options import Options
-from course_utils.grading.reports import feedback_text, table_csv
+from course_utils.grading.reports.reports import feedback_text, table_csv
+from course_utils.grading.sandbox import sandbox
 
 PLAIN, NEVER = student_for("mul", 0), student_for("mul", 1)
 
@@ -205,8 +206,8 @@ def test_the_task_cell_is_locked_never_run_by_the_grader_and_its_outputs_never_m
 
 
 def test_the_review_page_shows_the_outputs_a_variant_flag_quotes():
+    from course_utils.grading.book.review_page import _stored_evidence
     from course_utils.grading.results import SubmissionResult
-    from course_utils.grading.review_page import _stored_evidence
 
     task = cell('task("mul")', "**Variant `never` of `mul`** (one of 2), for student `<b>bob</b>`.")
     found = owners.evidence((task,), {"mul": "plain"}, "alice")

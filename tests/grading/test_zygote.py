@@ -13,8 +13,9 @@ import pytest
 from conftest import ROOT
 from grading_corpus import answer, submission
 
-from course_utils.grading import judge, sandbox, zygote
+from course_utils.grading import judge
 from course_utils.grading.collect import load_assignments
+from course_utils.grading.sandbox import sandbox, zygote
 
 LEAVE_BEHIND = """
 import os, time
@@ -201,7 +202,7 @@ def test_the_zygote_reports_ready_with_torch_imported(bwrap_options):
 
 
 def test_restoring_the_folders_removes_what_is_new_keeps_what_was_there_and_follows_no_symlink(tmp_path):
-    from course_utils.grading import sweep
+    from course_utils.grading.sandbox import sweep
 
     inside, outside = tmp_path / "tmp", tmp_path / "host"
     (inside / "work" / "course").mkdir(parents=True)  # like bubblewrap's mount points for a course under /tmp

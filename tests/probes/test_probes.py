@@ -11,13 +11,14 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from course_utils import checks, probes
 
 PROBES_DIR = ROOT / "course_utils" / "probes"
 
 
 def test_probes_import_nothing_of_the_checks():
-    code = ("import sys, course_utils.probes, course_utils.grading.runner; "
+    code = ("import sys, course_utils.probes, course_utils.grading.sandbox.runner; "
             "bad = sorted(m for m in sys.modules if m.startswith(('course_utils.checks', 'course_utils.release', "
             "'course_utils.grading.judge', 'course_utils.grading.collect'))); print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -234,8 +235,8 @@ def test_a_swapped_buffer_keeps_what_the_kernel_wrote_into_it():
     copied in, and a gradient finished outside any kernel (here in torch; NumPy alike) seemed to follow the swap:
     4/4 for a copy kernel. Flaky under ``empty_like`` when reused memory held x's values (torch 2.11's run)."""
     import torch
-
     from check_helpers import ns_from
+
     from course_utils.probes import lesson10
 
     gen = torch.Generator().manual_seed(1)

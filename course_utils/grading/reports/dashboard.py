@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..status import Share
-from . import attention
+from ...status import Share
+from .. import attention
+from ..results import Batch, Pair, SubmissionResult, exercise_ids, variants_of
+from ..store import atomic_write
 from .reports import NOT_LATE, feedback_name, page
-from .results import Batch, Pair, SubmissionResult, exercise_ids, variants_of
 from .similarity import SHOWN
-from .store import atomic_write
 
 TOP_DIAGNOSES = 5  # most common diagnoses shown per exercise
 
