@@ -107,3 +107,17 @@ def test_outputs_grade_book_and_options_import_neither_torch_nor_the_checks():
             + "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('course_utils.checks')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def imported_names(path) -> list[tuple[str, str]]:
+    """(module as written, name) for every ``from X import name`` in ``path``, counting imports inside functions."""
+    return [(node.module or "", alias.name) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) for alias in node.names]
+
+
+def test_usage_error_is_imported_from_its_home():
+    """``UsageError`` lives in ``grading.errors``; ``collect`` re-exported it and 7 modules imported it from there."""
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    wrong = sorted(f"{path.relative_to(ROOT)}: from {module}" for path in files
+                   for module, name in imported_names(path) if name == "UsageError" and not module.endswith("errors"))
+    assert wrong == []

@@ -28,7 +28,8 @@ from . import gradescope_archive, owners, submission
 from .batch import grade_batch
 from .book import book_cli, book_outputs, roster
 from .book.late import META, STAMP
-from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
+from .collect import NotebookError, collect, course_version, display_name, load_assignments
+from .errors import UsageError
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .reports import similarity
 from .reports.outputs import json_line, write_all

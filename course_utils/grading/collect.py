@@ -23,8 +23,6 @@ from ..release import REPOSITORY, retarget, settings_agree
 from .errors import UsageError
 from .results import Status
 
-__all__ = ["UsageError"]  # its home is errors
-
 MAX_NOTEBOOK_BYTES = 20 << 20
 MAX_CELLS = 2000
 MAX_SOURCE = 1 << 20

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from .collect import UsageError, load_assignments
+from .collect import load_assignments
+from .errors import UsageError
 
 PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -11,7 +11,7 @@ import pytest
 from course_utils.grading import attention
 from course_utils.grading.book import book_cli, book_outputs
 from course_utils.grading.book.gradebook import GradeBook
-from course_utils.grading.collect import UsageError
+from course_utils.grading.errors import UsageError
 from course_utils.grading.reports import dashboard, reports
 from course_utils.grading.results import HELD, Batch, ExerciseResult, SubmissionResult
 

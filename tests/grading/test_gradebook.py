@@ -11,7 +11,7 @@ from conftest import ROOT
 
 from course_utils.grading.book import book_cli
 from course_utils.grading.book.gradebook import GradeBook, final
-from course_utils.grading.collect import UsageError
+from course_utils.grading.errors import UsageError
 from course_utils.grading.reports import reports
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 from course_utils.status import CheckStatus

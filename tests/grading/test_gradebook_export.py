@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from course_utils.grading.book import late, lms, records, roster
-from course_utils.grading.collect import UsageError
+from course_utils.grading.errors import UsageError
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 
 ROSTER = """id,name,email,pattern,section

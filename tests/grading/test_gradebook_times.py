@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from course_utils.grading.book import late, roster
 from course_utils.grading.book.gradebook import GradeBook
-from course_utils.grading.collect import UsageError
+from course_utils.grading.errors import UsageError
 from course_utils.grading.results import ExerciseResult, SubmissionResult
 
 DUE = "2026-03-01T23:59:00+00:00"

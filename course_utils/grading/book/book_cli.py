@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...paths import ROOT
-from ..collect import UsageError
+from ..errors import UsageError
 from ..results import SubmissionResult
 from ..store import file_digest
 from . import book_outputs, lms, roster

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..attention import DISMISSED
-from ..collect import UsageError
+from ..errors import UsageError
 from ..results import GRADED, SubmissionResult
 
 KINDS = ("accept", "override", "regrade", "choose", "dismiss")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ..collect import UsageError
+from ..errors import UsageError
 from . import tables
 
 DAY = timedelta(days=1)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..collect import UsageError
+from ..errors import UsageError
 from . import tables
 
 REQUIRED = ("id", "name", "email", "pattern")
