@@ -121,3 +121,12 @@ def test_usage_error_is_imported_from_its_home():
     wrong = sorted(f"{path.relative_to(ROOT)}: from {module}" for path in files
                    for module, name in imported_names(path) if name == "UsageError" and not module.endswith("errors"))
     assert wrong == []
+
+
+def test_the_grader_never_imports_the_edition_builder():
+    """The solution markers, task calls and the repository rewrite are facts both read (``markers``): the grader
+    imported ``release`` (the student-edition builder) for them."""
+    edges = graph()
+    assert "course_utils.markers" in edges["course_utils.release"]
+    assert sorted(m for m, deps in edges.items() if m.startswith("course_utils.grading")
+                  and "course_utils.release" in deps) == []

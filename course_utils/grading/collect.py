@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CourseError
+from ..markers import REPOSITORY, retarget
 from ..paths import ASSIGNMENT_KEY, repo_url
-from ..release import REPOSITORY, retarget, settings_agree
+from ..variant_settings import settings_agree
 from .errors import UsageError
 from .results import Status
 
@@ -107,7 +108,7 @@ def untouched(theirs: str, course: str) -> bool:
     """Whether a submission's copy of a locked cell is one of the forms the course itself gives it.
 
     The course's own copy, or that copy as ``release --repository URL`` writes it for any repository
-    the instructor may have named (``release.retarget``, the one rewrite release applies to every
+    the instructor may have named (``markers.retarget``, the one rewrite release applies to every
     file: the set-up cell's install line, links): derived from the course's cell, so a set-up cell
     that changes stays recognised. Any other change is not.
     """

@@ -22,7 +22,7 @@ import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from ..release import TASK_CALL
+from ..markers import TASK_CALL
 from ..variant_text import STUDENT_MARK, TASK_MARK, VERDICT_MARK, marks
 from .book.late import META, upload_of
 from .collect import Cell, cell_kind, clean, display_name

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..exercise_result import ExerciseResult
-from ..release import is_task_cell
+from ..markers import is_task_cell
 from .collect import Assignment, Cell, NotebookError, cell_kind, display_name, parse_notebook, read_submission, untouched
 from .policy import learning_flags, review_reasons
 from .results import Status, SubmissionResult

@@ -129,7 +129,7 @@ def failure(exc: BaseException, what: str, time_limit: float, location: str = ""
     return "raised", f"{what}{location} raised {type(exc).__name__}: {first}{'' if location else where(exc)}"
 
 
-STUB_WORDS = "is not attempted yet"  # in every stub the student edition ships (release.STUB)
+STUB_WORDS = "is not attempted yet"  # in every stub the student edition ships (markers.STUB)
 
 
 def untouched_stub(fn: Callable) -> bool:

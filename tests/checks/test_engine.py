@@ -10,7 +10,7 @@ from answers import EXP, MUL, SWAPPED, mutate
 
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
-from course_utils import checks, release, wire
+from course_utils import checks, markers, release, wire
 from course_utils.grading.results import SubmissionResult
 from course_utils.status import CheckStatus
 
@@ -164,7 +164,7 @@ def test_check_cell_metadata_matches_exercise_points():
             if m:
                 assert meta["grade"] and meta["locked"] and meta["grade_id"] == m.group(1)
                 assert meta["points"] == checks.EXERCISES[m.group(1)].points
-            elif release.BEGIN in cell.source:
+            elif markers.BEGIN in cell.source:
                 assert meta["solution"] and not meta["locked"] and meta["grade_id"].endswith("_answer")
             else:
                 assert meta["locked"] and not meta["solution"] and not meta["grade"]

@@ -158,7 +158,7 @@ def test_any_other_change_of_the_set_up_cell_is_still_flagged(tmp_path, edit):
 def test_a_locked_cell_whose_only_link_is_a_colab_path_is_recognised_as_released():
     """release rewrites the owner/name path of a Colab link too: such a cell, so rewritten, is the course's own."""
     from course_utils.paths import repo_url
-    from course_utils.release import retarget
+    from course_utils.markers import retarget
 
     path = repo_url().removeprefix("https://github.com/")
     course = f"Open [in Colab](https://colab.research.google.com/github/{path}/blob/main/exercises/02_exercises.ipynb)."

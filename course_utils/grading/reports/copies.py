@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...release import BEGIN, END, SHIPPED
+from ...markers import BEGIN, END, SHIPPED
 from ..collect import Assignment, clean
 from ..results import SubmissionResult
 from ..submission import ParsedSubmission
