@@ -130,3 +130,28 @@ def test_the_grader_never_imports_the_edition_builder():
     assert "course_utils.markers" in edges["course_utils.release"]
     assert sorted(m for m, deps in edges.items() if m.startswith("course_utils.grading")
                   and "course_utils.release" in deps) == []
+
+
+GRADING_FLOORS = {  # grading/__init__ and CONTRIBUTING: a module imports only its own floor or lower ones
+    "sandbox": 0,
+    **dict.fromkeys(["errors", "results", "collect", "submission", "policy", "attention", "store", "options"], 1),
+    "reports": 2,
+    "book": 3,
+    **dict.fromkeys(["cli", "batch", "judge", "owners", "gradescope", "gradescope_archive"], 4),
+}
+
+
+def floor(module: str) -> int | None:
+    """The floor of a grader module (``course_utils.grading.book.late`` -> 3), None outside the grader."""
+    parts = module.split(".")
+    return GRADING_FLOORS.get(parts[2]) if len(parts) > 2 and parts[:2] == ["course_utils", "grading"] else None
+
+
+def test_the_grader_s_floors_hold():
+    """sandbox/ < the core's data < reports/ < book/ < the pipeline: no module imports a higher floor."""
+    edges = graph()
+    grader = [m for m in edges if m.startswith("course_utils.grading.")]
+    assert sorted(m for m in grader if floor(m) is None) == []  # every module has its floor
+    upward = sorted(f"{m} -> {d}" for m in grader for d in edges[m]
+                    if floor(d) is not None and floor(d) > floor(m))  # type: ignore[operator]
+    assert upward == []
