@@ -38,7 +38,7 @@ FORMATS = ("csv", "canvas", "moodle", "nbgrader")
 def course_assignments() -> dict[str, list[tuple[str, float]]]:
     """Each assignment of the course with its exercises' (grade id, points), from the exercise notebooks."""
     from course_utils.checks import EXERCISES
-    from course_utils.grading.collect import load_assignments
+    from course_utils.grading.assignment import load_assignments
 
     return {name: [(gid, EXERCISES[gid].points) for gid in a.exercises()] for name, a in load_assignments(ROOT).items()}
 

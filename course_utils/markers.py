@@ -34,7 +34,7 @@ def retarget(text: str, old: str, new: str) -> str:
     """``text`` with the instructors' repository ``old`` (URL and owner/name path) replaced by ``new``.
 
     What ``release --repository`` does to every text file; the grader derives the legitimate forms
-    of its locked cells from it (``collect.untouched``).
+    of its locked cells from it (``checksums.untouched``).
     """
     for a, b in ((old, new), (old.removeprefix("https://github.com/"), new.removeprefix("https://github.com/"))):
         text = text.replace(a, b)

@@ -7,18 +7,22 @@ Floors (a module imports only its own floor or lower ones: ``tests/test_import_g
 The core's data (floor 1)
 * ``errors``: ``UsageError`` (bad command-line input), imported from here by every module.
 * ``results``: the one results model (submission -> exercises -> parts), built once per submission.
-* ``collect``: finding submissions, strict notebook reading, which cells are answers, ``Assignment``,
-  the course version, display names, checksums.
-* ``submission``: a submission read and parsed once (``ParsedSubmission``): what the judging, ``similarity``
-  and ``copies`` all read; ``plan``: the cells a runner executes.
+* ``collect``: finding submissions (links not followed); ``names``: a file's name as every output shows it.
+* ``notebook``: a notebook read strictly (``Cell``, ``NotebookError``) and what kind each cell is.
+* ``assignment``: the course's exercise notebooks (``Assignment``) and the one rule for which cells are answers.
+* ``checksums``: nbgrader-style cell checksums; whether a locked cell is as the course gave it.
+* ``version``: the course version a stored result depends on.
+* ``submission``: a submission read and parsed once (``read``, ``ParsedSubmission``): what the judging,
+  ``similarity`` and ``copies`` all read; ``plan``: the cells a runner executes.
 * ``policy``: the reading of answer cells (names resolved): held for review, learning flags.
 * ``attention``: which rows need an instructor's decision (the review queue).
 * ``store``: results on disk, resume and ``--merge``. ``options``: how a batch is graded (``Options``; no torch).
 
 ``sandbox/``: running student code, and the judge's side of talking to it (floor 0)
-* ``runner``: the sandboxed process that runs student code and the checks' probes. Decides nothing.
+* ``runner``: the sandboxed process that runs student code and the probes. Decides nothing.
 * ``audit``: the runner's audit hook (what answer code does at run time); ``sweep``: between two runners
-  of one zygote, every leftover process ended and the writable folders put back. ``protocol``: framing and validation of what crosses (no pickle).
+  of one zygote, every leftover process ended and the writable folders put back.
+* ``protocol``: framing and validation of what crosses between runner and judge (no pickle).
 * ``sandbox`` + ``seccomp`` + ``limits`` + ``uids``: bubblewrap (or a uid), the syscall filter,
   memory/process/CPU caps, one uid per live runner (and what a uid-mode runner leaves, taken back).
 * ``zygote``: one torch import per job slot, forked per runner. ``worker``: one runner start.

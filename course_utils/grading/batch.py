@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .collect import Assignment
+from .assignment import Assignment
 from .options import Options
 from .results import SubmissionResult
 from .sandbox import zygote

@@ -25,11 +25,14 @@ from typing import Any
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import gradescope_archive, owners, submission
+from .assignment import load_assignments
 from .batch import grade_batch
 from .book import book_cli, book_outputs, roster
 from .book.late import META, STAMP
-from .collect import NotebookError, collect, course_version, display_name, load_assignments
+from .collect import collect
 from .errors import UsageError
+from .names import display_name
+from .notebook import NotebookError
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .reports import similarity
 from .reports.outputs import json_line, write_all
@@ -38,6 +41,7 @@ from .results import Batch, Status, SubmissionResult
 from .sandbox import sandbox, uids
 from .sandbox.limits import cap_judge_memory
 from .store import Store, file_digest, merge, options_key
+from .version import course_version
 
 
 def parse_shard(text: str) -> tuple[int, int]:

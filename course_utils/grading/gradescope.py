@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..paths import ROOT
 from ..status import Share
+from .assignment import load_assignments
 from .batch import grade_batch
-from .collect import load_assignments
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .results import HELD, Status, SubmissionResult
 from .sandbox import sandbox

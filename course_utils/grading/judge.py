@@ -24,7 +24,9 @@ from ..checks.variants import Variant
 from ..status import CheckStatus
 from ..variant_text import verdict_line
 from . import owners
-from .collect import Assignment, NotebookError, clean, display_name
+from .assignment import Assignment
+from .names import display_name
+from .notebook import NotebookError, clean
 from .options import Options, Stoppable
 from .reports import copies
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult

@@ -25,7 +25,8 @@ from pathlib import Path
 from ..markers import TASK_CALL
 from ..variant_text import STUDENT_MARK, TASK_MARK, VERDICT_MARK, marks
 from .book.late import META, upload_of
-from .collect import Cell, cell_kind, clean, display_name
+from .names import display_name
+from .notebook import Cell, cell_kind, clean
 
 FLAG = "ran another student's variant"
 SUBMITTED = "submitted"  # nbgrader's folder of collected submissions: submitted/STUDENT/ASSIGNMENT/file.ipynb

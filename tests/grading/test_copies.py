@@ -11,7 +11,7 @@ from honest_answers import HONEST
 from test_similarity import ORIGINAL
 
 from course_utils.grading import submission
-from course_utils.grading.collect import load_assignments
+from course_utils.grading.assignment import load_assignments
 from course_utils.grading.reports import copies
 from course_utils.grading.results import SubmissionResult
 from course_utils.grading.submission import ParsedSubmission

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 from grading_corpus import answer, unattempted
 
-from course_utils.grading import collect, submission
+from course_utils.grading import assignment, notebook, submission
 from course_utils.grading.reports import copies, similarity
 from course_utils.grading.results import SubmissionResult
 
@@ -43,7 +43,7 @@ def with_cells(tmp_path, name: str, *extra: tuple[str, dict]) -> os.PathLike:
 
 def read_by_all_three(path) -> dict[str, object]:
     """What each consumer takes as the answer to ``mul``, and the copy check's flags."""
-    assignments = collect.load_assignments(ROOT, solutions=True)
+    assignments = assignment.load_assignments(ROOT, solutions=True)
     sub = submission.read(path, assignments)
     row = SubmissionResult(str(path))
     planned = submission.plan(row, sub, assignments)
@@ -85,8 +85,8 @@ def test_a_submission_read_as_before_keeps_its_flags(tmp_path):
                                          (b"[1, 2]", "no list of 'cells'")])
 def test_a_broken_file_is_one_sentence(tmp_path, data, words):
     (tmp_path / "x.ipynb").write_bytes(data)
-    with pytest.raises(collect.NotebookError, match=words) as err:
-        submission.read(tmp_path / "x.ipynb", collect.load_assignments(ROOT))
+    with pytest.raises(notebook.NotebookError, match=words) as err:
+        submission.read(tmp_path / "x.ipynb", assignment.load_assignments(ROOT))
     assert "\n" not in str(err.value)
 
 
@@ -135,7 +135,7 @@ def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch, s
             opened.append(str(file))
         return real_os_open(file, *args, **kwargs)
 
-    real_parse = collect.parse_notebook
+    real_parse = notebook.parse_notebook
 
     def counting_parse(data, *args, **kwargs):
         parsed.extend(p for p, b in files.items() if b == data)

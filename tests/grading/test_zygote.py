@@ -14,7 +14,7 @@ from conftest import ROOT
 from grading_corpus import answer, submission
 
 from course_utils.grading import judge
-from course_utils.grading.collect import load_assignments
+from course_utils.grading.assignment import load_assignments
 from course_utils.grading.sandbox import sandbox, zygote
 
 LEAVE_BEHIND = """

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...paths import ROOT
-from ..collect import load_assignments
+from ..assignment import load_assignments
 from ..errors import UsageError
 from ..reports.outputs import write_all
 from ..results import Answer, Batch, Lateness, Pair, SubmissionResult

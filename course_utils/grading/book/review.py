@@ -31,8 +31,9 @@ from starlette.routing import Route
 
 from ...paths import ROOT
 from .. import attention
-from ..collect import NotebookError, load_assignments
+from ..assignment import load_assignments
 from ..errors import UsageError
+from ..notebook import NotebookError
 from ..results import SubmissionResult
 from ..submission import read
 from . import book_outputs, review_page

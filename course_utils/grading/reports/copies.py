@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ...markers import BEGIN, END, SHIPPED
-from ..collect import Assignment, clean
+from ..assignment import Assignment
+from ..notebook import clean
 from ..results import SubmissionResult
 from ..submission import ParsedSubmission
 from .normalise import Statement, imported_names, statements

@@ -22,7 +22,8 @@ import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..collect import Assignment, checksum
+from ..assignment import Assignment
+from ..checksums import checksum
 from ..errors import UsageError
 from ..results import MIN_SPAN as MIN_SPAN  # re-exported: the pairs live in the results model every output reads
 from ..results import Answer, Pair
