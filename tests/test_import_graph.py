@@ -138,7 +138,7 @@ GRADING_FLOORS = {  # grading/__init__ and CONTRIBUTING: a module imports only i
                      "submission", "policy", "attention", "store", "options"], 1),
     "reports": 2,
     "book": 3,
-    **dict.fromkeys(["cli", "batch", "judge", "owners", "gradescope", "gradescope_archive"], 4),
+    **dict.fromkeys(["cli", "batch", "grade_file", "owners", "gradescope", "gradescope_archive"], 4),
 }
 
 

@@ -45,8 +45,9 @@ The core's data (floor 1)
 
 The core's pipeline (floor 4)
 * ``cli``: the command line (``python -m course_utils.grade``): parses arguments, wires the steps.
-* ``batch``: a batch's files over the job slots (threads). ``judge``: one submission: starts runners
-  (``sandbox.worker``), decides points from their facts with a ``sandbox.session``. Never runs student code.
+* ``batch``: a batch's files over the job slots (threads). ``grade_file``: one submission file: starts
+  runners (``sandbox.worker``), decides points from their facts with a ``sandbox.session``. It runs in
+  the judge, the grader's own process, which never runs student code.
 * ``owners``: whose file a submission is (so which variant it is judged against), what its outputs show.
 * ``gradescope``: grading on Gradescope (what ``run_autograder`` runs); ``gradescope_archive``: its archive.
 

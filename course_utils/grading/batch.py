@@ -1,6 +1,6 @@
 """Grade a batch of files in parallel slots: the one loop the command line and Gradescope share.
 
-Each file is graded by ``judge.grade_submission`` in a thread that holds one runner slot (a slot
+Each file is graded by ``grade_file.grade_submission`` in a thread that holds one runner slot (a slot
 is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
 row is handed to ``done`` under a lock, so callers may print, store or count without their own.
 Each slot's zygote (``zygote.py``: torch imported once, a runner forked per runner start) is
@@ -37,7 +37,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     KeyboardInterrupt here) grades nothing more: the running submissions' runners end at once
     (``options.Stoppable``), their unfinished rows are dropped (graded again on resume), and
     KeyboardInterrupt is raised after the rows already done were handed over. ``seen``: handed each
-    file's one parse (``judge.grade_submission``), from the grading threads.
+    file's one parse (``grade_file.grade_submission``), from the grading threads.
     """
     stop = options.stop
     if not todo:  # every row was stored already (a resume): no zygote, no torch, no checks to import
@@ -49,7 +49,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     try:
         if options.sandbox.usable and not stop.is_set():
             zygote.warm_up(options.sandbox.mode, options.memory, min(options.slots, len(todo)), options.slots)
-        from .judge import grade_submission  # torch and the checks: only when something is graded
+        from .grade_file import grade_submission  # torch and the checks: only when something is graded
 
         lock = threading.Lock()
         free_slots = list(range(options.slots))

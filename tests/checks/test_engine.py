@@ -222,7 +222,7 @@ def test_every_lesson_module_of_checks_has_its_test_module():
 # --------------------------------------------------------------------------- one structured result
 def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_parsing():
     """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader stores that very result."""
-    from course_utils.grading.judge import exercise_result
+    from course_utils.grading.grade_file import exercise_result
 
     ns = ns_from(mutate(MUL, SWAPPED))
     ex = checks.EXERCISES["mul"]
@@ -242,7 +242,7 @@ def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_par
 
 
 def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
-    from course_utils.grading.judge import exercise_result
+    from course_utils.grading.grade_file import exercise_result
 
     ex = checks.EXERCISES["div"]
     result = checks.Result("div", 0.0, ex.points, CheckStatus.FAILED, problem="Your code did not finish.",
@@ -256,7 +256,7 @@ def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
 def test_the_graders_feedback_shows_the_fix_only_when_asked():
     """The instructor's grader writes level 1 into feedback files; --feedback-fix adds level 2."""
     from course_utils.grading.cli import build_parser
-    from course_utils.grading.judge import Options
+    from course_utils.grading.grade_file import Options
 
     assert Options().feedback_fix is False
     assert build_parser().parse_args(["sub.ipynb", "--feedback-fix"]).feedback_fix is True

@@ -334,7 +334,7 @@ def test_as_a_normal_user_where_the_machine_allows(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("already a normal user: the batch above covered it")
     probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
-                            "from course_utils.grading import sandbox; print(sandbox.detect().mode)"],
+                            "from course_utils.grading.sandbox import sandbox; print(sandbox.detect().mode)"],
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd="/")
     if probe.stdout.strip() != "user":
         pytest.skip("a normal user cannot run the sandbox on this machine (its Python lives in root's home): "

@@ -95,12 +95,12 @@ def test_a_broken_file_is_one_sentence(tmp_path, data, words):
 def grade(monkeypatch, tmp_path):
     """``./course grade ARGS --no-sandbox`` in this process, with no runner started (nothing is run, nothing is
     judged: the rows carry their flags, their exercises are not graded)."""
-    from course_utils.grading import cli, judge
+    from course_utils.grading import cli, grade_file
     from course_utils.grading.sandbox import zygote
 
     monkeypatch.setattr(zygote, "warm_up", lambda *args, **kwargs: None)
     monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: None)  # never cap the test process
-    monkeypatch.setattr(judge, "_run_all", lambda row, cells, options, slot: None)
+    monkeypatch.setattr(grade_file, "_run_all", lambda row, cells, options, slot: None)
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str) -> int:

@@ -95,8 +95,8 @@ def test_every_name_in_the_walk_from_a_file_to_a_row_exists():
 
 
 def test_a_renamed_function_is_caught():
-    assert problems("1. `grading/judge.py` `grade_submission`: then `submission.read`.\n") == []
-    found = problems("1. `grading/judge.py` `grade_one`: then `submission.parse` and `grading/nowhere.py`.\n")
+    assert problems("1. `grading/grade_file.py` `grade_submission`: then `submission.read`.\n") == []
+    found = problems("1. `grading/grade_file.py` `grade_one`: then `submission.parse` and `grading/nowhere.py`.\n")
     assert [p.split(" in step")[0] for p in found] == ["'grade_one'", "'submission.parse'", "'grading/nowhere.py'"]
 
 
