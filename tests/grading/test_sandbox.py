@@ -54,9 +54,9 @@ def test_filter_is_whole_instructions_for_known_architectures():
 
 
 def test_command_binds_only_what_the_runner_needs(tmp_path):
-    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, 7)
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[2], 1 << 20, 7)
     binds = [cmd[i + 2] for i, a in enumerate(cmd) if a in ("--ro-bind", "--bind")]
-    root = str(sandbox.Path(sandbox.__file__).resolve().parents[2])
+    root = str(sandbox.Path(sandbox.__file__).resolve().parents[3])
     assert "--bind" not in cmd  # nothing of the host is writable
     mounted = sorted(b.removeprefix(f"{sandbox.COURSE_MOUNT}/course_utils/") for b in binds
                      if b.startswith(f"{sandbox.COURSE_MOUNT}/"))
@@ -77,7 +77,7 @@ def test_the_environment_is_empty_but_for_what_the_runner_needs(monkeypatch):
 
 @pytest.mark.skipif(os.geteuid() != 0 or sandbox.detect().mode != "root", reason="root-mode sandbox only")
 def test_root_mode_runner_drops_to_an_unprivileged_uid():
-    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, None, 61999)
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[2], 1 << 20, None, 61999)
     assert cmd[-1].endswith("main(61999)") and "COURSE_RUNNER_UID" not in " ".join(cmd)
     probe = ("import os; from course_utils.grading.sandbox.runner import drop_privileges; "
              "drop_privileges(61999); s = open('/proc/self/status').read(); "
