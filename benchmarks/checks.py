@@ -27,15 +27,15 @@ import json, sys, time
 t0 = time.perf_counter()
 import torch
 import jupytext
-from course_utils import release
+from course_utils import markers
 warm = sys.argv[2] == "warm"
 nb = jupytext.read(sys.argv[1])
 ns = {}
 for cell in nb.cells:
-    if cell.cell_type == "code" and not release.CHECK_CALL.search(cell.source) and "google.colab" not in cell.source:
+    if cell.cell_type == "code" and not markers.CHECK_CALL.search(cell.source) and "google.colab" not in cell.source:
         exec(compile(cell.source, "<cell>", "exec"), ns)
 t1 = time.perf_counter()
-ids = [m.group(1) for c in nb.cells if c.cell_type == "code" for m in [release.CHECK_CALL.search(c.source)] if m]
+ids = [m.group(1) for c in nb.cells if c.cell_type == "code" for m in [markers.CHECK_CALL.search(c.source)] if m]
 if warm:  # what a kernel does: the set-up cell starts the warm-up, each answer cell's first run its lesson's part
     from course_utils.probes import warmup
     warmup.start()

@@ -38,7 +38,7 @@ FORMATS = ("csv", "canvas", "moodle", "nbgrader")
 def course_assignments() -> dict[str, list[tuple[str, float]]]:
     """Each assignment of the course with its exercises' (grade id, points), from the exercise notebooks."""
     from course_utils.checks import EXERCISES
-    from course_utils.grading.collect import load_assignments
+    from course_utils.grading.assignment import load_assignments
 
     return {name: [(gid, EXERCISES[gid].points) for gid in a.exercises()] for name, a in load_assignments(ROOT).items()}
 
@@ -100,8 +100,8 @@ def timed(fn) -> tuple[float, float]:
 
 
 def measure(students: int, assignments: dict) -> dict[str, tuple[float, float]]:
-    from course_utils.grading import book_cli
-    from course_utils.grading.gradebook import GradeBook
+    from course_utils.grading.book import book_cli
+    from course_utils.grading.book.gradebook import GradeBook
 
     rows = synthetic_rows(students, assignments)
     out: dict[str, tuple[float, float]] = {"rows": (len(rows), len(rows))}

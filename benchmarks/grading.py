@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_utils.grading import sandbox, zygote
-from course_utils.grading.limits import Limits
+from course_utils.grading.sandbox import sandbox, zygote
+from course_utils.grading.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIES = 3  # of each of the six solution notebooks
@@ -173,7 +173,7 @@ def run() -> str:
         "",
         f"{n} correct submissions ({COPIES} of every assignment, {len(EXERCISES)} exercises in all), runners {where}, "
         f"limits by {probe.kind}. The judge never runs student code. Under bubblewrap each slot's runners are "
-        "forked from one zygote that imported torch once (`grading/zygote.py`), so a runner start costs less than "
+        "forked from one zygote that imported torch once (`grading/sandbox/zygote.py`), so a runner start costs less than "
         "the process floor below: a bare process that imports torch, started the way a zygote is.",
         "",
         "| measurement | seconds per submission | vs kernel floor | vs process floor |",

@@ -56,7 +56,8 @@ def wrap(owner, name: str, label: str | None = None) -> None:
 
 def instrument() -> None:
     """Wrap the grader's steps (the judge's once it is imported: ``_JudgeImport``)."""
-    from course_utils.grading import batch, cli, zygote  # none imports torch
+    from course_utils.grading import batch, cli  # none imports torch
+    from course_utils.grading.sandbox import zygote
 
     wrap(batch, "Queue", "queue")
     wrap(cli, "load_assignments")
@@ -75,7 +76,7 @@ class _JudgeImport(importlib.abc.MetaPathFinder):
     keeps its order (the zygotes first, then the judge's imports)."""
 
     def find_spec(self, name, path, target=None):
-        if name != "course_utils.grading.judge":
+        if name != "course_utils.grading.grade_file":
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
@@ -102,7 +103,7 @@ def _wrap_judge(judge) -> None:
             log("submission<")
 
     judge.grade_submission = grade_submission
-    wrap(judge, "_judge", "judge")
+    wrap(judge, "_check_facts", "judge")
     wrap(judge, "variants")
     wrap(judge.copies, "flag", "copies")
     _late_wraps()
@@ -110,7 +111,7 @@ def _wrap_judge(judge) -> None:
 
 def _late_wraps() -> None:
     """What imports torch (the runner's channel): wrapped once the judge imported it."""
-    from course_utils.grading import session, worker
+    from course_utils.grading.sandbox import session, worker
 
     wrap(worker.Worker, "__init__", "start")
     wrap(worker.Worker, "stop")
@@ -142,7 +143,7 @@ def _usage(dirs) -> float | None:
 
 def _count_sandbox_cpu() -> None:
     """Put each runner slot's sandbox in a cpuacct cgroup too (cgroup v1); its total is read when it is removed."""
-    from course_utils.grading import limits
+    from course_utils.grading.sandbox import limits
 
     if not (CPUACCT / "cpuacct.usage").exists() or not limits.os.access(CPUACCT, limits.os.W_OK):
         return
@@ -165,7 +166,7 @@ def _count_sandbox_cpu() -> None:
 
 def _count_runner_cpu() -> None:
     """Each runner's CPU: its sandbox's cpuacct read at the fork and at the end (the runner and the sweep after)."""
-    from course_utils.grading import worker
+    from course_utils.grading.sandbox import worker
 
     init, stop = worker.Worker.__init__, worker.Worker.stop
 

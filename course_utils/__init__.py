@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 if "IPython" in _sys.modules:  # a Jupyter kernel: tracebacks through course code cut to the student's frames
     try:
         from .errors import install_notebook_tracebacks
-    except ImportError:  # the grader's sandbox holds only the runner's files (see grading/sandbox.py)
+    except ImportError:  # the grader's sandbox holds only the runner's files (see grading/sandbox/sandbox.py)
         pass
     else:
         install_notebook_tracebacks()

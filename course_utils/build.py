@@ -233,7 +233,7 @@ def fix_note(grade_id: str) -> str:
 
 def with_fix_note(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """End the first markdown cell of an exercise notebook with ``fix_note`` for its first exercise (idempotent)."""
-    from .release import CHECK_CALL
+    from .markers import CHECK_CALL
 
     first_check = next((m for c in nb.cells if c.cell_type == "code" for m in [CHECK_CALL.search(c.source)] if m), None)
     header = next((c for c in nb.cells if c.cell_type == "markdown"), None)

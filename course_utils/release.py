@@ -25,25 +25,9 @@ if TYPE_CHECKING:  # imported where used
     import nbformat
 
 from .errors import CourseError
+from .markers import BEGIN, CHECK_CALL, END, REPOSITORY, SHIPPED, STUB, retarget
 from .paths import ASSIGNMENT_KEY, ROOT
-from .variant_settings import conflict, recorded
-
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-SHIPPED = "### SHIPPED"  # inside a solution region: what follows (commented out) is released instead of the stub
-STUB = 'raise NotImplementedError("Exercise \'{grade_id}\' is not attempted yet: replace this line with your code.")'
-
-
-CHECK_CALL = re.compile(r'^check\("(\w+)"', re.M)
-TASK_CALL = re.compile(r'^task\("(\w+)"\)', re.M)  # a varied exercise's task cell (``checks.task``): locked, shows only
-TASK_IMPORT = "from course_utils.checks import task"
-
-
-def is_task_cell(source: str) -> bool:
-    """Whether a cell only shows a task (its import and ``task("...")`` calls): the grader never runs one."""
-    lines = [line.split("#")[0].strip() for line in source.splitlines()]
-    lines = [line for line in lines if line]
-    return bool(lines) and all(line == TASK_IMPORT or TASK_CALL.fullmatch(line) for line in lines) and \
-        any(TASK_CALL.fullmatch(line) for line in lines)
+from .variant_settings import recorded, settings_agree
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
@@ -311,37 +295,10 @@ def student_edition(dest: Path, repository: str | None = None, course: Path = RO
     return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
 
 
-def settings_agree(folder: Path) -> None:
-    """CourseError (one sentence) when an exercise notebook of ``folder`` was built under another variants setting
-    than ``variant_settings`` holds: the edition and the grader must hand out and judge the same variants."""
-    import json
-
-    for path in sorted(folder.glob("*.ipynb")):
-        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get(ASSIGNMENT_KEY)
-        if isinstance(meta, dict) and isinstance(meta.get("assignment"), str):
-            problem = conflict(meta["assignment"], meta, f"exercises/{path.name}")
-            if problem:
-                raise CourseError(problem)
-
-
 def _repo_of(course: Path) -> str:
     import tomllib
 
     return tomllib.loads((course / "pyproject.toml").read_text())["project"]["urls"]["Repository"].rstrip("/")
-
-
-REPOSITORY = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+")  # what --repository accepts
-
-
-def retarget(text: str, old: str, new: str) -> str:
-    """``text`` with the instructors' repository ``old`` (URL and owner/name path) replaced by ``new``.
-
-    What ``release --repository`` does to every text file; the grader derives the legitimate forms
-    of its locked cells from it (``collect.untouched``).
-    """
-    for a, b in ((old, new), (old.removeprefix("https://github.com/"), new.removeprefix("https://github.com/"))):
-        text = text.replace(a, b)
-    return text
 
 
 def _point_links_at(folder: Path, old: str, new: str) -> None:

@@ -9,6 +9,11 @@ under another setting: ``conflict``). Torch-free.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
+from .errors import CourseError
+from .paths import ASSIGNMENT_KEY
+
 VARIANTS_OFF: frozenset[str] = frozenset()  # assignment names, e.g. "04_exercises"
 KEY = "variants"  # in the notebook's course metadata (``paths.ASSIGNMENT_KEY``): "off", or absent when on
 
@@ -36,3 +41,16 @@ def conflict(assignment: str, metadata: object, where: str) -> str | None:
         return None
     return (f"{where} was built with variants {said}, but course_utils/variant_settings.py turns them {wanted} for "
             f"{assignment}: run ./course build {assignment} so the notebooks and the grader agree.")
+
+
+def settings_agree(folder: Path) -> None:
+    """CourseError (one sentence) when an exercise notebook of ``folder`` was built under another variants setting
+    than ``variant_settings`` holds: the edition and the grader must hand out and judge the same variants."""
+    import json
+
+    for path in sorted(folder.glob("*.ipynb")):
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get(ASSIGNMENT_KEY)
+        if isinstance(meta, dict) and isinstance(meta.get("assignment"), str):
+            problem = conflict(meta["assignment"], meta, f"exercises/{path.name}")
+            if problem:
+                raise CourseError(problem)

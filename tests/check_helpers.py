@@ -9,8 +9,8 @@ from functools import cache
 import jupytext
 
 from conftest import ROOT
-from course_utils import checks, release
-from course_utils.release import BEGIN, END
+from course_utils import checks, markers
+from course_utils.markers import BEGIN, END
 
 PRELUDE = "import math, torch\nfrom torch import nn\nfrom torch.autograd import Function\n"
 
@@ -34,7 +34,7 @@ def run_code_cells(nb) -> dict:
     """Execute a notebook's code cells, minus set-up and check cells, like a student would."""
     ns: dict = {}
     for cell in nb.cells:
-        if cell.cell_type == "code" and not release.CHECK_CALL.search(cell.source) and "google.colab" not in cell.source:
+        if cell.cell_type == "code" and not markers.CHECK_CALL.search(cell.source) and "google.colab" not in cell.source:
             exec(compile(cell.source, "<cell>", "exec"), ns)
     return ns
 

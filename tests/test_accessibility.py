@@ -8,7 +8,7 @@ import pytest
 
 from course_utils.checks import EXERCISES, run_check
 from course_utils.checks.verdict import verdict_html
-from course_utils.grading import dashboard
+from course_utils.grading.reports import dashboard
 from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
 from course_utils.status import CheckStatus
 

@@ -101,10 +101,59 @@ def test_outputs_grade_book_and_options_import_neither_torch_nor_the_checks():
     import subprocess
     import sys
 
-    light = ["results", "outputs", "reports", "dashboard", "lms", "gradebook", "book_cli", "store", "options",
-             "exercise_result"]
-    code = ("import sys\n" + "".join(f"import course_utils.grading.{m}\n" for m in light if m != "exercise_result")
+    light = ["results", "reports.outputs", "reports.reports", "reports.dashboard", "book.lms", "book.gradebook",
+             "book.book_cli", "store", "options"]
+    code = ("import sys\n" + "".join(f"import course_utils.grading.{m}\n" for m in light)
             + "import course_utils.exercise_result, course_utils.status\n"
             + "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('course_utils.checks')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def imported_names(path) -> list[tuple[str, str]]:
+    """(module as written, name) for every ``from X import name`` in ``path``, counting imports inside functions."""
+    return [(node.module or "", alias.name) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) for alias in node.names]
+
+
+def test_usage_error_is_imported_from_its_home():
+    """``UsageError`` lives in ``grading.errors``; ``collect`` re-exported it and 7 modules imported it from there."""
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    wrong = sorted(f"{path.relative_to(ROOT)}: from {module}" for path in files
+                   for module, name in imported_names(path) if name == "UsageError" and not module.endswith("errors"))
+    assert wrong == []
+
+
+def test_the_grader_never_imports_the_edition_builder():
+    """The solution markers, task calls and the repository rewrite are facts both read (``markers``): the grader
+    imported ``release`` (the student-edition builder) for them."""
+    edges = graph()
+    assert "course_utils.markers" in edges["course_utils.release"]
+    assert sorted(m for m, deps in edges.items() if m.startswith("course_utils.grading")
+                  and "course_utils.release" in deps) == []
+
+
+GRADING_FLOORS = {  # grading/__init__ and CONTRIBUTING: a module imports only its own floor or lower ones
+    "sandbox": 0,
+    **dict.fromkeys(["errors", "results", "collect", "names", "notebook", "assignment", "checksums", "version",
+                     "submission", "policy", "attention", "store", "options"], 1),
+    "reports": 2,
+    "book": 3,
+    **dict.fromkeys(["cli", "batch", "grade_file", "owners", "gradescope", "gradescope_archive"], 4),
+}
+
+
+def floor(module: str) -> int | None:
+    """The floor of a grader module (``course_utils.grading.book.late`` -> 3), None outside the grader."""
+    parts = module.split(".")
+    return GRADING_FLOORS.get(parts[2]) if len(parts) > 2 and parts[:2] == ["course_utils", "grading"] else None
+
+
+def test_the_grader_s_floors_hold():
+    """sandbox/ < the core's data < reports/ < book/ < the pipeline: no module imports a higher floor."""
+    edges = graph()
+    grader = [m for m in edges if m.startswith("course_utils.grading.")]
+    assert sorted(m for m in grader if floor(m) is None) == []  # every module has its floor
+    upward = sorted(f"{m} -> {d}" for m in grader for d in edges[m]
+                    if floor(d) is not None and floor(d) > floor(m))  # type: ignore[operator]
+    assert upward == []

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils import build, release
+from course_utils import build, markers, release
 
 SOURCES = [py for folder in build.FOLDERS for py in build.sources(folder)]
 IDS = [str(p.relative_to(ROOT)) for p in SOURCES]
@@ -36,9 +36,9 @@ def ships_broken_code(name: str) -> set[str]:
     """Exercises of solutions/``name`` whose answer cell ships (broken) code instead of a stub (``### SHIPPED``)."""
     found, shipped = set(), False
     for c in jupytext.read(ROOT / "solutions" / name).cells:
-        if c.cell_type == "code" and release.BEGIN in c.source:
-            shipped = release.SHIPPED in c.source
-        elif c.cell_type == "code" and (m := release.CHECK_CALL.search(c.source)):
+        if c.cell_type == "code" and markers.BEGIN in c.source:
+            shipped = markers.SHIPPED in c.source
+        elif c.cell_type == "code" and (m := markers.CHECK_CALL.search(c.source)):
             found |= {m.group(1)} if shipped else set()
             shipped = False
     return found
@@ -53,7 +53,7 @@ def test_a_fresh_exercise_notebook_shows_prompts_not_scores():
         broken = ships_broken_code(py.name)
         nb = json.loads(py.with_suffix(".ipynb").read_text())
         for c in nb["cells"]:
-            gid = release.CHECK_CALL.search("".join(c["source"])) if c["cell_type"] == "code" else None
+            gid = markers.CHECK_CALL.search("".join(c["source"])) if c["cell_type"] == "code" else None
             if not gid:
                 continue
             shown = "".join("".join(o.get("data", {}).get("text/html", "")) for o in c["outputs"])
@@ -162,7 +162,7 @@ def test_every_exercise_notebook_header_says_how_to_get_the_fix():
     assert build.sources("solutions") and build.sources("exercises")
     for py in build.sources("solutions") + build.sources("exercises"):
         nb = jupytext.read(py)
-        first = next(m.group(1) for c in nb.cells if c.cell_type == "code" for m in [release.CHECK_CALL.search(c.source)] if m)
+        first = next(m.group(1) for c in nb.cells if c.cell_type == "code" for m in [markers.CHECK_CALL.search(c.source)] if m)
         header = next(c for c in nb.cells if c.cell_type == "markdown")
         assert header.source.endswith(build.fix_note(first)), f"{py.relative_to(ROOT)}: run ./course build"
         assert header.source.count(build.FIX_MARK) == 1

@@ -194,8 +194,8 @@ def test_honest_answers_in_the_edition_notebooks_carry_no_flag(published):
 
     from check_helpers import run_code_cells
     from course_utils.checks import EXERCISES, run_check
+    from course_utils.markers import BEGIN, END
     from course_utils.paths import ROOT
-    from course_utils.release import BEGIN, END
 
     clone, checked = published["clones"]["untouched"], []
     for path in sorted((clone / "exercises").glob("0[1-4]_exercises.ipynb")):

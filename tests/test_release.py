@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from course_utils import release
+from course_utils import markers, release
 from course_utils.errors import CourseError
 
 SOLUTION = """def f(x):
@@ -53,15 +53,15 @@ def test_lines_outside_regions_are_kept_verbatim(outside, inside):
 def test_exercises_contain_no_solution_code():
     for py in release.solution_sources():
         text = (ROOT / "exercises" / py.name).read_text()
-        assert release.BEGIN not in text and release.END not in text
+        assert markers.BEGIN not in text and markers.END not in text
         solution_lines = []
         for cell in jupytext.read(py).cells:
-            if release.BEGIN in cell.source:
+            if markers.BEGIN in cell.source:
                 inside = False
                 for line in cell.source.splitlines():
-                    if line.strip() == release.BEGIN:
+                    if line.strip() == markers.BEGIN:
                         inside = True
-                    elif line.strip() == release.END:
+                    elif line.strip() == markers.END:
                         inside = False
                     elif inside and len(line.strip()) > 25:
                         solution_lines.append(line.strip())
@@ -142,7 +142,7 @@ def test_solution_text_anywhere_refuses_the_release(tmp_path):
     name, own = next((n, o) for n, o in regions if len(o) >= release.RUN)
     (tmp_path / "course_utils").mkdir()
     (tmp_path / "course_utils" / "helper.py").write_text("def f():\n" + "".join(f"    {x}\n" for x in own[:3]))
-    (tmp_path / "note.md").write_text(f"text\n{release.BEGIN}\n")
+    (tmp_path / "note.md").write_text(f"text\n{markers.BEGIN}\n")
     found = release.leaks(tmp_path, regions)
     assert found == ["course_utils/helper.py: lines of a solution in solutions/" + name,
                      "note.md: a solution marker line"]

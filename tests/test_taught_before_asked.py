@@ -28,7 +28,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from course_utils import build, release
+from course_utils import build, markers
 
 # Where a gap is known and owned by someone else's open change, the uses it still lacks (the lead empties an
 # entry when that change is merged; an entry that is no longer a gap fails, so this list never goes stale).
@@ -135,7 +135,7 @@ def _split_exercises(cells) -> list[tuple[str, list]]:
     groups, current = [], []
     for cell in cells:
         current.append(cell)
-        match = release.CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
+        match = markers.CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
         if match:
             groups.append((match.group(1), current))
             current = []
@@ -157,7 +157,7 @@ def course() -> list[Station]:
         assert [g for g, _ in released] == [g for g, _ in answers], f"exercises/{solution.name}: run ./course build"
         for (gid, shown_cells), (_, answer_cells) in zip(released, answers):
             answer = set().union(*(uses_in_code(c.source) for c in answer_cells
-                                   if c.cell_type == "code" and release.BEGIN in c.source))
+                                   if c.cell_type == "code" and markers.BEGIN in c.source))
             stations.append(Station(f"exercise {gid} (exercises {lesson.name[:2]})",
                                     set().union(*map(uses_in_cell, shown_cells)),
                                     "\n".join(c.source for c in shown_cells), answer, gid))

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ROOT
 from course_utils.checks import registry
-from course_utils.grading.normalise import imported_names, statements
+from course_utils.grading.reports.normalise import imported_names, statements
 
 # exercises whose answer a lesson prints today (issue 51, item 1, as this audit reads it): the families make them
 # transfer exercises

@@ -8,7 +8,8 @@ import pytest
 from course_utils import variant_settings
 from course_utils.errors import CourseError
 from course_utils.paths import ASSIGNMENT_KEY
-from course_utils.release import settings_agree, tag_cells
+from course_utils.release import tag_cells
+from course_utils.variant_settings import settings_agree
 
 
 def test_the_setting_is_recorded_in_the_notebooks_metadata_only_when_off(monkeypatch):
@@ -46,6 +47,6 @@ def test_a_notebook_built_under_another_setting_is_refused_in_one_sentence(tmp_p
     ("", False),
 ])
 def test_a_task_cell_is_one_that_only_shows_a_task(source, shows_only):
-    from course_utils.release import is_task_cell
+    from course_utils.markers import is_task_cell
 
     assert is_task_cell(source) is shows_only

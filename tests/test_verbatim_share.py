@@ -10,7 +10,7 @@ from __future__ import annotations
 import jupytext
 
 from conftest import ROOT
-from course_utils.release import BEGIN, CHECK_CALL, END, SHIPPED
+from course_utils.markers import BEGIN, CHECK_CALL, END, SHIPPED
 
 # exercises that mirror their lesson's worked example on purpose; every other one is transfer
 MIRRORS: set[str] = set()

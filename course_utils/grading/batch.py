@@ -1,6 +1,6 @@
 """Grade a batch of files in parallel slots: the one loop the command line and Gradescope share.
 
-Each file is graded by ``judge.grade_submission`` in a thread that holds one runner slot (a slot
+Each file is graded by ``grade_file.grade_submission`` in a thread that holds one runner slot (a slot
 is a sandboxed worker's own scratch space and uid, so two threads never share one); a finished
 row is handed to ``done`` under a lock, so callers may print, store or count without their own.
 Each slot's zygote (``zygote.py``: torch imported once, a runner forked per runner start) is
@@ -19,10 +19,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import zygote
-from .collect import Assignment
+from .assignment import Assignment
 from .options import Options
 from .results import SubmissionResult
+from .sandbox import zygote
 from .submission import ParsedSubmission, read
 
 
@@ -37,7 +37,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     KeyboardInterrupt here) grades nothing more: the running submissions' runners end at once
     (``options.Stoppable``), their unfinished rows are dropped (graded again on resume), and
     KeyboardInterrupt is raised after the rows already done were handed over. ``seen``: handed each
-    file's one parse (``judge.grade_submission``), from the grading threads.
+    file's one parse (``grade_file.grade_submission``), from the grading threads.
     """
     stop = options.stop
     if not todo:  # every row was stored already (a resume): no zygote, no torch, no checks to import
@@ -48,7 +48,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     # the two overlap
     try:
         warm_slots(options, len(todo))  # a no-op for the zygotes the command line started already
-        from .judge import grade_submission  # torch and the checks: only when something is graded
+        from .grade_file import grade_submission  # torch and the checks: only when something is graded
 
         lock = threading.Lock()
         free_slots = list(range(options.slots))

@@ -24,16 +24,24 @@ from typing import Any
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from . import book_cli, book_outputs, gradescope_archive, owners, roster, sandbox, similarity, submission, uids, zygote
+from . import gradescope_archive, owners, submission
+from .assignment import load_assignments
 from .batch import grade_batch, warm_slots
-from .collect import NotebookError, UsageError, collect, course_version, display_name, load_assignments
-from .late import META, STAMP
-from .limits import cap_judge_memory
+from .book import book_cli, book_outputs, roster
+from .book.late import META, STAMP
+from .collect import collect
+from .errors import UsageError
+from .names import display_name
+from .notebook import NotebookError
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
-from .outputs import json_line, write_all
-from .reports import common_root
+from .reports import similarity
+from .reports.outputs import json_line, write_all
+from .reports.reports import common_root
 from .results import Batch, Status, SubmissionResult
+from .sandbox import sandbox, uids, zygote
+from .sandbox.limits import cap_judge_memory
 from .store import Store, file_digest, merge, options_key
+from .version import course_version
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from ..paths import ROOT
 from ..status import Share
-from . import sandbox
+from .assignment import load_assignments
 from .batch import grade_batch
-from .collect import load_assignments
-from .limits import cap_judge_memory
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .results import HELD, Status, SubmissionResult
+from .sandbox import sandbox
+from .sandbox.limits import cap_judge_memory
 
 
 def results(row: SubmissionResult | None, found: list[str], assignment: str) -> dict:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
-from .collect import UsageError, load_assignments
+from .assignment import load_assignments
+from .errors import UsageError
 
 PACKAGES = ("torch", "numpy", "nbformat", "jupytext")  # what the grader imports, pinned as in requirements.txt
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -81,7 +82,7 @@ def build(assignment: str, out: Path, course: Path = ROOT) -> list[str]:
         names = PACKAGES + (("triton",) if re.search(r"\bimport triton\b", notebook.read_text()) else ())
         _add(archive, "requirements.txt", pinned((course / "requirements.txt").read_text(), names))
         _add(archive, f"course/exercises/{notebook.name}", notebook.read_bytes())
-        # the repository URL: the grader recognises a locked cell that release --repository rewrote (collect.untouched)
+        # the repository URL: the grader recognises a locked cell that release --repository rewrote (checksums.untouched)
         _add(archive, "course/pyproject.toml", (course / "pyproject.toml").read_bytes())
         for path in sorted(COURSE_UTILS.rglob("*.py")):
             _add(archive, f"course/{path.relative_to(COURSE_UTILS.parent).as_posix()}", path.read_bytes())

@@ -22,10 +22,11 @@ import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from ..release import TASK_CALL
+from ..markers import TASK_CALL
 from ..variant_text import STUDENT_MARK, TASK_MARK, VERDICT_MARK, marks
-from .collect import Cell, cell_kind, clean, display_name
-from .late import META, upload_of
+from .book.late import META, upload_of
+from .names import display_name
+from .notebook import Cell, cell_kind, clean
 
 FLAG = "ran another student's variant"
 SUBMITTED = "submitted"  # nbgrader's folder of collected submissions: submitted/STUDENT/ASSIGNMENT/file.ipynb

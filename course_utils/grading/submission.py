@@ -1,7 +1,7 @@
 """One submission, read and parsed once: the value the judge, the similarity report and the copy check all read.
 
-A submission's file is read once (``collect.read_submission``: no links, regular files only,
-bounded in size) and parsed once (``collect.parse_notebook``: strict JSON, every field
+A submission's file is read once (``read_submission``: no links, regular files only,
+bounded in size) and parsed once (``notebook.parse_notebook``: strict JSON, every field
 type-checked, text cleaned). Nothing in it is executed: this runs in the grader, never in
 student code. Which of its cells are its answers is decided here, once, by the one rule of
 ``Assignment.answers_in``, so the cells that are graded are the cells compared and the
@@ -11,14 +11,19 @@ the course's own cells with the student's answers in their places.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from ..exercise_result import ExerciseResult
-from ..release import is_task_cell
-from .collect import Assignment, Cell, NotebookError, cell_kind, display_name, parse_notebook, read_submission, untouched
+from ..markers import is_task_cell
+from .assignment import Assignment
+from .checksums import untouched
+from .names import display_name
+from .notebook import MAX_NOTEBOOK_BYTES, Cell, NotebookError, cell_kind, parse_notebook
 from .policy import learning_flags, review_reasons
 from .results import Status, SubmissionResult
 
@@ -49,7 +54,7 @@ def read(path: Path, assignments: dict[str, Assignment]) -> ParsedSubmission:
 
 # --------------------------------------------------------------------------- the cell plan
 def _kinds(cells) -> list[tuple[str, str | None]]:
-    """For each cell: its kind (``collect.cell_kind``), and the exercise whose span it is in."""
+    """For each cell: its kind (``notebook.cell_kind``), and the exercise whose span it is in."""
     out: list[tuple[str, str | None]] = []
     pending: list[int] = []
     for cell in cells:
@@ -129,3 +134,19 @@ def plan(row: SubmissionResult, submission: ParsedSubmission, assignments: dict[
     for gid in course.exercises():
         row.exercises[gid] = ExerciseResult(gid)
     return out
+
+
+def read_submission(path: Path) -> bytes:
+    """The file's bytes, refusing links (O_NOFOLLOW), non-regular files and oversize files."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotebookError(Status.SKIPPED, "skipped: not a regular file")
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            raise NotebookError(Status.NOT_A_NOTEBOOK, f"not a notebook: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_NOTEBOOK_BYTES + 1)
+    finally:
+        os.close(fd)
+

@@ -65,7 +65,7 @@ class Guard:
         self.base = time_limit  # ``limited`` may shorten ``time_limit`` for a block
         # the grader's runner: seconds left of its own wall-clock budget for the exercise; the alarm is then that
         # (or a shorter ``limited`` block), its CPU-time limit is the runner's own timer, and ``time_limit`` only
-        # names the limit in the hint, so the hint is the same whichever of the two fires (grading/runner.py)
+        # names the limit in the hint, so the hint is the same whichever of the two fires (grading/sandbox/runner.py)
         self.wall_left = wall_left
         self.out = CappedText()
         self.timed_out: str | None = None  # the first time-out's message: later calls fail at once, never wait again
@@ -129,7 +129,7 @@ def failure(exc: BaseException, what: str, time_limit: float, location: str = ""
     return "raised", f"{what}{location} raised {type(exc).__name__}: {first}{'' if location else where(exc)}"
 
 
-STUB_WORDS = "is not attempted yet"  # in every stub the student edition ships (release.STUB)
+STUB_WORDS = "is not attempted yet"  # in every stub the student edition ships (markers.STUB)
 
 
 def untouched_stub(fn: Callable) -> bool:

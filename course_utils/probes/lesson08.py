@@ -19,7 +19,7 @@ from .autograd_function import fn_class, tensors_on
 from .guard import STUB_WORDS, NotAttempted, attempt, call, where
 from .recorded_ops import recorded
 
-STUB_MARK = STUB_WORDS  # the text of release.STUB
+STUB_MARK = STUB_WORDS  # the text of markers.STUB
 # what these probes import on their first run beyond probes.warmup.MODULES (forward-mode AD's decompositions)
 WARMUP = ("torch._decomp.decompositions_for_jvp",)
 

@@ -10,7 +10,7 @@ import pytest
 from answers import EXP, MUL, SWAPPED, mutate
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
-from course_utils import checks, release, wire
+from course_utils import checks, markers, release, wire
 from course_utils.grading.results import SubmissionResult
 from course_utils.status import CheckStatus
 
@@ -191,7 +191,7 @@ def test_check_cell_metadata_matches_exercise_points():
             if m:
                 assert meta["grade"] and meta["locked"] and meta["grade_id"] == m.group(1)
                 assert meta["points"] == checks.EXERCISES[m.group(1)].points
-            elif release.BEGIN in cell.source:
+            elif markers.BEGIN in cell.source:
                 assert meta["solution"] and not meta["locked"] and meta["grade_id"].endswith("_answer")
             else:
                 assert meta["locked"] and not meta["solution"] and not meta["grade"]
@@ -235,7 +235,7 @@ def test_every_lesson_module_of_checks_has_its_test_module():
 # --------------------------------------------------------------------------- one structured result
 def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_parsing():
     """Per-stage outcomes (points, diagnosis, fix, code) are the result; the grader stores that very result."""
-    from course_utils.grading.judge import exercise_result
+    from course_utils.grading.grade_file import exercise_result
 
     ns = ns_from(mutate(MUL, SWAPPED))
     ex = checks.EXERCISES["mul"]
@@ -255,7 +255,7 @@ def test_the_result_keeps_every_stage_outcome_and_grading_reads_them_without_par
 
 
 def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
-    from course_utils.grading.judge import exercise_result
+    from course_utils.grading.grade_file import exercise_result
 
     ex = checks.EXERCISES["div"]
     result = checks.Result("div", 0.0, ex.points, CheckStatus.FAILED, problem="Your code did not finish.",
@@ -269,7 +269,7 @@ def test_a_problem_before_any_stage_earns_nothing_and_names_no_stage():
 def test_the_graders_feedback_shows_the_fix_only_when_asked():
     """The instructor's grader writes level 1 into feedback files; --feedback-fix adds level 2."""
     from course_utils.grading.cli import build_parser
-    from course_utils.grading.judge import Options
+    from course_utils.grading.grade_file import Options
 
     assert Options().feedback_fix is False
     assert build_parser().parse_args(["sub.ipynb", "--feedback-fix"]).feedback_fix is True

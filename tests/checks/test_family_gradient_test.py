@@ -10,7 +10,7 @@ from check_helpers import ns_from
 from course_utils import checks
 from course_utils.checks import lesson06
 from course_utils.checks.families import gradient_test
-from course_utils.grading.judge import public
+from course_utils.grading.grade_file import public
 from course_utils.probes.autograd_function import materialize
 from course_utils.probes.lesson06 import _function
 

@@ -112,7 +112,7 @@ REPORT = f"ran={ran} ok={','.join(ok) or 'none'}"
 
 FORGE_POINTS = SWAPPED_MUL + """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 junk = [frame({"kind": "facts", "exercise": "mul", "points": "lots", "status": "passed"}),
         frame({"kind": "facts", "exercise": "mul", "facts": {"stages": [{"cases": []}, {"cases": []}]},
                "cell_errors": [], "printed": 0, "fake_output": False, "points": 1e6, "total": 1e6}),
@@ -150,7 +150,7 @@ EXERCISES["mul"].__dict__
 
 KEEPALIVE = """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 msg = frame({"kind": "begin", "exercise": "mul"}) + frame({"kind": "ready"})
 while True:
     for fd in range(3, 20):
@@ -162,7 +162,7 @@ while True:
 
 FLOOD = """
 import os
-from course_utils.grading.protocol import frame
+from course_utils.grading.sandbox.protocol import frame
 big = frame({"kind": "begin", "exercise": "mul", "pad": "x" * 90000})
 for _ in range(5000):
     for fd in range(3, 12):

@@ -147,19 +147,19 @@ def test_assignment_option_reports_other_notebooks_and_grades_its_own(tmp_path):
 def test_cache_key_covers_grading_code_and_torch(tmp_path, monkeypatch):
     from importlib import metadata
 
-    from course_utils.grading import collect
+    from course_utils.grading import assignment, version
 
     course = tmp_path / "course_utils"
     (course / "grading").mkdir(parents=True)
     (course / "checks").mkdir()
     (course / "grading" / "judge.py").write_text("a = 1\n")
     (course / "checks" / "engine.py").write_text("b = 1\n")
-    assignments = collect.load_assignments(ROOT)
-    first = collect.course_version(assignments, course)
+    assignments = assignment.load_assignments(ROOT)
+    first = version.course_version(assignments, course)
     (course / "grading" / "judge.py").write_text("a = 2\n")
-    second = collect.course_version(assignments, course)
+    second = version.course_version(assignments, course)
     monkeypatch.setattr(metadata, "version", lambda name: "9.9.9")
-    third = collect.course_version(assignments, course)
+    third = version.course_version(assignments, course)
     assert len({first, second, third}) == 3
 
 

@@ -1,5 +1,5 @@
 """Issue 46 items 4-6: the review queue (grading/attention.py), outputs that follow the grade book after every
-decision (grading/book_outputs.py) and lateness in every output, not only in the export."""
+decision (grading/book/book_outputs.py) and lateness in every output, not only in the export."""
 import csv
 import io
 import re
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.grading import attention, book_cli, book_outputs, dashboard, reports
-from course_utils.grading.collect import UsageError
-from course_utils.grading.gradebook import GradeBook
+from course_utils.grading import attention
+from course_utils.grading.book import book_cli, book_outputs
+from course_utils.grading.book.gradebook import GradeBook
+from course_utils.grading.errors import UsageError
+from course_utils.grading.reports import dashboard, reports
 from course_utils.grading.results import HELD, Batch, ExerciseResult, SubmissionResult
 
 COPY = "copied from the solutions: 8 consecutive lines of the answer to mul are the solution's own, verbatim"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import sandbox
+from course_utils.grading.sandbox import sandbox
 from grading_corpus import HTML_NAME, MARKER, SECRET, write_corpus
 
 BOX = sandbox.detect()
@@ -271,7 +271,7 @@ def test_feedback_files_are_unique_and_readable(batch):
 
 
 def test_feedback_names_are_stable():
-    from course_utils.grading.reports import feedback_name
+    from course_utils.grading.reports.reports import feedback_name
 
     assert feedback_name("/x/a/b.ipynb", "/x") == feedback_name("/x/a/b.ipynb", "/x")
     assert feedback_name("/x/a/b.ipynb", "/x") != feedback_name("/x/a__b.ipynb", "/x")
@@ -335,7 +335,7 @@ def test_as_a_normal_user_where_the_machine_allows(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("already a normal user: the batch above covered it")
     probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
-                            "from course_utils.grading import sandbox; print(sandbox.detect().mode)"],
+                            "from course_utils.grading.sandbox import sandbox; print(sandbox.detect().mode)"],
                            check=False, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd="/")
     if probe.stdout.strip() != "user":
         pytest.skip("a normal user cannot run the sandbox on this machine (its Python lives in root's home): "
@@ -442,7 +442,8 @@ def test_without_a_result_store_the_slots_start_before_the_course_is_read(tmp_pa
     """No result store can leave a listed file ungraded, so the command line starts the slots' zygotes before it
     reads the course (their import of torch overlaps it: issue 48 P3); with a store, a resume may have nothing to
     grade, so they start only in the batch, once there is work. A usage error after an early start ends them."""
-    from course_utils.grading import cli, zygote
+    from course_utils.grading import cli
+    from course_utils.grading.sandbox import zygote
 
     calls = []
     monkeypatch.setattr(zygote, "warm_up", lambda mode, memory, count, slots: calls.append(("warm", count, slots)))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from course_utils.grading import sandbox
+from course_utils.grading.sandbox import sandbox
 
 BOX = sandbox.detect()
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))

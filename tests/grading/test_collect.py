@@ -5,7 +5,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import collect, policy
+from course_utils.grading import assignment, checksums, collect, names, notebook, policy, submission, version
 
 GOOD = (ROOT / "solutions" / "02_exercises.ipynb").read_bytes()
 
@@ -17,7 +17,7 @@ def mutate(fn) -> bytes:
 
 
 def test_a_solution_notebook_parses():
-    name, cells = collect.parse_notebook(GOOD)
+    name, cells = notebook.parse_notebook(GOOD)
     assert name == "02_exercises" and any(c.nbgrader["solution"] for c in cells)
 
 
@@ -31,15 +31,15 @@ def test_a_solution_notebook_parses():
     (mutate(lambda r: r["cells"][1].update(source=[1, 2])), "source that is not text"),
 ])
 def test_malformed_notebooks_get_one_sentence(data, words):
-    with pytest.raises(collect.NotebookError, match=words) as err:
-        collect.parse_notebook(data)
+    with pytest.raises(notebook.NotebookError, match=words) as err:
+        notebook.parse_notebook(data)
     assert "\n" not in str(err.value)
 
 
 def test_odd_metadata_types_are_normalised():
     data = mutate(lambda r: [c["metadata"].update(nbgrader={"grade_id": ["x"], "solution": "yes"}) for c in r["cells"]]
                   + [r["metadata"].update(autograd_course=["02_exercises"])])
-    name, cells = collect.parse_notebook(data)
+    name, cells = notebook.parse_notebook(data)
     assert name is None and all(c.nbgrader == {"grade_id": None, "solution": False, "grade": False, "locked": False}
                                 for c in cells)
 
@@ -52,7 +52,7 @@ def test_collect_does_not_follow_links(tmp_path):
     assert found[tmp_path / "real.ipynb"] is None
     assert "symbolic link" in found[tmp_path / "link.ipynb"] and "folder" in found[tmp_path / "dir"]
     with pytest.raises(OSError):
-        collect.read_submission(tmp_path / "link.ipynb")
+        submission.read_submission(tmp_path / "link.ipynb")
 
 
 def test_learning_flags_read_the_code():
@@ -66,8 +66,8 @@ def test_learning_flags_read_the_code():
 
 
 def test_checksum_ignores_trailing_whitespace_only():
-    assert collect.checksum("a = 1\nb = 2\n") == collect.checksum("a = 1   \nb = 2")
-    assert collect.checksum("a = 1") != collect.checksum("a = 2")
+    assert checksums.checksum("a = 1\nb = 2\n") == checksums.checksum("a = 1   \nb = 2")
+    assert checksums.checksum("a = 1") != checksums.checksum("a = 2")
 
 
 @pytest.mark.parametrize("raw", [b"alice\x7f.ipynb", b"alice\x1b[2K.ipynb", "alice\u200b.ipynb".encode(),
@@ -75,16 +75,16 @@ def test_checksum_ignores_trailing_whitespace_only():
                                  "alice\u0301.ipynb".encode(), "alice\u00a0.ipynb".encode()])
 def test_display_names_of_different_files_never_read_the_same(raw):
     """Issue 38, item 6: ``alice<DEL>.ipynb`` was shown as ``alice.ipynb``, one row and one feedback file for two."""
-    names = {collect.display_name(os.fsdecode(n)) for n in (raw, b"alice.ipynb", b"alice\\x7f.ipynb",
-                                                             b"alice\\\\x7f.ipynb", b"alice\xff.ipynb")}
-    assert len(names) == len({raw, b"alice.ipynb", b"alice\\x7f.ipynb", b"alice\\\\x7f.ipynb", b"alice\xff.ipynb"})
-    shown = collect.display_name(os.fsdecode(raw))
-    assert shown.isprintable() and shown == collect.clean(shown)  # still safe to write anywhere
+    shown_names = {names.display_name(os.fsdecode(n)) for n in (raw, b"alice.ipynb", b"alice\\x7f.ipynb",
+                                                                   b"alice\\\\x7f.ipynb", b"alice\xff.ipynb")}
+    assert len(shown_names) == len({raw, b"alice.ipynb", b"alice\\x7f.ipynb", b"alice\\\\x7f.ipynb", b"alice\xff.ipynb"})
+    shown = names.display_name(os.fsdecode(raw))
+    assert shown.isprintable() and shown == notebook.clean(shown)  # still safe to write anywhere
 
 
 def test_display_names_keep_ordinary_names_as_they_are():
-    assert collect.display_name("subs/Émile Zoë/04_exercises.ipynb") == "subs/Émile Zoë/04_exercises.ipynb"
-    assert collect.display_name(os.fsdecode(b"a\xff\x7f.ipynb")) == "a\\xff\\x7f.ipynb"
+    assert names.display_name("subs/Émile Zoë/04_exercises.ipynb") == "subs/Émile Zoë/04_exercises.ipynb"
+    assert names.display_name(os.fsdecode(b"a\xff\x7f.ipynb")) == "a\\xff\\x7f.ipynb"
 
 
 @pytest.mark.parametrize("char", ["\u0085", "\u00a0", "\u00ad", "\u009b"])
@@ -93,7 +93,7 @@ def test_a_character_from_0x80_to_0xff_never_reads_like_that_byte_outside_utf8(c
     ``alice\\xa0.ipynb``: two files, one name (the grader refused the batch, but the names must differ)."""
     as_text = char.encode()
     as_byte = bytes([ord(char)])
-    shown = {collect.display_name(os.fsdecode(b"alice" + raw + b".ipynb")) for raw in (as_text, as_byte)}
+    shown = {names.display_name(os.fsdecode(b"alice" + raw + b".ipynb")) for raw in (as_text, as_byte)}
     assert len(shown) == 2, shown
 
 
@@ -105,11 +105,11 @@ def test_the_version_of_stored_results_covers_the_solutions(tmp_path):
         (tmp_path / folder / "02_exercises.ipynb").write_bytes((ROOT / folder / "02_exercises.ipynb").read_bytes())
     code = tmp_path / "course_utils"
     code.mkdir()
-    first = collect.course_version(collect.load_assignments(tmp_path), code)
-    assert collect.course_version(collect.load_assignments(tmp_path, solutions=True), code) == first
+    first = version.course_version(assignment.load_assignments(tmp_path), code)
+    assert version.course_version(assignment.load_assignments(tmp_path, solutions=True), code) == first
     solution = tmp_path / "solutions" / "02_exercises.ipynb"
     solution.write_bytes(solution.read_bytes().replace(b"return a * b", b"return b * a"))
-    assert collect.course_version(collect.load_assignments(tmp_path), code) != first
+    assert version.course_version(assignment.load_assignments(tmp_path), code) != first
 
 
 def _locked_flags(path, assignments) -> list[str]:
@@ -126,7 +126,7 @@ def test_a_notebook_of_the_student_edition_is_no_tampering(tmp_path):
     the release writes it for any repository, keeps its locked cells untouched in the grader's eyes."""
     from course_utils import release
 
-    assignments = collect.load_assignments(ROOT)
+    assignments = assignment.load_assignments(ROOT)
     for i, url in enumerate(("https://github.com/my-uni/autograd-2027", "https://github.com/Prof.X/ml_course.v2")):
         release.student_edition(tmp_path / f"e{i}", url, up_to=4, fixes=False)
         released = sorted((tmp_path / f"e{i}" / "exercises").glob("*.ipynb"))
@@ -144,7 +144,7 @@ def test_a_notebook_of_the_student_edition_is_no_tampering(tmp_path):
 def test_any_other_change_of_the_set_up_cell_is_still_flagged(tmp_path, edit):
     from course_utils.paths import repo_url
 
-    assignments = collect.load_assignments(ROOT)
+    assignments = assignment.load_assignments(ROOT)
     raw = json.loads((ROOT / "exercises" / "02_exercises.ipynb").read_text())
     setup = next(c for c in raw["cells"] if "".join(c["source"]).startswith("# Set-up cell"))
     before = "".join(setup["source"])
@@ -157,12 +157,12 @@ def test_any_other_change_of_the_set_up_cell_is_still_flagged(tmp_path, edit):
 
 def test_a_locked_cell_whose_only_link_is_a_colab_path_is_recognised_as_released():
     """release rewrites the owner/name path of a Colab link too: such a cell, so rewritten, is the course's own."""
+    from course_utils.markers import retarget
     from course_utils.paths import repo_url
-    from course_utils.release import retarget
 
     path = repo_url().removeprefix("https://github.com/")
     course = f"Open [in Colab](https://colab.research.google.com/github/{path}/blob/main/exercises/02_exercises.ipynb)."
     released = retarget(course, repo_url(), "https://github.com/my-uni/autograd-2027")
-    assert released != course and collect.untouched(released, course)
-    assert not collect.untouched(released.replace("Open", "Run"), course)
-    assert not collect.untouched(course.replace(path, "my-uni/autograd-2027").replace("blob/main", "blob/dev"), course)
+    assert released != course and checksums.untouched(released, course)
+    assert not checksums.untouched(released.replace("Open", "Run"), course)
+    assert not checksums.untouched(course.replace(path, "my-uni/autograd-2027").replace("blob/main", "blob/dev"), course)

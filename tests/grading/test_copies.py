@@ -8,8 +8,9 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import copies, submission
-from course_utils.grading.collect import load_assignments
+from course_utils.grading import submission
+from course_utils.grading.assignment import load_assignments
+from course_utils.grading.reports import copies
 from course_utils.grading.results import SubmissionResult
 from course_utils.grading.submission import ParsedSubmission
 from honest_answers import HONEST

@@ -1,13 +1,13 @@
-"""The instructor's dashboard (grading/dashboard.py) from rows built by hand; the page of a real
+"""The instructor's dashboard (grading/reports/dashboard.py) from rows built by hand; the page of a real
 batch is opened in Chromium by tests/grading/test_cli.py::test_dashboard_in_chromium."""
 import re
 import subprocess
 import sys
 
 from conftest import ROOT
-from course_utils.grading import dashboard
+from course_utils.grading.reports import dashboard
+from course_utils.grading.reports.similarity import Answer, Pair
 from course_utils.grading.results import Batch, ExerciseResult, StageOutcome, Status, SubmissionResult
-from course_utils.grading.similarity import Answer, Pair
 from course_utils.status import CheckStatus
 
 

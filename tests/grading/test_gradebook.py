@@ -1,4 +1,4 @@
-"""The grade book (grading/gradebook.py), its commands (book_cli.py) and the held totals of the grade table."""
+"""The grade book (grading/book/gradebook.py), its commands (book_cli.py) and the held totals of the grade table."""
 import csv
 import io
 import os
@@ -9,9 +9,10 @@ from dataclasses import replace
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import book_cli, reports
-from course_utils.grading.collect import UsageError
-from course_utils.grading.gradebook import GradeBook, final
+from course_utils.grading.book import book_cli
+from course_utils.grading.book.gradebook import GradeBook, final
+from course_utils.grading.errors import UsageError
+from course_utils.grading.reports import reports
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 from course_utils.status import CheckStatus
 
@@ -399,7 +400,7 @@ def test_two_students_with_one_file_name_in_their_own_folders_are_two_rows(tmp_p
 
 
 def test_final_copies_the_row_and_never_changes_the_stored_one():
-    from course_utils.grading.gradebook import Decision, copy_of
+    from course_utils.grading.book.gradebook import Decision, copy_of
     row = HELD_ROW
     before = row.to_json()
     assert copy_of(row).to_json() == SubmissionResult.from_json(before).to_json()  # the copy is the row

@@ -1,4 +1,4 @@
-"""Roster (grading/roster.py), due dates (late.py) and the LMS exports (lms.py), against the documented columns:
+"""Roster (grading/book/roster.py), due dates (late.py) and the LMS exports (lms.py), against the documented columns:
 Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, one column per assignment),
 Moodle's CSV grade import (an identifier column such as the email address mapped to a user field, then one
 column per grade item) and the columns `nbgrader export` writes (read from nbgrader's own plugin here)."""
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from course_utils.grading import late, lms, records, roster
-from course_utils.grading.collect import UsageError
+from course_utils.grading.book import late, lms, records, roster
+from course_utils.grading.errors import UsageError
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 
 ROSTER = """id,name,email,pattern,section
@@ -151,7 +151,7 @@ def test_gradescope_metadata_gives_the_time(tmp_path):
 
 def test_a_name_with_a_suffix_after_its_comma_is_not_last_name_first():
     """"Martin Luther King, Jr." is not "Last, First": nbgrader's first name would have been "Jr."."""
-    from course_utils.grading.lms import split_name
+    from course_utils.grading.book.lms import split_name
 
     assert split_name("O'Connor, Siobhan") == ("Siobhan", "O'Connor")
     assert split_name("Martin Luther King, Jr.") == ("Martin Luther", "King, Jr.")

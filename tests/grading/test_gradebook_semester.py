@@ -20,9 +20,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from conftest import ROOT
-from course_utils.grading.collect import course_version, load_assignments
+from course_utils.grading.assignment import load_assignments
 from course_utils.grading.results import HELD, ExerciseResult, SubmissionResult
 from course_utils.grading.store import Store
+from course_utils.grading.version import course_version
 from course_utils.paths import PACKAGE
 
 STUDENTS = [("00417", "Zoë Ngô", "zoe@example.org"), ("00042", "O'Connor, Siobhan", "siobhan@example.org"),

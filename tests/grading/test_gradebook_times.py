@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import late, roster
-from course_utils.grading.collect import UsageError
-from course_utils.grading.gradebook import GradeBook
+from course_utils.grading.book import late, roster
+from course_utils.grading.book.gradebook import GradeBook
+from course_utils.grading.errors import UsageError
 from course_utils.grading.results import ExerciseResult, SubmissionResult
 
 DUE = "2026-03-01T23:59:00+00:00"
@@ -146,7 +146,7 @@ def test_times_are_matched_by_file_name_and_by_an_id_a_spreadsheet_stripped_of_i
 
 
 def test_an_id_that_matches_two_students_once_zeros_are_gone_or_two_times_for_one_file_are_refused(tmp_path):
-    from course_utils.grading import records
+    from course_utils.grading.book import records
 
     students = roster.read(write(tmp_path / "r.csv", "id,name,email,pattern\n0417,A,a@x,*a_*\n00417,B,b@x,*b_*\n"))
     matched = roster.match(students, ["in/a_1.ipynb", "in/b_1.ipynb"])

@@ -103,7 +103,7 @@ def test_archive_has_what_gradescope_needs_and_no_solutions(archive):
     with zipfile.ZipFile(archive) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "requirements.txt", "course/exercises/02_exercises.ipynb",
-                "course/course_utils/grading/judge.py", "course/course_utils/checks/lesson02.py"} <= names
+                "course/course_utils/grading/grade_file.py", "course/course_utils/checks/lesson02.py"} <= names
         assert not [n for n in names if "solution" in n or n.endswith(".pyc")], names
         assert z.getinfo("run_autograder").external_attr >> 16 & 0o111
         assert "BEGIN SOLUTION" not in z.read("course/exercises/02_exercises.ipynb").decode()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from course_utils.grading import limits
+from course_utils.grading.sandbox import limits
 from test_kernel_memory import in_uid
 from test_sandbox_modes import as_normal_user
 

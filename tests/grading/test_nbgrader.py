@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.release import BEGIN, END
+from course_utils.markers import BEGIN, END
 
 nbgrader_api = pytest.importorskip("nbgrader.api", reason="nbgrader is installed by ./course test "
                                    "(requirements-instructor.txt)")

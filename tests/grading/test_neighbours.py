@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import sandbox
+from course_utils.grading.sandbox import sandbox
 from grading_corpus import REPORTER, constants, submission
 from test_sandbox_modes import _env, _shared_folder, as_user, in_container
 

@@ -1,5 +1,5 @@
 """Code normalised for the copy check: what copying does not change compares equal, what code does stays."""
-from course_utils.grading.normalise import imported_names, statements
+from course_utils.grading.reports.normalise import imported_names, statements
 
 KNOWN = imported_names(["import torch\nfrom torch import nn\nimport torch.nn.functional as F\nimport math"])
 
@@ -59,6 +59,6 @@ def test_strings_are_compared_without_ast(monkeypatch):
     def mismatch(*args, **kwargs):
         raise SystemError("AST constructor recursion depth mismatch (before=54, after=52)")
     monkeypatch.setattr(ast, "literal_eval", mismatch)
-    from course_utils.grading.normalise import statements
+    from course_utils.grading.reports.normalise import statements
     single, double = statements("x = 'abc'\n", frozenset()), statements('y = """abc"""\n', frozenset())
     assert [s.key for s in single] == [s.key for s in double] != []

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from course_utils.grading import judge, options
+from course_utils.grading import grade_file, options
 
 
 def test_options_and_the_modules_that_build_them_import_without_torch():
@@ -13,7 +13,7 @@ def test_options_and_the_modules_that_build_them_import_without_torch():
             "o = options.Options(timeout=5, slots=2)\n"
             "assert o.memory == 4 << 30 and not o.sandbox.usable\n"
             "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('course_utils.checks', "
-            "'course_utils.grading.judge')))\n"
+            "'course_utils.grading.grade_file')))\n"
             "print(heavy)\n")
     proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -21,4 +21,4 @@ def test_options_and_the_modules_that_build_them_import_without_torch():
 
 
 def test_the_judge_takes_the_one_options_type():
-    assert judge.Options is options.Options
+    assert grade_file.Options is options.Options

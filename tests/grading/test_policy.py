@@ -36,7 +36,7 @@ HELD = {
     "import builtins\nbuiltins.print = None": "builtins",
     "import ctypes": "ctypes",
     "from course_utils.checks import engine": "course's own package",
-    "import course_utils.grading.runner as r": "course's own package",
+    "import course_utils.grading.sandbox.runner as r": "course's own package",
     "import torch\ntorch.allclose = lambda *a, **k: True": "torch.allclose",
     "import torch.nn.functional as F\nF.linear = None": "torch.nn.functional.linear",
     "from torch import autograd as A\nA.gradcheck = lambda *a, **k: True": "torch.autograd.gradcheck",

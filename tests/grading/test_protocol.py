@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from course_utils.grading import protocol
+from course_utils.grading.sandbox import protocol
 
 
 def test_frames_round_trip_and_end_cleanly():

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from course_utils import checks
-from course_utils.grading import outputs, reports
-from course_utils.grading.judge import exercise_result
+from course_utils.grading.grade_file import exercise_result
+from course_utils.grading.reports import outputs, reports
 from course_utils.grading.results import Batch, ExerciseResult, StageOutcome, Status, SubmissionResult
 from course_utils.grading.store import Store, problem
 from course_utils.status import CheckStatus, Share
@@ -124,7 +124,8 @@ def test_the_judge_records_each_exercise_title_and_place_in_the_course():
 OUTPUTS_WITHOUT_CHECKS = """
 import json, sys
 from pathlib import Path
-from course_utils.grading import gradescope, outputs
+from course_utils.grading import gradescope
+from course_utils.grading.reports import outputs
 from course_utils.grading.results import Batch, ExerciseResult, SubmissionResult
 out = Path(sys.argv[1])
 row = SubmissionResult("s/a.ipynb", "02_exercises", exercises={

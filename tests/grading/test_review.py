@@ -1,4 +1,4 @@
-"""The review page (grading/review.py, review_page.py): 127.0.0.1 only, a per-run token, no cross-site decision,
+"""The review page (grading/book/review.py, review_page.py): 127.0.0.1 only, a per-run token, no cross-site decision,
 everything a student wrote escaped; decisions through the book's transaction with the outputs rewritten; walked
 with the keyboard in headless Chromium with axe-core finding nothing."""
 import csv
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import book_cli, book_outputs, review
-from course_utils.grading.gradebook import GradeBook
+from course_utils.grading.book import book_cli, book_outputs, review
+from course_utils.grading.book.gradebook import GradeBook
 from course_utils.grading.results import HELD, Batch, ExerciseResult, StageOutcome, SubmissionResult
 from course_utils.grading.store import file_digest
 

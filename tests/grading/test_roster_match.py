@@ -3,7 +3,7 @@ benchmarks/gradebook.py): it must place every file exactly as trying every stude
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.grading import roster
+from course_utils.grading.book import roster
 
 PATTERNS = ["*ada*", "*lovelace*", "*s0001_*", "*s00010_*", "a*b", "*", "*[ab]c*", "*[!x]y*", "x?y*", "*/dir/*",
             "*O'Connor*", "*ç*", "s01*", "*_02_*", "bc.ipynb", "*.ipynb"]

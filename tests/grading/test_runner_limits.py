@@ -7,7 +7,7 @@ import textwrap
 
 TIMERS = textwrap.dedent("""
     import ctypes, ctypes.util, sys
-    from course_utils.grading.runner import set_limits
+    from course_utils.grading.sandbox.runner import set_limits
     set_limits(0, 60, None)
     librt = ctypes.CDLL(ctypes.util.find_library("rt") or ctypes.util.find_library("c"), use_errno=True)
     made = 0

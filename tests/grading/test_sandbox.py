@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from course_utils.grading import sandbox, seccomp
+from course_utils.grading.sandbox import sandbox, seccomp
 
 LOAD_FILTER = r"""
 import ctypes, errno, mmap, os, platform, select, shutil, socket, subprocess, sys, tempfile, threading
@@ -55,9 +55,9 @@ def test_filter_is_whole_instructions_for_known_architectures():
 
 
 def test_command_binds_only_what_the_runner_needs(tmp_path):
-    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, 7)
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[2], 1 << 20, 7)
     binds = [cmd[i + 2] for i, a in enumerate(cmd) if a in ("--ro-bind", "--bind")]
-    root = str(sandbox.Path(sandbox.__file__).resolve().parents[2])
+    root = str(sandbox.Path(sandbox.__file__).resolve().parents[3])
     assert "--bind" not in cmd  # nothing of the host is writable
     mounted = sorted(b.removeprefix(f"{sandbox.COURSE_MOUNT}/course_utils/") for b in binds
                      if b.startswith(f"{sandbox.COURSE_MOUNT}/"))
@@ -78,12 +78,12 @@ def test_the_environment_is_empty_but_for_what_the_runner_needs(monkeypatch):
 
 @pytest.mark.skipif(os.geteuid() != 0 or sandbox.detect().mode != "root", reason="root-mode sandbox only")
 def test_root_mode_runner_drops_to_an_unprivileged_uid():
-    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[1], 1 << 20, None, 61999)
+    cmd = sandbox.bwrap_command("root", sandbox.Path(sandbox.__file__).resolve().parents[2], 1 << 20, None, 61999)
     assert cmd[-1].endswith("main(61999)") and "COURSE_RUNNER_UID" not in " ".join(cmd)
-    probe = ("import os; from course_utils.grading.runner import drop_privileges; "
+    probe = ("import os; from course_utils.grading.sandbox.runner import drop_privileges; "
              "drop_privileges(61999); s = open('/proc/self/status').read(); "
              "print(os.getuid(), os.geteuid(), [l.split()[1] for l in s.splitlines() if l.startswith('Cap')])")
-    cmd[-1] = cmd[-1].replace("from course_utils.grading.runner import main; main(61999)", probe)
+    cmd[-1] = cmd[-1].replace("from course_utils.grading.sandbox.runner import main; main(61999)", probe)
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[:2] == ["61999", "61999"] and done.stdout.count("0000000000000000") == 5

@@ -4,7 +4,7 @@
 * uid mode: the grader as root in a private mount namespace without bubblewrap (a container,
   Gradescope's case), as ``test_gradescope``'s uid-sandbox test does.
 
-Each test grades in-process through ``judge.grade_submission`` in a child process (run as that
+Each test grades in-process through ``grade_file.grade_submission`` in a child process (run as that
 user, or inside that namespace) and reads the rows it prints as JSON.
 """
 import json
@@ -28,8 +28,9 @@ import json, sys
 from pathlib import Path
 import nbformat
 from grading_corpus import answer, submission
-from course_utils.grading import judge, sandbox, zygote
-from course_utils.grading.collect import load_assignments
+from course_utils.grading import grade_file
+from course_utils.grading.assignment import load_assignments
+from course_utils.grading.sandbox import sandbox, zygote
 from course_utils.paths import ROOT
 
 folder, mode, memory, slots = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
@@ -43,14 +44,14 @@ def _counted(self, *args, **kwargs):
     starts.append(1)
     _init(self, *args, **kwargs)
 zygote.Zygote.__init__ = _counted
-options = judge.Options(sandbox=box, timeout=30, memory=int(memory * 2**30), slots=slots)
+options = grade_file.Options(sandbox=box, timeout=30, memory=int(memory * 2**30), slots=slots)
 assignments = load_assignments(ROOT)
 mul = answer("02", "mul_answer")
 
 def grade(name, source, slot=0):
     path = folder / f"{name}.ipynb"
     nbformat.write(submission("02", {"mul_answer": source.replace("HONEST", mul)}), path)
-    row = judge.grade_submission(path, assignments, options, slot)
+    row = grade_file.grade_submission(path, assignments, options, slot)
     return {"name": name, "total": row.total, "max": row.max, "flags": row.flags,
             "mul": [row.exercises["mul"].points / row.exercises["mul"].max, row.exercises["mul"].feedback]}
 

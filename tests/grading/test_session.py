@@ -7,7 +7,7 @@ counts. The verdicts are stand-ins: a facts message's ``facts`` is the score it 
 import pytest
 
 from course_utils import checks
-from course_utils.grading.session import (
+from course_utils.grading.sandbox.session import (
     BACKSTOP,
     CONFIRM_GRACE,
     NOT_STARTED,

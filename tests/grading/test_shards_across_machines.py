@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from course_utils.grading import sandbox
 from course_utils.grading.cli import build_parser
+from course_utils.grading.sandbox import sandbox
 
 BOX = sandbox.detect()
 SANDBOX = [] if BOX.usable else ["--no-sandbox"]

@@ -157,7 +157,7 @@ def test_grades_are_unchanged_by_the_flag(report):
 def test_the_html_report_shows_the_most_similar_pairs_and_points_to_the_csv_for_more():
     import numpy as np
 
-    from course_utils.grading import similarity
+    from course_utils.grading.reports import similarity
 
     none = np.zeros((2, 0), dtype=int)
     pairs = [similarity.Pair("04_exercises", "mul", similarity.Answer(f"s{i}", "<b>x</b> = 1"),
@@ -170,7 +170,7 @@ def test_the_html_report_shows_the_most_similar_pairs_and_points_to_the_csv_for_
 
 def test_no_csv_cell_of_the_similarity_report_starts_a_formula():
     """Student and file names such as '=HYPERLINK(...)' or '@cmd' stay text in a spreadsheet."""
-    from course_utils.grading.similarity import Answer, Pair, csv_report
+    from course_utils.grading.reports.similarity import Answer, Pair, csv_report
 
     pair = Pair("02_exercises", "mul", Answer("=HYPERLINK(\"x\")/a.ipynb", "a"), Answer("@cmd|x.ipynb", "b"), 0.9,
                 (0.9, 0.8), ((), ()))
@@ -182,7 +182,7 @@ def test_no_csv_cell_of_the_similarity_report_starts_a_formula():
 
 def test_the_highlight_ends_where_the_shared_code_ends_not_one_character_later():
     """copydetect mapped a slice's end through the whitespace or comment after it (off by one or more)."""
-    from course_utils.grading import similarity
+    from course_utils.grading.reports import similarity
 
     body = ("def f(x, w):\n    y = x.mm(w.t())  # forward\n    gx = g.mm(w)\n\n    gw = g.t().mm(x)\n"
             "    total = gx.sum() + gw.sum() * 2\n    return gx, gw, 'total'\n")
@@ -196,7 +196,7 @@ def test_the_highlight_ends_where_the_shared_code_ends_not_one_character_later()
 
 
 def test_a_short_standard_answer_is_never_flagged_and_shipped_code_does_not_count():
-    from course_utils.grading import similarity
+    from course_utils.grading.reports import similarity
 
     forward = ("        a, b = ctx.saved_tensors\n        grad_a = grad_output * b\n        grad_b = grad_output * a\n"
                "        return grad_a, grad_b\n")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from course_utils.grading.collect import UsageError
+from course_utils.grading.errors import UsageError
 from course_utils.grading.results import ExerciseResult, StageOutcome, Status, SubmissionResult
 from course_utils.grading.store import Store, merge, options_key, problem, result_key
 from course_utils.status import CheckStatus

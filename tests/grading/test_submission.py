@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import collect, copies, similarity, submission
+from course_utils.grading import assignment, notebook, submission
+from course_utils.grading.reports import copies, similarity
 from course_utils.grading.results import SubmissionResult
 from grading_corpus import answer, unattempted
 
@@ -42,7 +43,7 @@ def with_cells(tmp_path, name: str, *extra: tuple[str, dict]) -> os.PathLike:
 
 def read_by_all_three(path) -> dict[str, object]:
     """What each consumer takes as the answer to ``mul``, and the copy check's flags."""
-    assignments = collect.load_assignments(ROOT, solutions=True)
+    assignments = assignment.load_assignments(ROOT, solutions=True)
     sub = submission.read(path, assignments)
     row = SubmissionResult(str(path))
     planned = submission.plan(row, sub, assignments)
@@ -84,8 +85,8 @@ def test_a_submission_read_as_before_keeps_its_flags(tmp_path):
                                          (b"[1, 2]", "no list of 'cells'")])
 def test_a_broken_file_is_one_sentence(tmp_path, data, words):
     (tmp_path / "x.ipynb").write_bytes(data)
-    with pytest.raises(collect.NotebookError, match=words) as err:
-        submission.read(tmp_path / "x.ipynb", collect.load_assignments(ROOT))
+    with pytest.raises(notebook.NotebookError, match=words) as err:
+        submission.read(tmp_path / "x.ipynb", assignment.load_assignments(ROOT))
     assert "\n" not in str(err.value)
 
 
@@ -94,11 +95,12 @@ def test_a_broken_file_is_one_sentence(tmp_path, data, words):
 def grade(monkeypatch, tmp_path):
     """``./course grade ARGS --no-sandbox`` in this process, with no runner started (nothing is run, nothing is
     judged: the rows carry their flags, their exercises are not graded)."""
-    from course_utils.grading import cli, judge, zygote
+    from course_utils.grading import cli, grade_file
+    from course_utils.grading.sandbox import zygote
 
     monkeypatch.setattr(zygote, "warm_up", lambda *args, **kwargs: None)
     monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: None)  # never cap the test process
-    monkeypatch.setattr(judge, "_run_all", lambda row, cells, options, slot: None)
+    monkeypatch.setattr(grade_file, "_run_all", lambda row, cells, options, slot: None)
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str) -> int:
@@ -133,7 +135,7 @@ def test_each_submission_is_read_and_parsed_once(grade, tmp_path, monkeypatch, s
             opened.append(str(file))
         return real_os_open(file, *args, **kwargs)
 
-    real_parse = collect.parse_notebook
+    real_parse = notebook.parse_notebook
 
     def counting_parse(data, *args, **kwargs):
         parsed.extend(p for p, b in files.items() if b == data)

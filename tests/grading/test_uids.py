@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.grading import uids
+from course_utils.grading.sandbox import uids
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="leases and chown need root (the tests run as root in CI)")
 UID = 62999  # what a runner's uid would be: no account, no process

@@ -13,11 +13,14 @@ import pytest
 from conftest import ROOT
 from course_utils import variant_settings
 from course_utils.checks import registry
-from course_utils.grading import owners, sandbox
+from course_utils.grading import owners
+from course_utils.grading.assignment import load_assignments
 from course_utils.grading.batch import grade_batch
-from course_utils.grading.collect import Cell, display_name, load_assignments
+from course_utils.grading.names import display_name
+from course_utils.grading.notebook import Cell
 from course_utils.grading.options import Options
-from course_utils.grading.reports import feedback_text, table_csv
+from course_utils.grading.reports.reports import feedback_text, table_csv
+from course_utils.grading.sandbox import sandbox
 from grading_corpus import submission
 from variant_helpers import fake_family, student_for
 
@@ -145,9 +148,9 @@ def test_with_variants_off_every_file_is_judged_against_the_default(batch, monke
     load_assignments(ROOT)  # the course's notebooks were built with variants on: read before the setting changes
     monkeypatch.setattr(variant_settings, "VARIANTS_OFF", frozenset({"02_exercises"}))
     monkeypatch.setattr(owners, "evidence", lambda *a: pytest.fail("no variants: nothing to compare"))
-    from course_utils.grading import collect
+    from course_utils.grading import assignment
 
-    monkeypatch.setattr(collect, "settings_agree", lambda folder: None)
+    monkeypatch.setattr(assignment, "settings_agree", lambda folder: None)
     rows = grade(batch[1:3], 1)
     assert all(r.exercises["mul"].points == r.exercises["mul"].max and r.exercises["mul"].variant == "plain"
                for r in rows), [r.exercises["mul"].feedback for r in rows]
@@ -184,7 +187,7 @@ def test_the_roster_names_each_files_owner_and_a_stored_row_of_another_owner_is_
 def test_the_task_cell_is_locked_never_run_by_the_grader_and_its_outputs_never_matter(tmp_path):
     """The build locks a task cell like every cell that is not an answer; the runner never executes it (it only shows
     text, and the sandbox holds no checks); a submission's copy is "untouched" whatever its stored output says."""
-    from course_utils.grading.collect import untouched
+    from course_utils.grading.checksums import untouched
     from course_utils.grading.results import SubmissionResult
     from course_utils.grading.submission import plan, read
     from course_utils.release import tag_cells
@@ -205,8 +208,8 @@ def test_the_task_cell_is_locked_never_run_by_the_grader_and_its_outputs_never_m
 
 
 def test_the_review_page_shows_the_outputs_a_variant_flag_quotes():
+    from course_utils.grading.book.review_page import _stored_evidence
     from course_utils.grading.results import SubmissionResult
-    from course_utils.grading.review_page import _stored_evidence
 
     task = cell('task("mul")', "**Variant `never` of `mul`** (one of 2), for student `<b>bob</b>`.")
     found = owners.evidence((task,), {"mul": "plain"}, "alice")

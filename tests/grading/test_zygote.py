@@ -12,8 +12,9 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from course_utils.grading import judge, sandbox, zygote
-from course_utils.grading.collect import load_assignments
+from course_utils.grading import grade_file
+from course_utils.grading.assignment import load_assignments
+from course_utils.grading.sandbox import sandbox, zygote
 from grading_corpus import answer, submission
 
 LEAVE_BEHIND = """
@@ -121,7 +122,7 @@ def bwrap_options():
     if box.mode not in zygote.MODES:
         pytest.skip(f"no bubblewrap here ({box.reason})")
     zygote.close_all()
-    yield judge.Options(sandbox=box, timeout=20)
+    yield grade_file.Options(sandbox=box, timeout=20)
     zygote.close_all()
 
 
@@ -141,7 +142,7 @@ def starts(monkeypatch):
 def _grade(tmp_path, name, answers, options):
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(submission("02", answers), path)
-    return judge.grade_submission(path, load_assignments(ROOT), options)
+    return grade_file.grade_submission(path, load_assignments(ROOT), options)
 
 
 def test_one_zygote_serves_the_slot_and_each_runner_starts_clean(tmp_path, bwrap_options, starts):
@@ -179,7 +180,7 @@ def test_a_runner_whose_channel_broke_takes_its_sandbox_with_it_even_if_it_ended
 
 
 def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
-    options = judge.Options(sandbox=bwrap_options.sandbox, timeout=3)
+    options = grade_file.Options(sandbox=bwrap_options.sandbox, timeout=3)
     endless = (f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND
                + "while True:  # the runner's own alarm cannot end it: the judge must\n"
                "    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")
@@ -201,7 +202,7 @@ def test_the_zygote_reports_ready_with_torch_imported(bwrap_options):
 
 
 def test_restoring_the_folders_removes_what_is_new_keeps_what_was_there_and_follows_no_symlink(tmp_path):
-    from course_utils.grading import sweep
+    from course_utils.grading.sandbox import sweep
 
     inside, outside = tmp_path / "tmp", tmp_path / "host"
     (inside / "work" / "course").mkdir(parents=True)  # like bubblewrap's mount points for a course under /tmp

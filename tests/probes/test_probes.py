@@ -17,9 +17,9 @@ PROBES_DIR = ROOT / "course_utils" / "probes"
 
 
 def test_probes_import_nothing_of_the_checks():
-    code = ("import sys, course_utils.probes, course_utils.grading.runner; "
+    code = ("import sys, course_utils.probes, course_utils.grading.sandbox.runner; "
             "bad = sorted(m for m in sys.modules if m.startswith(('course_utils.checks', 'course_utils.release', "
-            "'course_utils.grading.judge', 'course_utils.grading.collect'))); print(bad)")
+            "'course_utils.grading.grade_file', 'course_utils.grading.collect'))); print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     for path in PROBES_DIR.glob("*.py"):

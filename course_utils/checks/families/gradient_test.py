@@ -7,7 +7,7 @@ name, every product a random one of four spellings, and every backward starts th
 counter and a block that never runs but names every tensor method any of them uses, in a random
 order). No name, closure, global, attribute or string says which is buggy; the request sent to the
 runner holds only the sources and the inputs. Which kind each one is stays in the request's
-private ``_kinds`` (the grader strips ``_`` keys before sending; see ``grading/judge.py``).
+private ``_kinds`` (the grader strips ``_`` keys before sending; see ``grading/grade_file.py``).
 What is left: code that can be decompiled and reasoned about, which is the work the exercise asks
 for anyway (README, "Trust model").
 """

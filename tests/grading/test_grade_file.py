@@ -13,8 +13,9 @@ import pytest
 
 from answers import MUL
 from conftest import ROOT
-from course_utils.grading import judge, protocol, sandbox, session, worker
-from course_utils.grading.collect import load_assignments
+from course_utils.grading import grade_file
+from course_utils.grading.assignment import load_assignments
+from course_utils.grading.sandbox import protocol, sandbox, session, worker
 from grading_corpus import answer, submission
 
 
@@ -83,12 +84,12 @@ def test_no_points_without_a_sandbox_unless_asked(tmp_path, monkeypatch):
     def no_runner(*args, **kwargs):
         raise AssertionError("a runner was started")
 
-    monkeypatch.setattr(judge, "Worker", no_runner)
-    for box in (sandbox.Sandbox("none", "bubblewrap (bwrap) was not found on PATH"), judge.Options().sandbox):
-        row = judge.grade_submission(path, assignments, judge.Options(sandbox=box, timeout=5))
+    monkeypatch.setattr(grade_file, "Worker", no_runner)
+    for box in (sandbox.Sandbox("none", "bubblewrap (bwrap) was not found on PATH"), grade_file.Options().sandbox):
+        row = grade_file.grade_submission(path, assignments, grade_file.Options(sandbox=box, timeout=5))
         assert row.status == "refused" and row.total == 0 and not row.graded
         assert "sandbox could not start" in row.flags[0] and box.reason in row.flags[0]
-    assert sandbox.NO_SANDBOX.usable and not judge.Options().sandbox.usable
+    assert sandbox.NO_SANDBOX.usable and not grade_file.Options().sandbox.usable
 
 
 def test_the_cli_grades_nothing_when_the_sandbox_cannot_start(tmp_path, monkeypatch, capsys):
@@ -139,7 +140,7 @@ os._exit(0)  # before the real probe runs
 
 
 def test_the_dashboard_says_when_rows_were_graded_without_the_sandbox():
-    from course_utils.grading import dashboard
+    from course_utils.grading.reports import dashboard
     from course_utils.grading.results import SubmissionResult
 
     page = dashboard.report_html([SubmissionResult("a.ipynb", "02_exercises", sandbox="none"),
@@ -180,7 +181,7 @@ def test_forged_result_then_exit_scores_nothing_and_aliases_are_seen_at_run_time
     assert review_reasons(ALIASES) == []  # spelling alone sees nothing here
     path = tmp_path / "forge.ipynb"
     nbformat.write(submission("02", {"mul_answer": FRAME_WALK_FORGE_EXIT, "div_answer": div_answer}), path)
-    row = judge.grade_submission(path, load_assignments(ROOT), judge.Options(sandbox=sandbox.detect(), timeout=20))
+    row = grade_file.grade_submission(path, load_assignments(ROOT), grade_file.Options(sandbox=sandbox.detect(), timeout=20))
     mul, div = row.exercises["mul"], row.exercises["div"]
     assert mul.points == 0 and "ended the process" in mul.feedback, mul.feedback
     assert div.points == div.max > 0  # the rest of the notebook is still graded
@@ -206,7 +207,7 @@ def test_what_is_read_after_the_runner_was_stopped_at_its_limit_is_late():
     late: list = []
     assert w.wait(session.Deadline(0.0, 0.0), counted.append, late.append) == worker.Outcome.TIMEOUT
     assert counted == [] and late == last
-    s = session.RunnerSession({"a": 2.0, "b": 3.0}, 10.0, lambda m: judge.checks.Result(m["exercise"], 2.0, 2.0))
+    s = session.RunnerSession({"a": 2.0, "b": 3.0}, 10.0, lambda m: grade_file.checks.Result(m["exercise"], 2.0, 2.0))
     s.start(0.0)
     for m in ({"kind": "ready"}, {"kind": "begin", "exercise": "a"}):
         s.on_message(m)

@@ -1,6 +1,6 @@
 """One runner start: the sandboxed process, its limits, its channel, and how it ends.
 
-The judge (``judge._run_all``) starts a ``Worker`` per runner start and feeds ``wait`` its
+The judge (``grade_file._run_all``) starts a ``Worker`` per runner start and feeds ``wait`` its
 deadline and the session's ``on_message`` (``session.py``); everything about the process lives
 here: the command for the sandbox mode, the limits, the job written on stdin, the reader thread that counts every byte against
 ``MAX_TOTAL`` and turns any failure into a mark (``flood``, ``garbled``, ``unreadable``), never
@@ -24,7 +24,7 @@ from .session import Deadline, Outcome
 
 
 class RunnerOptions(Protocol):
-    """What a runner start needs of the grading options (``judge.Options`` has it)."""
+    """What a runner start needs of the grading options (``grade_file.Options`` has it)."""
 
     memory: int
     slots: int

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UsageError
 from . import tables
-from .collect import UsageError
 
 REQUIRED = ("id", "name", "email", "pattern")
 

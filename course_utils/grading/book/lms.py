@@ -21,11 +21,11 @@ import io
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..status import EntryStatus, SubmissionStatus
+from ...status import EntryStatus, SubmissionStatus
+from ..reports.reports import neutral
+from ..results import SubmissionResult
 from .late import MTIME, Late, Policy, lateness, recorded_time
 from .records import Placement
-from .reports import neutral
-from .results import SubmissionResult
 from .roster import Matched, Student
 
 __all__ = ["FORMATS", "Entry", "Late", "entries", "write"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..results import Batch, SubmissionResult, Writer
 from . import dashboard, reports
-from .results import Batch, SubmissionResult, Writer
 
 WRITERS: dict[str, Writer] = {"out": reports.write_table, "feedback_dir": reports.write_feedback,
                               "report": dashboard.write}

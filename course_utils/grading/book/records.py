@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .errors import UsageError
+from ..errors import UsageError
 from .late import Extension, Policy, TimeRow
 from .roster import Matched, Student
 

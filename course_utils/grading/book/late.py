@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ..errors import UsageError
 from . import tables
-from .collect import UsageError
 
 DAY = timedelta(days=1)
 

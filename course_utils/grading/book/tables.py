@@ -7,7 +7,7 @@ import csv
 import io
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def read(path: str | Path, what: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:

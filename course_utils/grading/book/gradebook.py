@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .attention import DISMISSED
-from .collect import UsageError
-from .results import GRADED, SubmissionResult
+from ..attention import DISMISSED
+from ..errors import UsageError
+from ..results import GRADED, SubmissionResult
 
 KINDS = ("accept", "override", "regrade", "choose", "dismiss")
 DECISIONS = """CREATE TABLE IF NOT EXISTS decisions (

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import threading
 
-from ..paths import PACKAGE as COURSE_UTILS
+from ...paths import PACKAGE as COURSE_UTILS
 from . import sandbox
 from .limits import Limits, slot_cpu
 from .uids import Lease

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..paths import PACKAGE as COURSE_UTILS  # the package the runner imports (parts bound read-only)
+from ...paths import PACKAGE as COURSE_UTILS  # the package the runner imports (parts bound read-only)
 from . import seccomp
 from .sweep import WRITABLE  # a runner's only writable folders (each its own tmpfs); the rest is read-only
 
@@ -44,8 +44,9 @@ UID_MODE_FIRST_UID = 62000  # uid mode: one per runner (uids.Lease: no two live 
 # all of the course the sandbox holds: the runner, its framing, the probes, and student.py (the shared set-up cell
 # says which student id it sees: nothing there judges); never checks/ (references, expected values, judging), never
 # solutions/, release or grading's other modules
-RUNNER_FILES = ("__init__.py", "wire.py", "student.py", "grading/__init__.py", "grading/runner.py",
-                "grading/protocol.py", "grading/audit.py", "grading/sweep.py")
+RUNNER_FILES = ("__init__.py", "wire.py", "student.py", "grading/__init__.py", "grading/sandbox/__init__.py",
+                "grading/sandbox/runner.py",
+                "grading/sandbox/protocol.py", "grading/sandbox/audit.py", "grading/sandbox/sweep.py")
 RUNNER_DIRS = ("probes",)
 PASS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some CPUs need these for numpy to work at all
 def boot(uid: int | None, seccomp_file: str | None = None, entry: str = "main") -> str:
@@ -58,7 +59,7 @@ def boot(uid: int | None, seccomp_file: str | None = None, entry: str = "main") 
     if seccomp_file is not None:
         args = f"seccomp_file={seccomp_file!r}, uid={args}"
     return (f"import sys; sys.path.insert(0, {COURSE_MOUNT!r}); "
-            f"from course_utils.grading.runner import {entry}; {entry}({args})")
+            f"from course_utils.grading.sandbox.runner import {entry}; {entry}({args})")
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..release import BEGIN, END, SHIPPED
-from .collect import Assignment, clean
+from ...markers import BEGIN, END, SHIPPED
+from ..assignment import Assignment
+from ..notebook import clean
+from ..results import SubmissionResult
+from ..submission import ParsedSubmission
 from .normalise import Statement, imported_names, statements
-from .results import SubmissionResult
-from .submission import ParsedSubmission
 
 RUN = 5  # statements in a row: what an honest answer shares with the solution beyond the lessons is shorter
 RUN_WITH_COMMENT = 3  # ... when they carry the solution's own comments too

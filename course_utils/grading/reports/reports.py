@@ -13,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from .attention import DISMISSED
-from .results import Batch, Lateness, SubmissionResult, exercise_ids, variants_of
-from .store import atomic_write
+from ..attention import DISMISSED
+from ..results import Batch, Lateness, SubmissionResult, exercise_ids, variants_of
+from ..store import atomic_write
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from .attention import needs_decision, open_items
+from ..attention import needs_decision, open_items
+from ..results import SubmissionResult
 from .gradebook import Decision, about
-from .results import SubmissionResult
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 1em 2em;color:#1f2328}
 a{color:#0645ad}a:focus-visible,button:focus-visible,input:focus-visible,textarea:focus-visible{outline:3px solid #1a56db;

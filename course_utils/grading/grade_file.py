@@ -1,7 +1,8 @@
-"""Grade one submission: start the sandboxed runner, read its facts, decide the points here.
+"""Grade one submission file: start the sandboxed runner, read its facts, decide the points here.
 
-The judge never runs student code. It chooses each exercise's inputs with a fresh seed,
-sends them with the cells, and judges every facts message with the course's checks. Time
+"The judge" is the grader's own process, which this module runs in: it never runs student code.
+It chooses each exercise's inputs with a fresh seed, sends them with the cells, and has the
+course's checks score every facts message (``checks.judge``). Time
 is the judge's: each runner start has one hard deadline (start-up plus the per-exercise
 limit for every exercise it is asked to run) that no message can move; within it, each
 exercise gets the per-exercise limit from the last sign of progress. A runner that
@@ -23,13 +24,16 @@ from ..checks.engine import make_request
 from ..checks.variants import Variant
 from ..status import CheckStatus
 from ..variant_text import verdict_line
-from . import copies, owners
-from .collect import Assignment, NotebookError, clean, display_name
+from . import owners
+from .assignment import Assignment
+from .names import display_name
+from .notebook import NotebookError, clean
 from .options import Options, Stoppable
+from .reports import copies
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
-from .session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
+from .sandbox.session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
+from .sandbox.worker import Worker
 from .submission import ParsedSubmission, plan, read
-from .worker import Worker
 
 __all__ = ["Options", "Worker", "grade_submission"]  # Options: grading/options.py; Worker: one runner start (worker.py)
 
@@ -151,8 +155,8 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
     """
     requests = {gid: make_request(chosen[gid].exercise, secrets.randbelow(1 << 30) + 1) for gid in row.exercises}
     session = RunnerSession({gid: chosen[gid].exercise.points for gid in row.exercises}, options.timeout,
-                            lambda message: _judge(chosen[message["exercise"]].exercise, requests[message["exercise"]],
-                                                   message))
+                            lambda message: _check_facts(chosen[message["exercise"]].exercise,
+                                                         requests[message["exercise"]], message))
     while not session.finished:
         if options.stop.is_set():  # Ctrl-C: no runner more; the batch keeps no row finished after it
             raise Refused("refused: grading was interrupted before this submission was finished")
@@ -208,7 +212,8 @@ def described(gid: str) -> tuple[str, int]:
     return (ex.title, list(checks.EXERCISES).index(gid)) if ex is not None else ("", 0)
 
 
-def _judge(ex: checks.Exercise, request: dict, message: dict) -> checks.Result:
+def _check_facts(ex: checks.Exercise, request: dict, message: dict) -> checks.Result:
+    """The check's verdict on one facts message (``checks.judge``), with the flags the message itself earns."""
     gid = ex.grade_id
     result = checks.judge(ex, request, message["facts"])
     if message["fake_output"]:

@@ -29,13 +29,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..paths import ROOT
-from . import attention, book_outputs, review_page
-from .collect import NotebookError, load_assignments
-from .errors import UsageError
+from ...paths import ROOT
+from .. import attention
+from ..assignment import load_assignments
+from ..errors import UsageError
+from ..notebook import NotebookError
+from ..results import SubmissionResult
+from ..submission import read
+from . import book_outputs, review_page
 from .gradebook import GradeBook
-from .results import SubmissionResult
-from .submission import read
 
 # same-origin referrers: with no-referrer, Chromium sends "Origin: null" on our own forms
 HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Protocol
 
-from .. import wire
+from ... import wire
 
 MAX_FRAME = 64 << 20  # bytes in one runner message
 MAX_TOTAL = 256 << 20  # bytes from one runner start, frame heads included
@@ -90,7 +90,7 @@ def validate(message: object, expected: set[str]) -> dict | None:
     kind = message["kind"]
     if kind in ("ready", "done"):
         return {"kind": kind}
-    if kind == "audit":  # what the runner's audit hook saw answer code do (grading/audit.py)
+    if kind == "audit":  # what the runner's audit hook saw answer code do (grading/sandbox/audit.py)
         where, why = message.get("exercise"), message.get("reason")
         if not (isinstance(where, str) and isinstance(why, str)):
             return None

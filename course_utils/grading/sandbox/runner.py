@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from ..probes.guard import CappedText, failure
+from ...probes.guard import CappedText, failure
 from . import sweep
 from .protocol import frame, read_frame
 
@@ -226,7 +226,7 @@ def _prepare() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from .. import probes  # noqa: F401 - the probes only: no check, reference or expected value is in the sandbox
+    from ... import probes  # noqa: F401 - the probes only: no check, reference or expected value is in the sandbox
     from . import audit  # noqa: F401
 
 
@@ -323,7 +323,7 @@ def run_job() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    from .. import probes
+    from ... import probes
     from . import audit
 
     job = read_frame(sys.stdin.buffer, nodes=None)  # the judge's own job: cells of any size

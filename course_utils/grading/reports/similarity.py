@@ -22,12 +22,14 @@ import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
-from .collect import Assignment, UsageError, checksum
+from ..assignment import Assignment
+from ..checksums import checksum
+from ..errors import UsageError
+from ..results import MIN_SPAN as MIN_SPAN  # re-exported: the pairs live in the results model every output reads
+from ..results import Answer, Pair
+from ..store import atomic_write
+from ..submission import ParsedSubmission
 from .reports import neutral, page
-from .results import MIN_SPAN as MIN_SPAN  # re-exported: the pairs live in the results model every output reads
-from .results import Answer, Pair
-from .store import atomic_write
-from .submission import ParsedSubmission
 
 THRESHOLD = 0.6  # flagged when this share of either answer's own code matches the other's
 SHOWN = 200  # flagged pairs shown side by side in the HTML report (all of them are in the CSV)

@@ -25,12 +25,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..paths import ROOT
+from ...paths import ROOT
+from ..errors import UsageError
+from ..results import SubmissionResult
+from ..store import file_digest
 from . import book_outputs, lms, roster
-from .collect import UsageError
 from .gradebook import Decision, GradeBook, books_beside, check_reason, final
-from .results import SubmissionResult
-from .store import file_digest
 
 COMMANDS = ("accept", "override", "regrade", "choose", "dismiss", "export", "review")
 

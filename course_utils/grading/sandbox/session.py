@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..exercise_result import ExerciseResult
-from ..status import CheckStatus
+from ...exercise_result import ExerciseResult
+from ...status import CheckStatus
 from .protocol import validate
 
 

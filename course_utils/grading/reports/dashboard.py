@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..status import Share
-from . import attention
+from ...status import Share
+from .. import attention
+from ..results import Batch, Pair, SubmissionResult, exercise_ids, variants_of
+from ..store import atomic_write
 from .reports import NOT_LATE, feedback_name, page
-from .results import Batch, Pair, SubmissionResult, exercise_ids, variants_of
 from .similarity import SHOWN
-from .store import atomic_write
 
 TOP_DIAGNOSES = 5  # most common diagnoses shown per exercise
 
@@ -239,7 +239,7 @@ def report_html(rows: list[SubmissionResult], pairs: list[Pair] | None = None, s
     body = ["<h1>Grading report</h1>",
             f"<p id='summary'>{len(rows)} submission(s): "
             + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(counts.items())) + ".</p>"]
-    unsandboxed = sum(1 for r in rows if r.sandbox == "none")  # only ever with --no-sandbox (grading/judge.py)
+    unsandboxed = sum(1 for r in rows if r.sandbox == "none")  # only ever with --no-sandbox (grading/grade_file.py)
     if unsandboxed:
         body.append(f"<p id='no-sandbox' class='warning'>{unsandboxed} submission(s) were graded WITHOUT the sandbox "
                     "(--no-sandbox): their code was not isolated.</p>")

@@ -18,16 +18,16 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..paths import ROOT
+from ...paths import ROOT
+from ..assignment import load_assignments
+from ..errors import UsageError
+from ..reports.outputs import write_all
+from ..results import Answer, Batch, Lateness, Pair, SubmissionResult
+from ..store import atomic_write
 from . import lms, roster
-from .collect import load_assignments
-from .errors import UsageError
 from .gradebook import Decision, GradeBook
 from .late import read_due, read_times
-from .outputs import write_all
 from .records import Placement, place_all
-from .results import Answer, Batch, Lateness, Pair, SubmissionResult
-from .store import atomic_write
 
 TABLE = "CREATE TABLE IF NOT EXISTS outputs (key TEXT PRIMARY KEY, kind TEXT NOT NULL, spec TEXT NOT NULL)"
 
