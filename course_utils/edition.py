@@ -23,7 +23,8 @@ LESSON_FILE = re.compile(r"^(?:notebooks|exercises)/(\d\d)_|^course_utils/(?:che
 LESSON_PACKAGES = {"course_utils/kernels": 10, "course_utils/capstone": 11,
                    "course_utils/checks/families/gradient_test.py": 6}
 INSTRUCTORS_ONLY = ("course_utils/grading", "course_utils/grade.py",  # the grader: never in the edition
-                    "course_utils/scaffold.py")  # new-exercise writes solutions and tests, which the edition has not
+                    # new-exercise writes solutions and tests, which the edition has not; --exercise picks tests
+                    "course_utils/scaffold.py", "course_utils/scaffold_text.py", "course_utils/exercise_tests.py")
 FIX_MARK = "fix"  # the keyword of Mistake, Partial and guard.Mistake that holds the level-2 text
 
 
