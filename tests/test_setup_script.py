@@ -132,8 +132,10 @@ def test_the_whole_suite_builds_the_cpp_extension_beside_the_first_tests(tmp_pat
     for tool in ("dot", "g++", "ninja", "bwrap", "chromium"):
         (tools / tool).write_text("#!/bin/sh\nexit 0\n")
         (tools / tool).chmod(0o755)
+    # the default worker count is under test: a caller's COURSE_TEST_WORKERS (e.g. 1, to read a failure) must not leak in
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_TEST_WORKERS"}
     done = subprocess.run([str(root / "course"), "test", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}, check=False)
+                          env={**env, "PATH": f"{tools}:{os.environ['PATH']}"}, check=False)
     assert done.returncode == 0, done.stderr
     for _ in range(100):  # the build runs in the background: its line may come after pytest's
         calls = (python.parent / "calls.log").read_text().splitlines()

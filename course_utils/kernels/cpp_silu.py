@@ -15,10 +15,13 @@ time) and registers once per process.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import torch
 
@@ -174,6 +177,24 @@ def build_name() -> str:
     return f"{NAME}_{capability().lower()}_{installation}"
 
 
+class _NoCudaHomeWarning(logging.Filter):
+    """Drops cpp_extension's "No CUDA runtime is found, using CUDA_HOME=..." (a CUDA wheel on a machine without a
+    GPU says it on import): this extension is C++ for the CPU only, so CUDA_HOME plays no part in it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No CUDA runtime is found" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_cuda_home_warning() -> Iterator[None]:
+    logger, dropped = logging.getLogger("torch.utils.cpp_extension"), _NoCudaHomeWarning()
+    logger.addFilter(dropped)
+    try:
+        yield
+    finally:
+        logger.removeFilter(dropped)
+
+
 def load(verbose: bool = False) -> object:
     """Build (or reuse) the extension and register it; returns ``torch.ops.course_cpp.silu``."""
     global _loaded
@@ -184,7 +205,8 @@ def load(verbose: bool = False) -> object:
         if missing:
             raise RuntimeError(f"building the C++ extension needs {' and '.join(missing)}: run ./course lab "
                                "(it installs them) or install them with your system's package manager.")
-        from torch.utils.cpp_extension import load_inline
+        with _without_cuda_home_warning():
+            from torch.utils.cpp_extension import load_inline
 
         flags = compile_flags()
         load_inline(build_name(), cpp_sources=[SOURCE], extra_cflags=flags,
