@@ -24,7 +24,7 @@ NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._funct
 # student works): opcheck's tests, AOTAutograd's partitioner passes, export's tracer, SymPy's tensor module, and every
 # compile backend (lookup_backend imports them all: list_backends). Inductor's pattern matcher is not among them:
 # with the partitioner's CSE off (``tracing``) nothing imports it.
-WARMUP = ("torch.testing._internal.optests", "torch._inductor.compiler_bisector",
+WARMUP = ("torch._dynamo", "torch.testing._internal.optests", "torch._inductor.compiler_bisector",
           "torch._inductor.fx_passes.dedupe_symint_uses", "torch.export._trace", "torch.fx.experimental.validator",
           "sympy.tensor.tensor", "torch._functorch._aot_autograd.subclass_codegen",
           "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",

@@ -32,8 +32,11 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-# what a first check imports beyond torch itself: what every check needs first, then torch.func's and compile's
-MODULES = ("torch.fx.experimental.symbolic_shapes", "course_utils.checks", "torch._dynamo")
+# what a first check imports beyond torch itself: what every check needs (SHARED), then torch.func's and compile's,
+# which only the checks whose probes list it in WARMUP wait for (Run All: lesson 01's first check must not wait 1 s
+# for torch._dynamo, which it never imports)
+SHARED = ("torch.fx.experimental.symbolic_shapes", "course_utils.checks")
+MODULES = (*SHARED, "torch._dynamo")
 WAIT_LIMIT = 120.0  # seconds a check waits for a warm-up at most (an import that hangs must not hang the check)
 THREAD = "course-warmup"
 LESSON = "@"  # a queued "@grade_id": the worker expands it into the WARMUP of that grade id's lesson
@@ -147,12 +150,12 @@ def prepare(grade_id: str) -> None:
 
 
 def needs(grade_id: str) -> set[str]:
-    """What a check of ``grade_id`` imports of what the warm-up may queue: the set-up cell's names, its lesson's
+    """What a check of ``grade_id`` imports of what the warm-up may queue: what every check imports, its lesson's
     expansion and its own probe module's WARMUP (not its siblings')."""
     import course_utils.probes as probes
 
     own = getattr(sys.modules.get(f"{probes.__name__}.{probes.SOURCE.get(grade_id, '')}"), "WARMUP", ())
-    return {*MODULES, LESSON + grade_id, *own}
+    return {*SHARED, LESSON + grade_id, *own}
 
 
 def _wait_until(ready, limit: float) -> None:

@@ -164,3 +164,15 @@ def test_a_check_under_way_waits_only_for_its_own_imports_and_none_runs_beside_i
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "cw_own | cw_own done | check | check done | cw_sibling | cw_sibling done", done.stdout
+
+
+def test_a_check_waits_only_for_what_its_own_probes_import():
+    """Run All: lesson 01's first check came while the set-up cell's warm-up imported torch._dynamo (1 s of CPU it
+    never uses) and waited for it; only lesson 08's probes, which run torch.func and opcheck, wait for it."""
+    from course_utils.probes import warmup
+
+    assert "torch._dynamo" not in warmup.needs("scalar_engine")
+    assert {"torch.fx.experimental.symbolic_shapes", "@scalar_engine"} <= warmup.needs("scalar_engine")
+    assert {"torch._dynamo", "torch._decomp.decompositions_for_jvp"} <= warmup.needs("func_softmax")
+    assert "torch.testing._internal.optests" not in warmup.needs("func_softmax")  # its sibling's, after it
+    assert {"torch._dynamo", "torch.testing._internal.optests"} <= warmup.needs("row_norm_op")
