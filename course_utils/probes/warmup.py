@@ -108,12 +108,14 @@ def _work() -> None:
                 return
             _S.busy = True
         names: list[str] = []
+        new = False  # did this item import anything (only then is a collection due)
         try:
             if name == COLLECT:
                 gc.collect()
             elif name.startswith(LESSON):
                 names = lesson_modules(name[len(LESSON):])
             else:
+                new = name.partition(":")[0] not in sys.modules
                 _import(name)
         finally:
             with _S.cond:
@@ -121,7 +123,7 @@ def _work() -> None:
                 _S.busy = False
                 _S.done.add(name)
                 _S.cond.notify_all()
-        collect = name != COLLECT
+        collect = (collect or new) and name != COLLECT
 
 
 def start() -> None:
