@@ -21,7 +21,7 @@ from .recorded_ops import recorded
 
 STUB_MARK = STUB_WORDS  # the text of markers.STUB
 # what these probes import on their first run beyond probes.warmup.MODULES (forward-mode AD's decompositions)
-WARMUP = ("torch._decomp.decompositions_for_jvp",)
+WARMUP = ("torch._dynamo", "torch._decomp.decompositions_for_jvp")  # torch.func.grad imports _dynamo
 
 
 def _text(exc: BaseException) -> str:

@@ -21,9 +21,10 @@ OP_NAME = "exercises::row_norm"
 # (about 30 lines above the verdict, issue 49): the probe reports the error itself, so they are muted meanwhile
 NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._functorch", "torch.fx")
 # what these probes import on their first run beyond probes.warmup.MODULES (probes.warmup imports them while the
-# student works): opcheck's tests, AOTAutograd's partitioner (its CSE imports Inductor's pattern matcher) and passes,
-# export's tracer, SymPy's tensor module, and every compile backend (lookup_backend imports them all: list_backends)
-WARMUP = ("torch.testing._internal.optests", "torch._inductor.pattern_matcher", "torch._inductor.compiler_bisector",
+# student works): opcheck's tests, AOTAutograd's partitioner passes, export's tracer, SymPy's tensor module, and every
+# compile backend (lookup_backend imports them all: list_backends). Inductor's pattern matcher is not among them:
+# with the partitioner's CSE off (``tracing``) nothing imports it.
+WARMUP = ("torch._dynamo", "torch.testing._internal.optests", "torch._inductor.compiler_bisector",
           "torch._inductor.fx_passes.dedupe_symint_uses", "torch.export._trace", "torch.fx.experimental.validator",
           "sympy.tensor.tensor", "torch._functorch._aot_autograd.subclass_codegen",
           "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
@@ -44,6 +45,21 @@ def quiet_torch_logs() -> Iterator[None]:
     finally:
         for lg, was in zip(loggers, before):
             lg.disabled = was
+
+
+@contextmanager
+def tracing() -> Iterator[None]:
+    """While opcheck and torch.compile trace the student's op: PyTorch's error logs muted, and AOTAutograd's
+    partitioner without its common-subexpression pass (``torch._functorch.config.cse``).
+
+    That pass only merges duplicate nodes of the joint graph AOTAutograd built: values and gradients stay what they
+    were, and what the check judges (the fake on fake and symbolic tensors, the backward traced, one graph holding
+    the op) is decided before it. It imported Inductor's pattern matcher, and with it Inductor's lowerings and
+    templates: about 1 s of CPU on a check's first run without the warm-up (issue 49), and a part of every rerun."""
+    import torch._functorch.config as functorch_config
+
+    with quiet_torch_logs(), functorch_config.patch(cse=False):
+        yield
 
 
 def _op(ns) -> Any:
@@ -89,7 +105,7 @@ def _kernel_ops(obj: Any, x: torch.Tensor) -> object:
 
 def op_fake(ns, req: dict) -> dict:
     obj = _op(ns)
-    with quiet_torch_logs():
+    with tracing():
         return {"opcheck": [outcome("the fake implementation", lambda x=x: torch.library.opcheck(obj, (x.clone(),)))
                             for x in req["xs"]]}
 
@@ -110,7 +126,7 @@ def op_autograd(ns, req: dict) -> dict:
             return facts  # the judge stops at a failed backward: spare the slower checks
     facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
         obj, (req["gc"].clone().requires_grad_(),)))
-    with quiet_torch_logs():
+    with tracing():
         facts["opcheck"] = [outcome("torch.library.opcheck", lambda x=x: torch.library.opcheck(
             obj, (x.clone().requires_grad_(),))) for x in req["xs"]]
     return facts
@@ -149,7 +165,7 @@ def _compile_run(obj: Callable, x: torch.Tensor) -> dict:
 
 def op_compile(ns, req: dict) -> dict:
     obj = _op(ns)
-    with quiet_torch_logs():
+    with tracing():
         return {"compile": outcome("torch.compile", lambda: _compile_run(obj, req["xc"]))}
 
 

@@ -7,12 +7,20 @@ first check of every notebook paid it and the ones after it did not. The first `
 ``opcheck`` or ``torch.compile`` imports ``torch._dynamo`` (2 to 5 s of lesson 08's checks).
 
 The shared set-up cell of each exercise notebook imports ``probes.cells``, which in a Jupyter kernel (and
-only there: never in the grader's sandbox or in a test) starts ``start`` in a daemon thread. Some lessons'
-probes import much more on their first run (lesson 08's ``opcheck`` pulls in AOTAutograd's partitioner and
-with it most of Inductor, NetworkX and the export machinery: 3 to 8 s of row_norm_op's first check): a probe
-module lists those in ``WARMUP``, and the first run of an answer cell of that lesson starts ``prepare``,
-which imports them for every probe module of the lesson. A check waits for a warm-up still under way
-(``wait``) instead of importing the same modules beside it in a second thread.
+only there: never in the grader's sandbox or in a test) calls ``start``. Some lessons' probes import much
+more on their first run (lesson 08's ``opcheck`` pulls in opcheck's tests, AOTAutograd's passes and the
+export machinery): a probe module lists those in ``WARMUP``, and the first run of an answer cell of that
+lesson calls ``prepare``, which queues them for every probe module of the lesson, its own first.
+
+One daemon thread imports everything queued, one name at a time, each name once, then runs one full
+garbage collection (the imports' objects all survive: Python's next full collection walks them, 0.3 s that
+fell in row_norm_op's first stage). A check (``checking``) waits only for what its own probes import (the
+set-up cell's names and its own module's, which the worker then takes first) and for the import under way;
+while it runs the warm-up pauses between two names instead of importing beside it (two threads importing
+torch's circular modules at once can deadlock, and they would share the CPU anyway), and finishes the
+lesson's other names and its collection after it. So a student who runs the whole notebook at once meets the
+first check while the warm-up is still at work, and the check neither races it nor waits for what a later
+exercise needs.
 """
 from __future__ import annotations
 
@@ -20,41 +28,108 @@ import gc
 import importlib
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-# what a first check imports beyond torch itself: what every check needs first, then torch.func's and compile's
-MODULES = ("torch.fx.experimental.symbolic_shapes", "course_utils.checks", "torch._dynamo")
+# what a first check imports beyond torch itself: what every check needs (SHARED), then torch.func's and compile's,
+# which only the checks whose probes list it in WARMUP wait for (Run All: lesson 01's first check must not wait 1 s
+# for torch._dynamo, which it never imports)
+SHARED = ("torch.fx.experimental.symbolic_shapes", "course_utils.checks")
+MODULES = (*SHARED, "torch._dynamo")
 WAIT_LIMIT = 120.0  # seconds a check waits for a warm-up at most (an import that hangs must not hang the check)
-_started: dict[str, threading.Thread] = {}  # "" for the set-up cell's, else the grade id whose answer cell started it
+THREAD = "course-warmup"
+LESSON = "@"  # a queued "@grade_id": the worker expands it into the WARMUP of that grade id's lesson
+COLLECT = "(collect)"  # the worker's last item: one full collection after its imports
 
 
-def _import_all(names: Sequence[str]) -> None:
-    """Import each module; ``"module:function"`` also calls that function of it (one that only imports, such as
-    ``torch.compiler:list_backends``)."""
-    for name in names:
+class _State:
+    """The warm-up's shared state, every field guarded by ``cond``."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queue: list[str] = []  # names still to import (or "@grade_id" to expand), in order
+        self.queued: set[str] = set()  # every name ever queued: nothing is imported twice
+        self.done: set[str] = set()  # names imported, or skipped (a name this torch lacks)
+        self.worker: threading.Thread | None = None  # the worker while it runs
+        self.busy = False  # the worker is importing (or collecting) now
+        self.checks: dict[object, set[str]] = {}  # what each check under way imports
+
+
+_S = _State()
+
+
+def _import(name: str) -> None:
+    """Import a module; ``"module:function"`` also calls that function of it (one that only imports, such as
+    ``torch.compiler:list_backends``). A warm-up never fails a cell: the check meets the error itself, and a
+    name this torch lacks costs only its own speed-up."""
+    try:
+        module, _, function = name.partition(":")
+        imported = importlib.import_module(module)
+        if function:
+            getattr(imported, function)()
+    except Exception:
+        pass
+
+
+def _add(names: Sequence[str], front: bool = False) -> None:
+    """Queue the names not queued before (``_S.cond`` held) and start the worker if none runs."""
+    new = [n for n in dict.fromkeys(names) if n not in _S.queued]
+    _S.queued.update(new)
+    at = 0 if front else len(_S.queue)
+    _S.queue[at:at] = new
+    if new and _S.worker is None:
+        _S.worker = threading.Thread(target=_work, name=THREAD, daemon=True)
+        _S.worker.start()
+
+
+def _next(collect: bool) -> str | None:
+    """The worker's next item (``_S.cond`` held): while checks are under way only a name one of them imports,
+    else pause; None when nothing is left."""
+    while _S.checks:
+        wanted = set().union(*_S.checks.values())
+        for k, name in enumerate(_S.queue):
+            if name in wanted:
+                return _S.queue.pop(k)
+        _S.cond.wait()
+    if _S.queue:
+        return _S.queue.pop(0)
+    return COLLECT if collect else None
+
+
+def _work() -> None:
+    collect = False
+    while True:
+        with _S.cond:
+            name = _next(collect)
+            if name is None:
+                _S.worker = None
+                _S.cond.notify_all()
+                return
+            _S.busy = True
+        names: list[str] = []
+        new = False  # did this item import anything (only then is a collection due)
         try:
-            module, _, function = name.partition(":")
-            imported = importlib.import_module(module)
-            if function:
-                getattr(imported, function)()
-        except Exception:  # a warm-up never fails a cell: the check meets the error itself; a name this torch lacks
-            continue  # costs only its own speed-up
-    # the imports' objects all survive: Python's next full collection walks them (0.3 s, in row_norm_op's first
-    # stage); here it runs in the background, and the imported objects count as old from then on
-    gc.collect()
+            if name == COLLECT:
+                gc.collect()
+            elif name.startswith(LESSON):
+                names = lesson_modules(name[len(LESSON):])
+            else:
+                new = name.partition(":")[0] not in sys.modules
+                _import(name)
+        finally:
+            with _S.cond:
+                _add(names, front=True)  # a lesson's names before what was queued after it
+                _S.busy = False
+                _S.done.add(name)
+                _S.cond.notify_all()
+        collect = (collect or new) and name != COLLECT
 
 
-def _thread(key: str, target, *args) -> threading.Thread:
-    if key not in _started:
-        thread = threading.Thread(target=target, args=args, name="course-warmup", daemon=True)
-        _started[key] = thread
-        thread.start()
-    return _started[key]
-
-
-def start() -> threading.Thread:
-    """The warm-up thread, started once per process (a daemon: it never keeps a kernel from shutting down)."""
-    return _thread("", _import_all, MODULES)
+def start() -> None:
+    """Queue the set-up cell's names (once per process; the worker is a daemon: it never keeps a kernel alive)."""
+    with _S.cond:
+        _add(MODULES)
 
 
 def lesson_modules(grade_id: str) -> list[str]:
@@ -69,21 +144,50 @@ def lesson_modules(grade_id: str) -> list[str]:
     return [name for m in order for name in getattr(sys.modules.get(f"{probes.__name__}.{m}"), "WARMUP", ())]
 
 
-def _prepare(grade_id: str) -> None:
-    start().join()  # the common modules first (the probes among them)
-    _import_all(lesson_modules(grade_id))
+def prepare(grade_id: str) -> None:
+    """Queue what the first checks of ``grade_id``'s lesson import, after the set-up cell's names (called when an
+    answer cell of ``grade_id`` first runs, in a Jupyter kernel only; the lesson's next exercise finds them done)."""
+    with _S.cond:
+        _add((*MODULES, LESSON + grade_id))
 
 
-def prepare(grade_id: str) -> threading.Thread:
-    """After the set-up cell's warm-up, import what the first checks of ``grade_id``'s lesson import (started when
-    an answer cell of ``grade_id`` first runs, in a Jupyter kernel only; the lesson's next exercise finds them done)."""
-    return _thread(grade_id, _prepare, grade_id)
+def needs(grade_id: str) -> set[str]:
+    """What a check of ``grade_id`` imports of what the warm-up may queue: what every check imports, its lesson's
+    expansion and its own probe module's WARMUP (not its siblings')."""
+    import course_utils.probes as probes
+
+    own = getattr(sys.modules.get(f"{probes.__name__}.{probes.SOURCE.get(grade_id, '')}"), "WARMUP", ())
+    return {*SHARED, LESSON + grade_id, *own}
 
 
-def wait() -> None:
-    """Let a warm-up still importing finish before a check runs (nothing to do outside a kernel, or once done)."""
-    if threading.current_thread().name == "course-warmup":
+def _wait_until(ready, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while _S.worker is not None and not ready() and time.monotonic() < deadline:
+        _S.cond.wait(max(0.0, deadline - time.monotonic()))
+
+
+def wait(limit: float = WAIT_LIMIT) -> None:
+    """Let the warm-up finish everything queued, its collection included (nothing to do outside a kernel)."""
+    if threading.current_thread().name != THREAD:
+        with _S.cond:
+            _wait_until(lambda: False, limit)
+
+
+@contextmanager
+def checking(grade_id: str) -> Iterator[None]:
+    """Around a check: wait for what it imports and for the import under way, then keep the warm-up from importing
+    beside it until it ends (the worker imports only what a waiting check needs, then pauses)."""
+    if threading.current_thread().name == THREAD:
+        yield
         return
-    for thread in list(_started.values()):
-        if thread.is_alive():
-            thread.join(WAIT_LIMIT)
+    token, wanted = object(), needs(grade_id)
+    with _S.cond:
+        _S.checks[token] = wanted
+        _S.cond.notify_all()
+        _wait_until(lambda: not _S.busy and not (wanted & _S.queued) - _S.done, WAIT_LIMIT)
+    try:
+        yield
+    finally:
+        with _S.cond:
+            del _S.checks[token]
+            _S.cond.notify_all()

@@ -228,6 +228,19 @@ def test_check_leaves_no_compiled_code_behind():
     assert len(torch._dynamo.eval_frame.cached_backends) == 0
 
 
+def test_check_imports_no_inductor_lowering_and_restores_the_config():
+    """Issue 49, item 7: AOTAutograd's partitioner ran its CSE pass, which imported Inductor's pattern matcher and
+    lowerings (about 1 s of a first check); the probes trace with that pass off, and leave the setting as it was
+    (a fresh process: this one may have imported Inductor already)."""
+    script = ("import sys\nfrom check_helpers import ns_from\nfrom course_utils import checks\n"
+              f"r = checks.run_check('row_norm_op', ns_from({OP + FAKE + AUTOGRAD!r}))\n"
+              "import torch._functorch.config as c\n"
+              "print(r.status, 'torch._inductor.pattern_matcher' in sys.modules, c.cse)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True, check=False)
+    assert done.stdout.split() == ["passed", "False", "True"], done.stderr[-3000:]
+
+
 STUB = 'raise NotImplementedError("Exercise \'row_norm_op\' is not attempted yet: replace this line with your code.")'
 
 
