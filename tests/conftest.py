@@ -1,6 +1,7 @@
 """Shared test set-up: the repository root on sys.path; the long poles first; an optional per-worker timeline."""
 import json
 import os
+import resource
 import socket
 import sys
 from pathlib import Path
@@ -142,3 +143,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _address_space_left_alone():
+    """``grading.cli.main`` caps the judge's own address space (``cap_judge_memory``): a test calling it in-process
+    must patch that out, or every later test on this worker inherits the cap (Chromium crashed with SIGTRAP and the
+    768 GiB map of test_limits failed, tests far from the one that set it)."""
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    yield
+    after = resource.getrlimit(resource.RLIMIT_AS)
+    if after != before:
+        resource.setrlimit(resource.RLIMIT_AS, before)
+        pytest.fail(f"this test capped the test process's address space ({after}, was {before}): patch "
+                    "cli.cap_judge_memory when calling cli.main in-process")

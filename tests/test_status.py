@@ -12,8 +12,9 @@ from course_utils.status import OVERRIDDEN, CheckStatus, EntryStatus, Share, Sub
 
 WORDS = {s.value for kind in (CheckStatus, SubmissionStatus, EntryStatus, Share) for s in kind} | {OVERRIDDEN}
 # the same words meaning something else: Gradescope's test statuses, a message's or a record's key, torch ops
-SPELLED_ELSEWHERE = {("grading", "gradescope.py"): {"passed", "failed"}, ("grading", "runner.py"): {"error"},
-                     ("grading", "worker.py"): {"error"}, ("probes", "guard.py"): {"error"},
+SPELLED_ELSEWHERE = {("grading", "gradescope.py"): {"passed", "failed"}, ("grading", "sandbox", "runner.py"): {"error"},
+                     ("grading", "sandbox", "worker.py"): {"error"}, ("probes", "guard.py"): {"error"},
+                     ("build.py",): {"error"},  # nbformat's output_type of a traceback, not a status
                      ("checks", "lesson10.py"): {"full"}, ("probes", "lesson04.py"): {"missing"},
                      ("checks", "lesson08.py"): {"error", "skipped"}, ("checks", "lesson08_op.py"): {"error"},
                      ("probes", "lesson08.py"): {"error", "skipped"}}

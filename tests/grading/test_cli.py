@@ -446,6 +446,7 @@ def test_without_a_result_store_the_slots_start_before_the_course_is_read(tmp_pa
     from course_utils.grading.sandbox import zygote
 
     calls = []
+    monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: None)  # never cap the test process (conftest checks)
     monkeypatch.setattr(zygote, "warm_up", lambda mode, memory, count, slots: calls.append(("warm", count, slots)))
     monkeypatch.setattr(zygote, "close_all", lambda: calls.append("close"))
     read = cli.load_assignments
