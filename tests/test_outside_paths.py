@@ -3,16 +3,28 @@ checkout's own absolute path or its siblings', not where a machine installed Pyt
 has none of them, so a contribution guide, a test or a committed output that names one works on one machine only."""
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 
+
+def beside(root: Path) -> list[re.Pattern]:
+    """This checkout and every other git checkout in its folder, by absolute path; not the folder itself, since a
+    clone in /tmp must not turn every /tmp path a test writes into an outside one."""
+    try:
+        others = sorted(d for d in root.parent.iterdir() if d != root and (d / ".git").exists())
+    except OSError:
+        others = []
+    return [re.compile(re.escape(f"{d}/")) for d in [root, *others]]
+
+
 OUTSIDE = [
     re.compile(r"\.\./shared\b"),  # the folder beside the repository the team reads specifications from
     re.compile(r"(?<![\w.])/work/"),  # the development machines' folder of checkouts
     re.compile(r"/[^\s\"'\\]*/site-packages/"),  # a machine's installed packages (a traceback's file names)
-    re.compile(re.escape(f"{ROOT.parent}/")),  # this checkout and its siblings, by absolute path
+    *beside(ROOT),  # this checkout and the checkouts beside it, by absolute path
 ]
 
 
@@ -49,7 +61,7 @@ def test_no_tracked_file_names_a_path_outside_the_repository():
     "ROUND3_POINTS = {  # ../shared/contracts/round3-exercises.md",
     '"File \\u001b[32m/work/wt-41b/.venv/lib/python3.11/site-packages/torch/_tensor.py:623"',
     "File /usr/lib/python3/dist-packages/../site-packages/torch/autograd/graph.py:979",
-    f"see {ROOT.parent}/other-checkout/notes.md",
+    f"see {ROOT}/notes.md",
 ])
 def test_each_kind_of_outside_path_is_found(text):
     assert outside(text)
@@ -60,6 +72,15 @@ def test_each_kind_of_outside_path_is_found(text):
                                   "https://github.com/x/y/blob/main/shared/contracts.md"])
 def test_paths_inside_the_repository_or_a_users_own_are_not(text):
     assert outside(text) == []
+
+
+def test_a_checkout_beside_this_one_is_outside_and_the_folder_they_share_is_not(tmp_path):
+    """A clone in /tmp (CI's fresh clone) must not make "/tmp/left-MARK-dir" in a test an outside path."""
+    (tmp_path / "me").mkdir()
+    (tmp_path / "other" / ".git").mkdir(parents=True)
+    (tmp_path / "plain").mkdir()
+    found = [p.pattern for p in beside(tmp_path / "me")]
+    assert found == [re.escape(f"{tmp_path}/me/"), re.escape(f"{tmp_path}/other/")]
 
 
 def test_the_build_writes_tracebacks_without_this_machines_folders():
