@@ -1,6 +1,6 @@
 """An exercise asks only for what was shown before it: every API its reference answer uses is in an earlier text.
 
-The course is read in one order: lesson 00, lesson 01, exercises 01, lesson 02, exercises 02, ... (``COURSE``,
+The course is read in one order: lesson 00, lesson 01, exercises 01, lesson 02, exercises 02, ... (``course()``,
 built from the file names: the one place that order lives). For each exercise, the reference answer (the code
 between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` in ``solutions/NN_exercises.py``) is parsed, and every
 API it uses must appear in a text the student has seen by then: a lesson up to NN (code or markdown), the
@@ -20,6 +20,7 @@ Techniques that no parser sees (a stable softmax, a safe denominator, Newton's i
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -142,8 +143,10 @@ def _split_exercises(cells) -> list[tuple[str, list]]:
     return groups
 
 
+@functools.cache
 def course() -> list[Station]:
-    """Every station in reading order: lesson NN, then each exercise of exercises/NN (the one order)."""
+    """Every station in reading order: lesson NN, then each exercise of exercises/NN (the one order). Read once per
+    worker, on first use: not at collection, where every worker would read every notebook."""
     stations = []
     for lesson in build.sources("notebooks"):
         nb = jupytext.read(lesson)
@@ -162,9 +165,6 @@ def course() -> list[Station]:
                                     set().union(*map(uses_in_cell, shown_cells)),
                                     "\n".join(c.source for c in shown_cells), answer, gid))
     return stations
-
-
-COURSE = course()
 
 
 def gaps(stations: list[Station]) -> dict[str, dict[str, str]]:
@@ -202,12 +202,12 @@ def describe(found: dict[str, dict[str, str]]) -> str:
 def test_the_course_order_holds_every_exercise_of_every_notebook():
     from course_utils.checks.registry import EXERCISES
 
-    assert sorted(s.grade_id for s in COURSE if s.grade_id) == sorted(EXERCISES)
-    assert all(s.answer for s in COURSE if s.grade_id), "an exercise without a reference answer"
+    assert sorted(s.grade_id for s in course() if s.grade_id) == sorted(EXERCISES)
+    assert all(s.answer for s in course() if s.grade_id), "an exercise without a reference answer"
 
 
 def test_every_api_a_reference_answer_uses_is_shown_before_its_exercise():
-    found = gaps(COURSE)
+    found = gaps(course())
     unexpected = {gid: {u: w for u, w in uses.items() if u not in KNOWN_GAPS.get(gid, set())}
                   for gid, uses in found.items()}
     unexpected = {gid: uses for gid, uses in unexpected.items() if uses}
@@ -238,7 +238,7 @@ def variant_course(grade_id: str, key: str) -> list[Station]:
     task = variant(grade_id, key).task
     shown = set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(task)))
     return [Station(s.name, s.shown | shown, s.code + "\n" + task, uses_in_code(variant_answer(grade_id, key)), grade_id)
-            if s.grade_id == grade_id else s for s in COURSE]
+            if s.grade_id == grade_id else s for s in course()]
 
 
 def _variants() -> list[tuple[str, str]]:
@@ -267,7 +267,7 @@ def test_the_variant_audit_reads_the_variants_task_and_answer():
 def test_every_technique_is_taught_in_a_lesson_before_its_exercise(name: str):
     grade_id, pattern, what = TECHNIQUES[name]
     before = []
-    for s in COURSE:
+    for s in course():
         if s.grade_id == grade_id:
             break
         if s.name.startswith("lesson"):
@@ -319,7 +319,7 @@ def test_every_api_a_variants_answer_uses_is_shown_before_its_exercise_or_in_its
     families = {gid: [(v.key, v.task, variant_answers(gid)[v.key]) for v in registry.family(gid)]
                 for gid in registry.FAMILIES}
     assert families, "no exercise has variants: this test would prove nothing"
-    found = variant_gaps(COURSE, families)
+    found = variant_gaps(course(), families)
     assert not found, ("asked before taught: " + describe(found) + ". Show each in a lesson before the exercise or "
                        "in the variant's task text, or write the variant's answer with what was shown.")
 
@@ -349,16 +349,17 @@ def test_the_audit_finds_an_api_used_before_it_is_shown():
 
 
 # --------------------------------------------------------------------------- issue 51: every variant, not only the default
-def variant_stations() -> list[tuple[str, str, Station]]:
+@functools.cache
+def variant_stations() -> dict[tuple[str, str], Station]:
     """(grade id, variant key, a station for that variant's answer): what the course has shown by its exercise, plus
     the variant's own task text; the answer is ``solutions/variants/<grade_id>.py``'s for that key."""
     import importlib.util
 
     from course_utils.checks import registry
 
-    found = []
+    found = {}
     seen: set[str] = set()
-    for s in COURSE:
+    for s in course():
         seen |= s.shown
         if s.grade_id not in registry.FAMILIES:
             continue
@@ -369,17 +370,20 @@ def variant_stations() -> list[tuple[str, str, Station]]:
         spec.loader.exec_module(module)
         for variant in registry.family(s.grade_id):
             task = set().union(*(uses_in_code(a or b) for a, b in MD_CODE.findall(variant.task)))
-            found.append((s.grade_id, variant.key, Station(f"{s.name}, variant {variant.key}", seen | task, "",
-                                                           uses_in_code(module.ANSWERS[variant.key]), s.grade_id)))
+            found[s.grade_id, variant.key] = Station(f"{s.name}, variant {variant.key}", seen | task, "",
+                                                     uses_in_code(module.ANSWERS[variant.key]), s.grade_id)
     return found
 
 
-VARIANT_STATIONS = variant_stations()
+def test_every_variant_has_its_station():
+    """The stations below are every variant of every family, none missing (they are parametrised by the families)."""
+    assert sorted(variant_stations()) == sorted(_variants())
 
 
-@pytest.mark.parametrize("grade_id, key, station", VARIANT_STATIONS, ids=[f"{g}-{k}" for g, k, _ in VARIANT_STATIONS])
-def test_every_api_a_variants_answer_uses_is_shown_before_its_exercise(grade_id: str, key: str, station: Station):
+@pytest.mark.parametrize("grade_id, key", _variants(), ids=[f"{g}-{k}" for g, k in _variants()])
+def test_every_api_a_variants_answer_uses_is_shown_before_its_exercise(grade_id: str, key: str):
     """Issue 51: a variant asks for no API the default's students were shown and its students were not."""
+    station = variant_stations()[grade_id, key]
     found = gaps([station])
     missing = {u: w for u, w in found.get(grade_id, {}).items() if u not in KNOWN_GAPS.get(grade_id, set())}
     assert not missing, (f"asked before taught: variant {key!r} of {grade_id} uses " + ", ".join(f"`{u}`" for u in missing)
