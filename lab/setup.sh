@@ -49,18 +49,6 @@ setup_python() {
         echo "$stamp" > "$VENV/.setup-stamp"
         say "Python packages installed"
     fi
-    drop_slow_imports
-}
-
-drop_slow_imports() {  # a package nothing here uses, whose mere presence costs every process that imports nbformat
-    # jupyter-events asks for jsonschema[format-nongpl], and jsonschema then imports rfc3987-syntax whenever it is
-    # installed; that import builds an Earley parser for RFC 3987: about 2 s of CPU in every process that imports
-    # nbformat or starts Jupyter (JupyterLab, nbclient, nbval, nbgrader; the test suite starts dozens). Nothing in
-    # the course validates IRIs, and jsonschema goes on without it. Checked on every set-up: a later pip install
-    # (the instructors' tools, an update) brings it back.
-    if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('rfc3987_syntax') is None)" 2>/dev/null; then
-        "$PY" -m pip uninstall --disable-pip-version-check -y -q rfc3987-syntax >/dev/null 2>&1 || true
-    fi
 }
 
 pip_failed() {  # pip_failed LOG: what to do when the install stopped (a download, most often)
