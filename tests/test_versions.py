@@ -1,5 +1,7 @@
 """requirements.txt is the one place versions live; everything else must agree with it."""
 import re
+import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -81,3 +83,13 @@ def test_the_set_up_installs_what_lesson_10s_extension_needs():
     course = (ROOT / "lab" / "setup.sh").read_text()  # setup_common: shared with the student edition
     setup_common = re.search(r"^setup_common\(\) \{(.*?)^\}", course, re.M | re.S).group(1)
     assert "ensure_system_tool g++ g++" in setup_common and "ensure_system_tool ninja ninja-build" in setup_common
+
+
+def test_reading_a_notebook_compiles_no_grammar():
+    """jsonschema 4.25+ imports rfc3987-syntax, which compiles about 35 Lark grammars at import: about 1 s of CPU in
+    every process that imports nbformat or starts a Jupyter server (dozens in one ./course test). requirements.txt
+    pins the jsonschema before it; this fails if a pin or a new package brings it back."""
+    script = ("import sys, nbformat, jupyter_events.validators\n"
+              "print(sorted(m for m in ('lark', 'rfc3987_syntax') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", f"importing nbformat and Jupyter's validators imported {done.stdout.strip()}"

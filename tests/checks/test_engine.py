@@ -1,6 +1,7 @@
 """The check engine, registry and notebook entry points, over every exercise: solutions pass under any
 default device, released stubs are not attempted, malformed facts earn nothing, fresh seeds keep the verdict."""
 import copy
+import functools
 import json
 import re
 
@@ -11,6 +12,7 @@ from answers import EXP, MUL, SWAPPED, mutate
 from check_helpers import EXERCISE_NOTEBOOK, ns_from, run_code_cells, solution_namespace
 from conftest import ROOT
 from course_utils import checks, markers, release, wire
+from course_utils.checks.engine import make_request
 from course_utils.grading.results import SubmissionResult
 from course_utils.status import CheckStatus
 
@@ -198,12 +200,25 @@ def test_check_cell_metadata_matches_exercise_points():
 
 
 # --------------------------------------------------------------------------- probe / judge split
+@functools.cache
+def _solution_on_the_wire(grade_id: str, seed: int) -> bytes:
+    """The solution's facts at ``seed`` as run_check probes them (the request through the wire), in the wire's bytes."""
+    ex = checks.EXERCISES[grade_id]
+    request = wire.loads(wire.dumps(make_request(ex, seed)))
+    return wire.dumps(checks.probe(ex, solution_namespace(EXERCISE_NOTEBOOK[grade_id]), request))
+
+
+def solution_facts(grade_id: str, seed: int) -> tuple[dict, object]:
+    """The request and the solution's facts at ``seed``, as run_check passes them to the judge. The probe runs once
+    per worker: the malformed-facts and fresh-seed tests judge the same facts; each reader gets its own copy."""
+    return make_request(checks.EXERCISES[grade_id], seed), wire.loads(_solution_on_the_wire(grade_id, seed))
+
+
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
 def test_judge_gives_zero_for_malformed_facts(grade_id):
     """Whatever arrives from beside the student's code, the judge never crashes and never pays for garbage."""
     ex = checks.EXERCISES[grade_id]
-    request = ex.request(3)
-    good = checks.probe(ex, solution_namespace(EXERCISE_NOTEBOOK[grade_id]), request)
+    request, good = solution_facts(grade_id, 2)
     assert checks.judge(ex, request, good).status == "passed"
     junk = [None, 5, "lots", {"stages": "x"}, {"stages": [None] * len(ex.stages)},
             {"stages": [{"cases": [{"out": "x"}]}] * len(ex.stages)}, {"stages": good["stages"][:-1]},
@@ -217,10 +232,10 @@ def test_judge_gives_zero_for_malformed_facts(grade_id):
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
 def test_fresh_seeds_change_inputs_but_not_the_verdict(grade_id):
     ex = checks.EXERCISES[grade_id]
-    ns = solution_namespace(EXERCISE_NOTEBOOK[grade_id])
     assert wire.dumps(ex.request(1)) != wire.dumps(ex.request(2))
-    for seed in (1, 2):
-        assert checks.run_check(grade_id, ns, seed=seed).status == "passed"
+    for seed in (1, 2):  # run_check's probe and judge; seed 2's facts are the malformed-facts test's (probed once)
+        request, facts = solution_facts(grade_id, seed)
+        assert checks.judge(ex, request, facts).status == "passed"
 
 
 def test_every_lesson_module_of_checks_has_its_test_module():

@@ -190,16 +190,34 @@ def test_partial_credit_follows_the_stages():
     assert assert_diagnosed("no_autograd", "row_norm_op", *BUGS["no_autograd"][1:]).points == 2
 
 
-def test_a_wrong_fake_prints_a_diagnosis_not_pytorchs_traceback():
-    """Issue 49, item 7: PyTorch's fake-tensor logger printed about 30 lines of traceback above the verdict (in a
-    fresh process, as in a student's kernel: pytest's own log capture would hide it)."""
-    script = ("import sys, torch\nfrom check_helpers import ns_from\nfrom course_utils import checks\n"
+SEPARATOR = "-- the right answer's check --"
+
+
+@pytest.fixture(scope="module")
+def fresh_process() -> tuple[list[str], str, str]:
+    """One fresh Python process, as a student's kernel is: it checks the wrong fake first (the first check of the
+    process), then the right answer; returns its stdout's lines and its stderr before and after SEPARATOR. A fresh
+    process starts in seconds (torch and every check imported), so the two tests below share this one."""
+    script = ("import sys\nfrom check_helpers import ns_from\nfrom course_utils import checks\n"
               f"r = checks.run_check('row_norm_op', ns_from({BUGS['fake_mismatch'][1]!r}))\n"
-              "print(r.mistakes)\n")
+              "print(r.mistakes)\n"
+              f"print({SEPARATOR!r}, file=sys.stderr, flush=True)\n"
+              f"r = checks.run_check('row_norm_op', ns_from({OP + FAKE + AUTOGRAD!r}))\n"
+              "import torch._functorch.config as c\n"
+              "print(r.status, 'torch._inductor.pattern_matcher' in sys.modules, c.cse)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True,
                           text=True, check=False)
-    assert done.stdout.strip() == "['fake_mismatch']", done.stderr[-3000:]
-    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 2, done.stderr[-3000:]
+    first, _, second = done.stderr.partition(SEPARATOR + "\n")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 2, done.stderr[-3000:]
+    return done.stdout.splitlines(), first, second
+
+
+def test_a_wrong_fake_prints_a_diagnosis_not_pytorchs_traceback(fresh_process):
+    """Issue 49, item 7: PyTorch's fake-tensor logger printed about 30 lines of traceback above the verdict (in a
+    fresh process, as in a student's kernel: pytest's own log capture would hide it)."""
+    stdout, stderr, _ = fresh_process
+    assert stdout[0] == "['fake_mismatch']", stderr[-3000:]
+    assert "Traceback" not in stderr and len(stderr.splitlines()) <= 2, stderr[-3000:]
 
 
 def test_rerunning_the_whole_cell_passes():
@@ -228,17 +246,12 @@ def test_check_leaves_no_compiled_code_behind():
     assert len(torch._dynamo.eval_frame.cached_backends) == 0
 
 
-def test_check_imports_no_inductor_lowering_and_restores_the_config():
+def test_check_imports_no_inductor_lowering_and_restores_the_config(fresh_process):
     """Issue 49, item 7: AOTAutograd's partitioner ran its CSE pass, which imported Inductor's pattern matcher and
     lowerings (about 1 s of a first check); the probes trace with that pass off, and leave the setting as it was
-    (a fresh process: this one may have imported Inductor already)."""
-    script = ("import sys\nfrom check_helpers import ns_from\nfrom course_utils import checks\n"
-              f"r = checks.run_check('row_norm_op', ns_from({OP + FAKE + AUTOGRAD!r}))\n"
-              "import torch._functorch.config as c\n"
-              "print(r.status, 'torch._inductor.pattern_matcher' in sys.modules, c.cse)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True,
-                          text=True, check=False)
-    assert done.stdout.split() == ["passed", "False", "True"], done.stderr[-3000:]
+    (a fresh process: this one may have imported Inductor already; neither of its two checks may import it)."""
+    stdout, _, stderr = fresh_process
+    assert stdout[1].split() == ["passed", "False", "True"], stderr[-3000:]
 
 
 STUB = 'raise NotImplementedError("Exercise \'row_norm_op\' is not attempted yet: replace this line with your code.")'
