@@ -1,6 +1,6 @@
 """The one results model of an exercise: what its check found, stage by stage, as the grader stores it.
 
-The check engine (``checks.engine.judge``) builds an ``ExerciseResult``; the notebook's verdict and
+The check engine (``checks.engine.assess``) builds an ``ExerciseResult``; the notebook's verdict and
 plain report read it; the grader (``grading.grade_file``) adds the feedback text the student reads and
 the exercise's title and place, and stores that same object inside its ``SubmissionResult``. Every
 stage keeps its points, status, diagnosis (level 1), fix (level 2) and mistake code, so no reader

@@ -293,15 +293,15 @@ def no_give_away(monkeypatch) -> Iterator[list[str]]:
     """
     from course_utils.checks import engine
 
-    judge, seen = engine._judge, []
+    assess, seen = engine._assess, []
 
-    def judged(ex, request, facts):
-        result = judge(ex, request, facts)
+    def assessed(ex, request, facts):
+        result = assess(ex, request, facts)
         found = leaks(result)
         if found:
             seen.append(f"{result.grade_id} ({', '.join(result.mistakes)}): {result.diagnosis!r} gives away {found}")
         return result
 
-    monkeypatch.setattr(engine, "_judge", judged)
+    monkeypatch.setattr(engine, "_assess", assessed)
     yield seen
     assert not seen, "level-1 hints that give the answer away (move it to fix=...):\n" + "\n".join(seen)

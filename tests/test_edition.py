@@ -182,7 +182,7 @@ def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(grad
 
 FIXED = '''
 HINT_FIX = ("use the constant " "that fixes it")
-def judge(x):
+def assess(x):
     if x:  # a comment that stays
         raise Mistake("bad", "the hint stays", fix=f"cure {x}")
     raise Partial("bad", "half", 0.5, "positional cure")

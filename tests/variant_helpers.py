@@ -18,7 +18,7 @@ def _never(request, facts):
 def fake_family(monkeypatch, grade_id: str = "mul") -> tuple[Variant, ...]:
     """Give ``grade_id`` the family (``plain``: its exercise, ``never``: no answer passes) for this test."""
     ex = registry.EXERCISES[grade_id]
-    never = replace(ex, stages=tuple(replace(s, judge=_never) for s in ex.stages))
+    never = replace(ex, stages=tuple(replace(s, assess=_never) for s in ex.stages))
     family = (Variant(key="plain", task="Build the function the heading names.", exercise=ex),
               Variant(key="never", task="Build another function (no answer passes this one).", exercise=never))
     validate(grade_id, family, ex)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..errors import CourseError
 from .cells import watch_cells
-from .engine import MISTAKES, Exercise, Mistake, Result, judge, probe
+from .engine import MISTAKES, Exercise, Mistake, Result, assess, probe
 from .notebook import check, run_check
 from .registry import EXERCISES, LESSON_MODULES
 from .task import task
@@ -32,8 +32,8 @@ __all__ = [
            "Exercise",
            "Mistake",
            "Result",
+           "assess",
            "check",
-           "judge",
            "probe",
            "run_check",
            "task",

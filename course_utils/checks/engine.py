@@ -9,7 +9,7 @@ An exercise is a list of stages worth points. Each stage has two halves:
   grader's sandbox holds: nothing there computes a reference or knows an expected value. A
   stage names its probe (``Stage(probe="forward")``); the registry refuses a name that pairs
   with no probe, and a probe no stage names.
-* ``judge(request, facts)`` runs *apart from the student's code* (in the notebook after the
+* ``assess(request, facts)`` runs *apart from the student's code* (in the notebook after the
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
 
@@ -92,7 +92,7 @@ PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FA
 Result = ExerciseResult  # the checks' name for the one results model (``course_utils.exercise_result``)
 
 
-Judge = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
+Assess = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +105,7 @@ class Stage:
     name: str
     points: float
     probe: str
-    judge: Judge
+    assess: Assess
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,13 +161,13 @@ def make_request(ex: Exercise, seed: int) -> dict:
         return ex.request(seed)
 
 
-def judge(ex: Exercise, request: dict, facts: object) -> Result:
+def assess(ex: Exercise, request: dict, facts: object) -> Result:
     """Decide points and feedback from a probe's facts; student code never runs here."""
     with on_cpu():  # references and comparisons on the CPU, whatever the default device
-        return _judge(ex, request, facts)
+        return _assess(ex, request, facts)
 
 
-def _judge(ex: Exercise, request: dict, facts: object) -> Result:
+def _assess(ex: Exercise, request: dict, facts: object) -> Result:
     outcomes: list[StageOutcome] = []
     flags: list[str] = []
     try:
@@ -181,7 +181,7 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
             try:
                 if isinstance(stage_facts, dict) and "$error" in stage_facts:
                     raise_error(stage_facts["$error"])
-                flags += stage.judge(request, stage_facts) or []
+                flags += stage.assess(request, stage_facts) or []
             except NotAttempted as na:
                 if not outcomes:
                     outcomes.append(StageOutcome(stage.name, 0.0, stage.points, NOT_ATTEMPTED,

@@ -13,7 +13,7 @@ from .. import wire
 from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
-from .engine import FAILED, Result, judge, make_request, probe
+from .engine import FAILED, Result, assess, make_request, probe
 from .registry import EXERCISES, OWNERS, family, has_family, pick, varied
 from .registry import variant as pick_variant
 from .verdict import Verdict
@@ -36,7 +36,7 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     ex = chosen.exercise
     request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
-    result = judge(ex, request, wire.loads(wire.dumps(facts)))
+    result = assess(ex, request, wire.loads(wire.dumps(facts)))
     result.variant = chosen.key if has_family(grade_id) else ""  # the verdict names the variant it judged
     return result
 

@@ -21,7 +21,7 @@ catalogue({
     "saved_not_used": "backward does not read the tensors forward saved (it gets its values elsewhere)",
 })
 
-def judge_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
+def assess_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """Forward must save its output (or a copy) and no input."""
     gid = spec.grade_id
     for case, got in zip(req["cases"], facts["cases"]):
