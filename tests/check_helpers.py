@@ -286,7 +286,7 @@ def leaks(result) -> list[str]:
 
 @contextmanager
 def no_give_away(monkeypatch) -> Iterator[list[str]]:
-    """While active, every result the check engine judges is read by ``leaks``; fails at the end if one leaked.
+    """While active, every result the check engine assesses is read by ``leaks``; fails at the end if one leaked.
 
     The BUGS tables reach one hint per mistake code, but hints are built at run time (a wrong tangent, a value at
     the worst point, a crash's message) and differ per answer: so every answer any check test holds is read.

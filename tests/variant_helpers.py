@@ -1,7 +1,7 @@
 """A small fake family for tests of the variants' plumbing, so they need no real family (those live in the checks).
 
-``fake_family`` gives an exercise a second variant that no answer passes (every stage's judge refuses), so a
-right answer to the default scores full marks on the default and 0 on the other: which variant was judged is
+``fake_family`` gives an exercise a second variant that no answer passes (every stage's ``assess`` refuses), so a
+right answer to the default scores full marks on the default and 0 on the other: which variant was assessed is
 plain from the points.
 """
 from dataclasses import replace

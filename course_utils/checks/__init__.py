@@ -2,8 +2,8 @@
 
 In a notebook, a check cell calls ``check("mul", globals())`` (``notebook``) and Jupyter shows
 the verdict (``verdict``). The grader uses the same exercises split in two: the probe runs
-beside the student's code in a sandbox and reports plain data, the judge decides the
-points in a process that never runs student code (``engine``).
+beside the student's code in a sandbox and reports plain data, the stages' ``assess`` functions decide
+the points in the grader's judge, a process that never runs student code (``engine``).
 
 ``cells`` reads which cells ran in a Jupyter kernel (``probes.cells`` records them), so a check never
 grades stale code.

@@ -1,8 +1,8 @@
 """Checking a custom ``torch.autograd.Function`` against PyTorch's own op.
 
-The judge picks the inputs (fresh per run, from a seed) and the ``grad_output``; the
+The check picks the inputs (fresh per run, from a seed) and the ``grad_output``; the
 probe calls the student's ``Function.apply`` and its backward node on them and reports
-what came out; the judge compares with the reference and names the likely cause.
+what came out; the check compares with the reference and names the likely cause.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ catalogue({
 })
 
 
-# --------------------------------------------------------------------------- inputs (judge side)
+# --------------------------------------------------------------------------- inputs (check side)
 # grad_output, materialize: shared with the probes (the same inputs on both sides); the rest from compare.py
 __all__ = ["close", "describe_input", "fmt", "grad_output", "materialize", "max_err", "reducible"]
 
@@ -87,7 +87,7 @@ class FunctionSpec:
     # patterns whose gradients cost no less than all of them (solve: g_A needs g_b): only the Nones are checked
     same_work: tuple[tuple[bool, ...], ...] = ()
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
-    grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
+    grad_order: tuple[int, ...] = ()  # inputs assessed first, in dependency order (solve: b, as g_A is built from g_b)
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
     # what backward returns, for a wrong gradient's hint, where it is not the derivative of describe (clip_grad)
     gradient_rule: str = ""
@@ -106,7 +106,7 @@ def request(spec: FunctionSpec, seed: int) -> dict:
             **({"precision": precision_request(spec.precision)} if spec.precision else {})}
 
 
-# --------------------------------------------------------------------------- judges (apart from student code)
+# --------------------------------------------------------------------------- assess functions (apart from student code)
 def assess_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
     gid = spec.grade_id
     for case, got in zip(req["cases"], facts["cases"]):

@@ -54,7 +54,7 @@ def _crashed_case(m: Mistake, req: dict, facts: object) -> int | None:
 
 
 def _bias_optional(assess: Assess) -> Assess:
-    """Wrap a stage's judge: a crash on the call without a bias is named as a bias that is not optional."""
+    """Wrap a stage's ``assess``: a crash on the call without a bias is named as a bias that is not optional."""
     def wrapped(req: dict, facts: object):
         try:
             return assess(req, facts)
@@ -171,7 +171,7 @@ def _nd_diagnose(i, got, want, args, g):
 
 
 def _nd_labelled(assess: Assess) -> Assess:
-    """Wrap a stage's judge: a crash of student code names the input shape it happened for."""
+    """Wrap a stage's ``assess``: a crash of student code names the input shape it happened for."""
     def wrapped(req: dict, facts: object):
         try:
             return assess(req, facts)

@@ -6,7 +6,7 @@ and ``normalize_fix`` in ``lesson07_twice``).
 
 The generic Function stages of ``autograd_function`` cover one tensor output; these need facts
 they do not collect (object identity, version counters, several outputs, second
-derivatives), so each exercise has its own probe/judge pairs built from the same helpers.
+derivatives), so each exercise has its own probe/assess pairs built from the same helpers.
 """
 from __future__ import annotations
 

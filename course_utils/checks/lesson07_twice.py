@@ -4,9 +4,9 @@ of a shipped ``Normalize``; per-student variants divide by another norm: L2 per 
 
 The first two stages are the generic Function stages (values, first gradients,
 gradcheck); the third differentiates the student's backward: a Hessian-vector product
-on judge-chosen vectors, ``gradgradcheck`` and ``torch.autograd.functional.hessian``.
+on vectors the check chose, ``gradgradcheck`` and ``torch.autograd.functional.hessian``.
 Beside the student's code the probe also reports what forward saved (input, output or
-something else) and whether backward is ``@once_differentiable``, so the judge can name
+something else) and whether backward is ``@once_differentiable``, so the check can name
 the cause of a wrong second derivative.
 """
 from __future__ import annotations

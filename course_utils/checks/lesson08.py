@@ -2,7 +2,7 @@
 under torch.func (vmap, jacrev, hessian) and forward mode.
 
 Each probe runs the student's code under one transform at a time and reports the value
-or the error text (``outcome``, shared with ``lesson08_op``); the judge compares with
+or the error text (``outcome``, shared with ``lesson08_op``); the check compares with
 ``torch.softmax`` and reads PyTorch's error messages to name the likely cause.
 
 One hazard is handled beside the student's code: a ``jvp`` that returns the saved output
@@ -39,7 +39,7 @@ catalogue({
 })
 
 def _value(record: Any, what: str) -> Any:
-    """The value of an ``outcome`` record (judge side); an error record must be diagnosed first."""
+    """The value of an ``outcome`` record (check side); an error record must be diagnosed first."""
     if not isinstance(record, dict) or ("value" not in record and "error" not in record):
         raise Malformed(f"no outcome for {what}")
     return record.get("value")
@@ -187,7 +187,7 @@ def _assess_eager(kind: Kind, req: dict, facts: dict) -> None:
 
 def _assess_empty(kind: Kind, req: dict, facts: dict) -> None:
     """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
-    FuncSoftmax must too. Judged after forward mode in the last stage (``_assess_forward_mode_and_empty``)."""
+    FuncSoftmax must too. Assessed after forward mode in the last stage (``_assess_forward_mode_and_empty``)."""
     x, record, style = req["empty"], facts["empty"], facts["style"]
     what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
     if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":

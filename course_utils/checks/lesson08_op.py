@@ -3,7 +3,7 @@
 The probe looks up the student's ``row_norm`` and the operator table; it never registers
 an operator itself. It runs ``torch.library.opcheck`` without and with ``requires_grad``,
 ``gradcheck``, and ``torch.compile(fullgraph=True)`` with the cheap ``aot_eager`` backend
-between two ``torch._dynamo.reset()`` calls; the judge compares with ``torch.linalg.vector_norm`` and
+between two ``torch._dynamo.reset()`` calls; the check compares with ``torch.linalg.vector_norm`` and
 reads the error messages.
 """
 from __future__ import annotations

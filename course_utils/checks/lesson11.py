@@ -106,7 +106,7 @@ def _online_lse_unrescaled(z: torch.Tensor, chunk: int) -> list[torch.Tensor]:
 
 
 def _diagnose_forward(req: dict, facts: dict) -> None:
-    """Name the ways a loss can get ignore_index or the mean wrong before the generic forward judge runs."""
+    """Name the ways a loss can get ignore_index or the mean wrong before the generic ``assess_forward`` runs."""
     for case, got in zip(req["cases"], facts["cases"]):
         out = unwrap(got)["out"]
         if _all_ignored(case):

@@ -1,4 +1,4 @@
-"""Judging what a backward ran, from the ATen ops a probe recorded below autograd.
+"""Assessing what a backward ran, from the ATen ops a probe recorded below autograd.
 
 A student's backward must compute the vector-Jacobian product itself: no op run through autograd
 (grad mode on, or autograd's engine) and none of PyTorch's own versions of the op being written.

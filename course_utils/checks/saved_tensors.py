@@ -5,7 +5,7 @@ whether it is the output and which inputs it is (same memory, or an equal copy):
 reports whether backward *reads* them: it bumps the saved tensors' version counters
 (an in-place ``add_(0)``, values unchanged) and calls backward, which must then fail
 autograd's "modified by an inplace operation" check when it unpacks ``ctx.saved_tensors``.
-The judge decides from those facts; it never sees the student's tensors.
+The check decides from those facts; it never sees the student's tensors.
 """
 from __future__ import annotations
 

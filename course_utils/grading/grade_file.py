@@ -197,7 +197,7 @@ def public(request: dict) -> dict:
 def exercise_result(ex: checks.Exercise, r: ExerciseResult, feedback: str) -> ExerciseResult:
     """The check's own result as stored: with the feedback the student reads, its title and place, every stage.
 
-    A stage the check never judged (its facts were unreadable, the runner broke) is listed, not reached, at 0.
+    A stage the check never assessed (its facts were unreadable, the runner broke) is listed, not reached, at 0.
     """
     outcomes = {o.name: o for o in r.stages}
     r.stages = [outcomes.get(s.name) or StageOutcome(s.name, 0.0, s.points, CheckStatus.NOT_REACHED) for s in ex.stages]

@@ -143,7 +143,7 @@ def test_checks_leave_the_global_rng_alone():
 def test_requests_and_assessing_push_no_device_mode_where_the_cpu_is_the_default_already():
     """``torch.device("cpu")`` is a torch function mode (every torch call inside it goes through Python, tens of
     thousands per graded batch in the judge): where the CPU is the default already (the grader's judge) neither
-    the request nor the judge runs under one; under another default device both still build on the CPU."""
+    the request nor ``assess`` runs under one; under another default device both still build on the CPU."""
     import torch
 
     from course_utils.checks.engine import Exercise, Stage, assess, make_request
@@ -197,10 +197,10 @@ def test_check_cell_metadata_matches_exercise_points():
                 assert meta["locked"] and not meta["solution"] and not meta["grade"]
 
 
-# --------------------------------------------------------------------------- probe / judge split
+# --------------------------------------------------------------------------- probe / assess split
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
 def test_assess_gives_zero_for_malformed_facts(grade_id):
-    """Whatever arrives from beside the student's code, the judge never crashes and never pays for garbage."""
+    """Whatever arrives from beside the student's code, ``assess`` never crashes and never pays for garbage."""
     ex = checks.EXERCISES[grade_id]
     request = ex.request(3)
     good = checks.probe(ex, solution_namespace(EXERCISE_NOTEBOOK[grade_id]), request)

@@ -1,6 +1,6 @@
 """Two levels of help over the whole hint catalogue (issue 32).
 
-Every hint the checks build at run time is read: tests/conftest.py wraps the engine's judge for every test in
+Every hint the checks build at run time is read: tests/conftest.py wraps the engine's ``assess`` for every test in
 tests/checks, so each verdict any test's answer gets goes through ``check_helpers.leaks`` (issue 41, item 5):
 the solution's formulas under any names and spellings, and the hint repeating its own fix, fail the test.
 Each mistake code is reached through the catalogue's tests: ``BUGS`` in

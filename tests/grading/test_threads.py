@@ -4,7 +4,7 @@ Grading runs submissions in threads (``--jobs``). A check that seeds or reads th
 process-wide RNG (or any other global setting) gives grades that depend on timing:
 this once failed a correct ``linear_module`` 312 times out of 400 with two threads.
 Facts are collected once per exercise (probe beside the solution, in this thread);
-the judging, and the judge-side ``request``, then run concurrently.
+the checks' ``assess`` and ``request`` then run concurrently, as in the judge.
 """
 from concurrent.futures import ThreadPoolExecutor
 

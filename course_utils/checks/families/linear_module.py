@@ -25,7 +25,7 @@ from ..variants import Variant
 def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
     """What ``torch.manual_seed(seed); nn.Linear(fan_in, fan_out)`` holds, from a private generator.
 
-    The judge runs in threads: it must never seed or read the process-wide RNG.
+    The grader's judge runs checks in threads: this must never seed or read the process-wide RNG.
     """
     gen = torch.Generator().manual_seed(seed)
     weight = torch.empty(fan_out, fan_in)
