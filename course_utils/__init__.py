@@ -3,7 +3,7 @@
 Modules: ``graph`` (draw backward graphs), ``widgets`` (gradient comparison tool, drawing
 with ``figures`` the data of ``gradients``),
 ``measure`` (exact peak memory, saved bytes, timing ratios), ``checks`` (exercise checks:
-probe beside the student's code, judge apart from it), ``wire`` (plain-bytes format of check data),
+probe beside the student's code, assess apart from it), ``wire`` (plain-bytes format of check data),
 ``release`` (exercises from solutions), ``grading`` (the instructors' grader; ``grade`` is its command),
 ``build`` (notebooks from their text sources), ``site`` (the course website),
 ``errors`` (one-sentence errors).

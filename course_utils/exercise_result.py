@@ -1,6 +1,6 @@
 """The one results model of an exercise: what its check found, stage by stage, as the grader stores it.
 
-The check engine (``checks.engine.judge``) builds an ``ExerciseResult``; the notebook's verdict and
+The check engine (``checks.engine.assess``) builds an ``ExerciseResult``; the notebook's verdict and
 plain report read it; the grader (``grading.grade_file``) adds the feedback text the student reads and
 the exercise's title and place, and stores that same object inside its ``SubmissionResult``. Every
 stage keeps its points, status, diagnosis (level 1), fix (level 2) and mistake code, so no reader
@@ -51,12 +51,12 @@ class ExerciseResult:
     problem_codes: list[str] = field(default_factory=list)
     stages: list[StageOutcome] = field(default_factory=list)
     output_note: str = ""
-    flags: list[str] = field(default_factory=list)  # a judge's remarks for the instructor
+    flags: list[str] = field(default_factory=list)  # an assess function's remarks for the instructor
     feedback: str = ""
     title: str = ""  # the exercise's title, as its check names it: outputs need no checks (and no torch)
     order: int = 0  # its place in the course (the checks' order): outputs sort their columns by it
     overridden: bool = False
-    variant: str = ""  # the key of the variant judged, for an exercise with a family ("" for one without)
+    variant: str = ""  # the key of the variant assessed, for an exercise with a family ("" for one without)
 
     @property
     def failing(self) -> StageOutcome | None:
@@ -118,7 +118,7 @@ class ExerciseResult:
     def report(self, fix: bool = False, student: str | None = None) -> str:
         """The plain verdict; ``fix=True`` adds the failing stage's fix (level 2) where one exists.
 
-        A varied exercise's verdict names the variant it judged (and ``student``, whose variant it is, in a notebook).
+        A varied exercise's verdict names the variant it assessed (and ``student``, whose variant it is, in a notebook).
         """
         head = f"{self.grade_id}: {self.points:g}/{self.max:g} points"
         if self.status == PASSED:
@@ -132,7 +132,7 @@ class ExerciseResult:
                 text += f"\n  fix: {self.fix}" if self.fix else "\n  (no fix to show for this one: the hint is all)"
         text += f"\n  {verdict_line(self.variant, student)}" if self.variant else ""
         text += f"\n  note: {self.output_note}" if self.output_note else ""
-        return text + "".join(f"\n  note: {flag}" for flag in self.flags)  # a judge's remarks, as the grader flags them
+        return text + "".join(f"\n  note: {flag}" for flag in self.flags)  # remarks from assess, as the grader flags them
 
     __str__ = report
 

@@ -1,7 +1,7 @@
 """``./course new-exercise``: write a new custom-Function exercise's skeleton and register it.
 
 An exercise is four pieces of hand-written code, each where the trust model needs it: the check
-(``checks/lessonNN_ID.py``: references, judges, hints; never in the grader's sandbox), its probe
+(``checks/lessonNN_ID.py``: references, assess functions, hints; never in the grader's sandbox), its probe
 (``probes/lessonNN_ID.py``, the same module name: all the sandbox holds), its tests
 (``tests/checks/test_lessonNN_ID.py``) and its solution (cells appended to
 ``solutions/NN_exercises.py``, from which the student's notebook is generated). The registry and
@@ -88,7 +88,7 @@ def validate(ex: NewExercise, root: Path) -> None:
                       "must appear in it (or leave that argument out of --args).")
     _try_reference(ex, tree)
     if ex.precision is not None and len(ex.args) != 1:
-        raise Refused(f"--precision judges a function of one input over a grid, and --args names {len(ex.args)}: "
+        raise Refused(f"--precision assesses a function of one input over a grid, and --args names {len(ex.args)}: "
                       "leave --precision out, or give the exercise one argument.")
     _contract_table(root)
 

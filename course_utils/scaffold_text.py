@@ -45,7 +45,7 @@ PREFILLED = (
     "change it)",
     "the solution's backward raises NotImplementedError: write it (the check gives it nothing and the exercise's "
     "tests fail until then)",
-    "the check judges forward against <reference> and backward against PyTorch's gradients of it, 1 point each, on "
+    "the check assesses forward against <reference> and backward against PyTorch's gradients of it, 1 point each, on "
     "shape (5,) float64, (3, 4) float32 and a transposed (4, 3), with gradcheck on shape (4,); the heading says "
     "(2 points), (3 points) with --precision's stage",
     "the tests: BASE (the solution's answer cell), BUGS with one entry, forward_wrong (your forward plus 1), "
@@ -78,7 +78,7 @@ def check_text(ex: NewExercise) -> str:
         f"tensor_arg({shape}, base + {k + 10 * i}{extra})" for i in range(len(ex.args)))
     return f'''"""Lesson {ex.lesson} exercise ``{ex.grade_id}``: ``{ex.cls}``, a custom Function computing ``{ex.reference}``.
 
-Written by ``./course new-exercise``: forward and backward judged against PyTorch's own gradients on the
+Written by ``./course new-exercise``: forward and backward assessed against PyTorch's own gradients on the
 cases below. Add the mistakes this exercise invites (``catalogue``, ``FunctionSpec.diagnose``) and a test
 for each in tests/checks/test_{ex.module}.py.
 """

@@ -17,7 +17,7 @@ class CheckStatus(StrEnum):
     FAILED = "failed"
     NOT_ATTEMPTED = "not attempted"  # the answer still raises the exercise's NotImplementedError
     NOT_REACHED = "not reached"  # a stage after the one that stopped the check
-    NOT_GRADED = "not graded"  # an exercise of a submission no check has judged (yet)
+    NOT_GRADED = "not graded"  # an exercise of a submission no check has assessed (yet)
 
 
 class SubmissionStatus(StrEnum):

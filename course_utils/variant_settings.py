@@ -45,7 +45,7 @@ def conflict(assignment: str, metadata: object, where: str) -> str | None:
 
 def settings_agree(folder: Path) -> None:
     """CourseError (one sentence) when an exercise notebook of ``folder`` was built under another variants setting
-    than ``variant_settings`` holds: the edition and the grader must hand out and judge the same variants."""
+    than ``variant_settings`` holds: the edition and the grader must hand out and grade the same variants."""
     import json
 
     for path in sorted(folder.glob("*.ipynb")):

@@ -1,6 +1,6 @@
 """How a notebook says which variant it shows and for whom: one wording, which the grader reads back as evidence.
 
-The task cell (``checks.task``) opens with ``task_head``; a verdict names the variant it judged with
+The task cell (``checks.task``) opens with ``task_head``; a verdict names the variant it assessed with
 ``verdict_line``. The grader never believes these words (it derives the variant from the file's owner),
 but a notebook whose stored outputs name another student or variant is evidence a reviewer can read
 (``marks``). Torch-free: the grader's reading of a submission needs no checks.
@@ -28,7 +28,7 @@ def task_head(grade_id: str, key: str, size: int, student: str | None, off: bool
 
 
 def verdict_line(key: str, student: str | None = None) -> str:
-    """The verdict's short line naming the variant it judged (and, in a notebook, for whom)."""
+    """The verdict's short line naming the variant it assessed (and, in a notebook, for whom)."""
     return f"variant `{key}`" + (f", for student `{student}`" if student else "")
 
 

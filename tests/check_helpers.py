@@ -286,22 +286,22 @@ def leaks(result) -> list[str]:
 
 @contextmanager
 def no_give_away(monkeypatch) -> Iterator[list[str]]:
-    """While active, every result the check engine judges is read by ``leaks``; fails at the end if one leaked.
+    """While active, every result the check engine assesses is read by ``leaks``; fails at the end if one leaked.
 
     The BUGS tables reach one hint per mistake code, but hints are built at run time (a wrong tangent, a value at
     the worst point, a crash's message) and differ per answer: so every answer any check test holds is read.
     """
     from course_utils.checks import engine
 
-    judge, seen = engine._judge, []
+    assess, seen = engine._assess, []
 
-    def judged(ex, request, facts):
-        result = judge(ex, request, facts)
+    def assessed(ex, request, facts):
+        result = assess(ex, request, facts)
         found = leaks(result)
         if found:
             seen.append(f"{result.grade_id} ({', '.join(result.mistakes)}): {result.diagnosis!r} gives away {found}")
         return result
 
-    monkeypatch.setattr(engine, "_judge", judged)
+    monkeypatch.setattr(engine, "_assess", assessed)
     yield seen
     assert not seen, "level-1 hints that give the answer away (move it to fix=...):\n" + "\n".join(seen)

@@ -113,7 +113,7 @@ def _try(ex, request: dict, answer: object) -> tuple[float, float, bool] | None:
     namespace = dict.fromkeys(ex.names, answer)
     try:
         facts = engine.probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit=5.0)
-        result = engine.judge(ex, wire.loads(wire.dumps(request)), wire.loads(wire.dumps(facts)))
+        result = engine.assess(ex, wire.loads(wire.dumps(request)), wire.loads(wire.dumps(facts)))
     except Exception:
         return None
     return result.points, result.max, bool(result.flags)

@@ -167,7 +167,7 @@ def test_nothing_the_edition_ships_passes_an_exercise(tmp_path):
 def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(graded):
     """No three lines of an answer (release.leaks), and no single long line an answer has that no lesson shows.
 
-    The checks are left out of the single-line search: a judge states what it compares with, such as lesson 07's
+    The checks are left out of the single-line search: an ``assess`` function states what it compares with, such as lesson 07's
     ``x / vector_norm(x)``, the forward the exercise describes (its skill is the backward).
     """
     assert release.leaks(graded, release.solution_regions(ROOT)) == []
@@ -182,7 +182,7 @@ def test_no_solution_text_of_a_released_exercise_is_anywhere_in_the_edition(grad
 
 FIXED = '''
 HINT_FIX = ("use the constant " "that fixes it")
-def judge(x):
+def assess(x):
     if x:  # a comment that stays
         raise Mistake("bad", "the hint stays", fix=f"cure {x}")
     raise Partial("bad", "half", 0.5, "positional cure")

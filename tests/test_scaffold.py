@@ -237,7 +237,7 @@ def test_precision_wants_one_argument_and_an_interval(copy, capsys):
     copy, _ = copy
     base = ["cos", "--lesson", "3", "--defines", "Cos", "--reference", "torch.cos(x) * y", "--args", "x,y"]
     assert new_exercise.main([*base, "--precision=-1,1"], root=copy) == 2
-    assert "--precision judges a function of one input" in capsys.readouterr().err
+    assert "--precision assesses a function of one input" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         new_exercise.main([*COS, "--precision=1,-1"], root=copy)
     assert "needs finite LOW < HIGH" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """A small fake family for tests of the variants' plumbing, so they need no real family (those live in the checks).
 
-``fake_family`` gives an exercise a second variant that no answer passes (every stage's judge refuses), so a
-right answer to the default scores full marks on the default and 0 on the other: which variant was judged is
+``fake_family`` gives an exercise a second variant that no answer passes (every stage's ``assess`` refuses), so a
+right answer to the default scores full marks on the default and 0 on the other: which variant was assessed is
 plain from the points.
 """
 from dataclasses import replace
@@ -18,7 +18,7 @@ def _never(request, facts):
 def fake_family(monkeypatch, grade_id: str = "mul") -> tuple[Variant, ...]:
     """Give ``grade_id`` the family (``plain``: its exercise, ``never``: no answer passes) for this test."""
     ex = registry.EXERCISES[grade_id]
-    never = replace(ex, stages=tuple(replace(s, judge=_never) for s in ex.stages))
+    never = replace(ex, stages=tuple(replace(s, assess=_never) for s in ex.stages))
     family = (Variant(key="plain", task="Build the function the heading names.", exercise=ex),
               Variant(key="never", task="Build another function (no answer passes this one).", exercise=never))
     validate(grade_id, family, ex)

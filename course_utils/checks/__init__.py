@@ -2,8 +2,8 @@
 
 In a notebook, a check cell calls ``check("mul", globals())`` (``notebook``) and Jupyter shows
 the verdict (``verdict``). The grader uses the same exercises split in two: the probe runs
-beside the student's code in a sandbox and reports plain data, the judge decides the
-points in a process that never runs student code (``engine``).
+beside the student's code in a sandbox and reports plain data, the stages' ``assess`` functions decide
+the points in the grader's judge, a process that never runs student code (``engine``).
 
 ``cells`` reads which cells ran in a Jupyter kernel (``probes.cells`` records them), so a check never
 grades stale code.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..errors import CourseError
 from .cells import watch_cells
-from .engine import MISTAKES, Exercise, Mistake, Result, judge, probe
+from .engine import MISTAKES, Exercise, Mistake, Result, assess, probe
 from .notebook import check, run_check
 from .registry import EXERCISES, LESSON_MODULES
 from .task import task
@@ -32,8 +32,8 @@ __all__ = [
            "Exercise",
            "Mistake",
            "Result",
+           "assess",
            "check",
-           "judge",
            "probe",
            "run_check",
            "task",

@@ -1,8 +1,8 @@
 """Checking a custom ``torch.autograd.Function`` against PyTorch's own op.
 
-The judge picks the inputs (fresh per run, from a seed) and the ``grad_output``; the
+The check picks the inputs (fresh per run, from a seed) and the ``grad_output``; the
 probe calls the student's ``Function.apply`` and its backward node on them and reports
-what came out; the judge compares with the reference and names the likely cause.
+what came out; the check compares with the reference and names the likely cause.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ catalogue({
 })
 
 
-# --------------------------------------------------------------------------- inputs (judge side)
+# --------------------------------------------------------------------------- inputs (check side)
 # grad_output, materialize: shared with the probes (the same inputs on both sides); the rest from compare.py
 __all__ = ["close", "describe_input", "fmt", "grad_output", "materialize", "max_err", "reducible"]
 
@@ -87,7 +87,7 @@ class FunctionSpec:
     # patterns whose gradients cost no less than all of them (solve: g_A needs g_b): only the Nones are checked
     same_work: tuple[tuple[bool, ...], ...] = ()
     also_correct: tuple[Callable[..., torch.Tensor], ...] = ()  # other references whose gradients are right too
-    grad_order: tuple[int, ...] = ()  # inputs judged first, in dependency order (solve: b, as g_A is built from g_b)
+    grad_order: tuple[int, ...] = ()  # inputs assessed first, in dependency order (solve: b, as g_A is built from g_b)
     backward_name: str = ""  # the backward stage's name, where the default (PyTorch's gradients, gradcheck) is untrue
     # what backward returns, for a wrong gradient's hint, where it is not the derivative of describe (clip_grad)
     gradient_rule: str = ""
@@ -106,8 +106,8 @@ def request(spec: FunctionSpec, seed: int) -> dict:
             **({"precision": precision_request(spec.precision)} if spec.precision else {})}
 
 
-# --------------------------------------------------------------------------- judges (apart from student code)
-def judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
+# --------------------------------------------------------------------------- assess functions (apart from student code)
+def assess_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
     gid = spec.grade_id
     for case, got in zip(req["cases"], facts["cases"]):
         got = unwrap(got)
@@ -155,10 +155,10 @@ def _diagnose_forward(spec: FunctionSpec, label: str, out: torch.Tensor, want: t
                       "formula so that no step overflows.")
 
 
-def judge_backward(spec: FunctionSpec, req: dict, facts: dict) -> list[str]:
+def assess_backward(spec: FunctionSpec, req: dict, facts: dict) -> list[str]:
     """Each case's gradients against the reference, then gradcheck; returns the autograd-in-backward remark."""
     for case, got in zip(req["cases"], facts["cases"]):
-        _judge_one_backward(spec, case, unwrap(got))
+        _assess_one_backward(spec, case, unwrap(got))
     if len(facts["cases"]) != len(req["cases"]):
         raise Malformed("missing cases")
     if req["gradcheck"] is not None and not unwrap(facts["gradcheck"])["ok"]:
@@ -184,11 +184,11 @@ def autograd_remark(gid: str, cls_name: str, n: int) -> str:
             "backward) instead of computing the gradient by hand")
 
 
-def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
-    _judge_backward_node(spec, got)
+def _assess_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
+    _assess_backward_node(spec, got)
     raw, args = got["raw"], [materialize(a) for a in case["args"]]
     tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    _judge_gradient_count(spec, raw, len(args), tensor_positions)
+    _assess_gradient_count(spec, raw, len(args), tensor_positions)
     want = spec.reference(*args)
     g = case["g"].to(want.dtype)
     wanted = [i for i in tensor_positions if args[i].requires_grad]
@@ -198,14 +198,14 @@ def _judge_one_backward(spec: FunctionSpec, case: dict, got: dict) -> None:
     for i, want_g in sorted(zip(wanted, want_grads), key=lambda pair: first.get(pair[0], len(first))):
         want_g = torch.zeros_like(args[i]) if want_g is None else want_g
         ones_grad = partial(_ones_grad, ones, want, [args[k] for k in wanted], g, wanted.index(i))
-        _judge_gradient(spec, case, i, raw[i], want_g, args, g, ones_grad)
+        _assess_gradient(spec, case, i, raw[i], want_g, args, g, ones_grad)
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor) and i < len(raw) and raw[i] is not None:
             raise Mistake("missing_none", f"{spec.grade_id}: backward returned a value for the non-tensor argument "
                           f"`{spec.arg_names[i]}`; return None in its place.")
 
 
-def _judge_backward_node(spec: FunctionSpec, got: dict) -> None:
+def _assess_backward_node(spec: FunctionSpec, got: dict) -> None:
     """The graph has the student's node; forward saved no tensor as a plain attribute; grad_output is untouched."""
     gid = spec.grade_id
     if got["node"] != "custom":
@@ -220,7 +220,7 @@ def _judge_backward_node(spec: FunctionSpec, got: dict) -> None:
                       "that tensor with other nodes.", fix="work on a copy (grad_output.clone()) or use out-of-place ops.")
 
 
-def _judge_gradient_count(spec: FunctionSpec, raw: list, n_args: int, tensor_positions: list[int]) -> None:
+def _assess_gradient_count(spec: FunctionSpec, raw: list, n_args: int, tensor_positions: list[int]) -> None:
     """One value per forward argument (extra Nones are allowed, as autograd allows them)."""
     gid, names = spec.grade_id, spec.arg_names
     if len(raw) < n_args and len(raw) == len(tensor_positions) and len(tensor_positions) < n_args:
@@ -236,7 +236,7 @@ def _judge_gradient_count(spec: FunctionSpec, raw: list, n_args: int, tensor_pos
                       f"{n_args} arguments ({', '.join(names)}); return one gradient per argument, in order.")
 
 
-def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_g: torch.Tensor, args: list,
+def _assess_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_g: torch.Tensor, args: list,
                     g: torch.Tensor, ones_grad: Callable[[], torch.Tensor | None]) -> None:
     """Input ``i``'s gradient: present, a tensor of the input's dtype and shape, finite, and right (or why not)."""
     gid, names, label, what = spec.grade_id, spec.arg_names, case["label"], describe_input(spec.arg_names, i)
@@ -250,7 +250,7 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
                       f"{args[i].dtype} ({label}); build gradients from grad_output and saved tensors "
                       "(or pass dtype=...) instead of fresh torch.ones/zeros/tensor.")
     if got_g.shape != args[i].shape:
-        _judge_squeezed(spec, i, got_g, want_g, label)
+        _assess_squeezed(spec, i, got_g, want_g, label)
         mistake = spec.diagnose(i, got_g, want_g, args, g) if spec.diagnose else None
         if mistake is not None:
             raise mistake
@@ -274,7 +274,7 @@ def _judge_gradient(spec: FunctionSpec, case: dict, i: int, got_g: object, want_
                   f"(largest error {fmt(max_err(got_g, want_g))}); {rule}.")
 
 
-def _judge_squeezed(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, label: str) -> None:
+def _assess_squeezed(spec: FunctionSpec, i: int, got_g: torch.Tensor, want_g: torch.Tensor, label: str) -> None:
     """The right values with a dimension of size 1 dropped (``.squeeze()`` at one output feature): autograd raises
     "invalid gradient" in training, so it is named, not reduced."""
     shape = want_g.shape
@@ -343,7 +343,7 @@ def _counts(record: dict, key: str) -> list[int]:
     return [_count({key: n}, key) for n in record[key]]
 
 
-def judge_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
+def assess_needs_input_grad(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """Per requires_grad pattern: None for every input that needs no gradient, and less work than with all of
     them (the ops backward ran, seen below autograd) wherever the dropped gradients cost work of their own: a
     gradient computed and dropped costs the same, one that costs nothing to form (grad_output itself) saves nothing."""
@@ -380,14 +380,14 @@ def function_exercise(*, spec: FunctionSpec, title: str, forward_points: float, 
                       needs_input_grad_points: float = 0, precision_points: float = 0) -> Exercise:
     stages = [
         Stage(name=f"forward matches {spec.describe}", points=forward_points,
-              probe="forward", judge=lambda req, f: judge_forward(spec, req, f)),
+              probe="forward", assess=lambda req, f: assess_forward(spec, req, f)),
         Stage(name=spec.backward_name or "backward matches PyTorch's gradients (several shapes, float32/float64"
               + (", gradcheck)" if spec.gradcheck_args else ")"), points=backward_points,
-              probe="backward", judge=lambda req, f: judge_backward(spec, req, f)),
+              probe="backward", assess=lambda req, f: assess_backward(spec, req, f)),
     ]
     if needs_input_grad_points:
         stages.append(Stage(name="computes only the gradients ctx.needs_input_grad asks for", points=needs_input_grad_points,
-                            probe="needs_input_grad", judge=lambda req, f: judge_needs_input_grad(spec, req, f)))
+                            probe="needs_input_grad", assess=lambda req, f: assess_needs_input_grad(spec, req, f)))
     if precision_points:
         if spec.precision is None:
             raise ValueError(f"{spec.grade_id}: precision_points needs FunctionSpec(precision=Precision(...))")

@@ -9,11 +9,11 @@ An exercise is a list of stages worth points. Each stage has two halves:
   grader's sandbox holds: nothing there computes a reference or knows an expected value. A
   stage names its probe (``Stage(probe="forward")``); the registry refuses a name that pairs
   with no probe, and a probe no stage names.
-* ``judge(request, facts)`` runs *apart from the student's code* (in the notebook after the
+* ``assess(request, facts)`` runs *apart from the student's code* (in the notebook after the
   probe, or in the grader's judge process). It computes PyTorch's reference on the same
   inputs, compares, and raises a ``Mistake`` with a diagnosis when something is wrong.
 
-Points come only from judging. The first failing stage stops the exercise. The result (the one
+Points come only from assessing. The first failing stage stops the exercise. The result (the one
 results model, ``course_utils.exercise_result``) keeps every stage's outcome (points, diagnosis,
 fix, mistake code: ``StageOutcome``); the verdict, the plain report and the grader read and store
 those fields, never text parsed back. Student code that raises, loops or prints is handled by
@@ -76,7 +76,7 @@ class Mistake(guard.Mistake):
 
 
 class Partial(Mistake):
-    """A stage that earns part of its points (``fraction`` in [0, 1]); only a judge raises it."""
+    """A stage that earns part of its points (``fraction`` in [0, 1]); only an ``assess`` function raises it."""
 
     def __init__(self, code: str, hint: str, fraction: float, fix: str | None = None) -> None:
         super().__init__(code, hint, fix)
@@ -84,7 +84,7 @@ class Partial(Mistake):
 
 
 class Malformed(Exception):
-    """Facts from a probe do not have the shape the judge asked for."""
+    """Facts from a probe do not have the shape the check asked for."""
 
 
 PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.NOT_ATTEMPTED,
@@ -92,12 +92,12 @@ PASSED, FAILED, NOT_ATTEMPTED, NOT_REACHED = (CheckStatus.PASSED, CheckStatus.FA
 Result = ExerciseResult  # the checks' name for the one results model (``course_utils.exercise_result``)
 
 
-Judge = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
+Assess = Callable[[dict, Any], "list[str] | None"]  # may return flags for the instructor
 
 
 @dataclass(frozen=True, kw_only=True)
 class Stage:
-    """One part of an exercise worth ``points``: its judge, and the name of its probe in ``probes.PROBES[grade_id]``.
+    """One part of an exercise worth ``points``: its ``assess``, and the name of its probe in ``probes.PROBES[grade_id]``.
 
     Pairing is by that name, never by position: either side may be reordered (``registry.pair``).
     """
@@ -105,7 +105,7 @@ class Stage:
     name: str
     points: float
     probe: str
-    judge: Judge
+    assess: Assess
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,7 +122,7 @@ class Exercise:
 
     @property
     def probe_names(self) -> tuple[str, ...]:
-        """The stages' probe names, in the stages' order: what the judge asks to run beside the student's code."""
+        """The stages' probe names, in the stages' order: what the check asks to run beside the student's code."""
         return tuple(s.probe for s in self.stages)
 
 
@@ -161,13 +161,13 @@ def make_request(ex: Exercise, seed: int) -> dict:
         return ex.request(seed)
 
 
-def judge(ex: Exercise, request: dict, facts: object) -> Result:
+def assess(ex: Exercise, request: dict, facts: object) -> Result:
     """Decide points and feedback from a probe's facts; student code never runs here."""
     with on_cpu():  # references and comparisons on the CPU, whatever the default device
-        return _judge(ex, request, facts)
+        return _assess(ex, request, facts)
 
 
-def _judge(ex: Exercise, request: dict, facts: object) -> Result:
+def _assess(ex: Exercise, request: dict, facts: object) -> Result:
     outcomes: list[StageOutcome] = []
     flags: list[str] = []
     try:
@@ -181,7 +181,7 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
             try:
                 if isinstance(stage_facts, dict) and "$error" in stage_facts:
                     raise_error(stage_facts["$error"])
-                flags += stage.judge(request, stage_facts) or []
+                flags += stage.assess(request, stage_facts) or []
             except NotAttempted as na:
                 if not outcomes:
                     outcomes.append(StageOutcome(stage.name, 0.0, stage.points, NOT_ATTEMPTED,
@@ -191,7 +191,7 @@ def _judge(ex: Exercise, request: dict, facts: object) -> Result:
                                                  f"{na.what} is not written yet.", None, "not_attempted"))
                 continue
             except Mistake as m:
-                # a Partial is raised by the judge itself, never rebuilt from a probe's record
+                # a Partial is raised by the assess function itself, never rebuilt from a probe's record
                 earned = stage.points * m.fraction if isinstance(m, Partial) else 0.0
                 outcomes.append(StageOutcome(stage.name, earned, stage.points, FAILED, m.hint, m.fix, m.code))
                 continue

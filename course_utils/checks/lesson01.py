@@ -59,7 +59,7 @@ def _request(seed: int) -> dict:
     return perturbed(seed, PROBES)
 
 
-def judge_values(facts: dict, api: list, grade_id: str, missing_hint: Callable[[str], str],
+def assess_values(facts: dict, api: list, grade_id: str, missing_hint: Callable[[str], str],
                  diagnose: Callable[[str, float], Mistake | None] | None = None,
                  on_error: Callable[[str, str], Mistake | None] | None = None) -> list[str]:
     """Compare each reported value with ``api``'s; ``diagnose(label, value)`` may name a likely cause of a wrong
@@ -104,8 +104,8 @@ def _needs(label: str) -> str:
     return "+ and * between two Scalars need __add__ and __mul__"
 
 
-def _judge_api(req, facts):
-    return judge_values(facts, API, "scalar_engine", _needs)
+def _assess_api(req, facts):
+    return assess_values(facts, API, "scalar_engine", _needs)
 
 
 def torch_grads(build: Callable, values: list) -> list[float]:
@@ -129,7 +129,7 @@ def describe_grads(label: str, values: list, ours: list, want: list[float]) -> s
     return f"for {label} at {at} the gradients are [{got_txt}], expected [{want_txt}]"
 
 
-def _judge_backward(req, facts):
+def _assess_backward(req, facts):
     for (label, build, _, kind), inputs, got in zip(PROBES, req["inputs"], facts["probes"]):
         ours = unwrap(got)["grads"]
         want = torch_grads(lambda ts, build=build: build(ts, torch.sin, torch.exp), inputs)
@@ -162,7 +162,7 @@ def _same(got: list, want: list[float | None]) -> bool:
         w is not None and type(g) is float and math.isclose(g, w)) for g, w in zip(got, want))
 
 
-def _judge_accumulate(got: dict) -> None:
+def _assess_accumulate(got: dict) -> None:
     where = "scalar_engine: for out = x * y + x at (2, 3)"
     if not _same(got["first"], [4.0, 2.0]):
         raise Mistake("scalar_local_derivative", f"{where} one backward gives [x.grad, y.grad] = {got['first']}, "
@@ -176,7 +176,7 @@ def _judge_accumulate(got: dict) -> None:
                       "leaves' .grad.")
 
 
-def _judge_leaves(got: dict) -> None:
+def _assess_leaves(got: dict) -> None:
     if not _same(got["leaves"], [3.0 * (12.0 + math.cos(6.0)), 2.0 * (12.0 + math.cos(6.0))]):
         raise Mistake("scalar_local_derivative", f"scalar_engine: for out = s * s + sin(s), s = x * y at (2, 3) the "
                       f"leaves get [x.grad, y.grad] = {got['leaves']}; check the local derivatives.")
@@ -188,7 +188,7 @@ def _judge_leaves(got: dict) -> None:
                       "write .grad of the leaves only.")
 
 
-def _judge_none(got: dict) -> None:
+def _assess_none(got: dict) -> None:
     if not _same(got["before"], [None, None]):
         raise Mistake("scalar_grad_not_none", f"scalar_engine: Scalar(2.0).grad is {got['before'][0]} before any "
                       "backward; in this variant it starts as None, as a tensor's .grad does.",
@@ -200,10 +200,10 @@ def _judge_none(got: dict) -> None:
                       fix="start from None and only nodes reached from the output get a number.")
 
 
-CONTRACTS = {"accumulate": _judge_accumulate, "leaves": _judge_leaves, "none": _judge_none}
+CONTRACTS = {"accumulate": _assess_accumulate, "leaves": _assess_leaves, "none": _assess_none}
 
 
-def _judge_efficiency(req, facts):
+def _assess_efficiency(req, facts):
     what = f"scalar_engine: on {LAYERS} doubling layers (s = s + s, {LAYERS + 1} nodes) your backward"
     fix = "visit each node once, in reverse topological order (build that order once with a depth-first search)."
     if facts["stopped"] is True:
@@ -218,10 +218,10 @@ def _judge_efficiency(req, facts):
                       "some node passes on its gradient before it is complete.", fix="every node must pass on its "
                       "complete gradient once, in reverse topological order.")
     if req.get("mode", "deep") == "deep":
-        _judge_deep(facts["deep"])
+        _assess_deep(facts["deep"])
 
 
-def _judge_deep(got: dict) -> None:
+def _assess_deep(got: dict) -> None:
     what = f"scalar_engine: on s = x + x + ... + x ({DEEP} nested additions, a path {DEEP} nodes long) your backward"
     error = got.get("$error") if isinstance(got, dict) else None
     if error is not None:
@@ -251,9 +251,9 @@ def _engine(mode: str) -> Exercise:
     efficiency = STAGE_NAMES[mode] if mode == "deep" else f"backward visits each node once ({LAYERS} doubling layers)"
     return Exercise(grade_id="scalar_engine", title="A scalar reverse-mode engine", names=("Scalar",), stages=(
         Stage(name="Scalar values: +, * (with numbers on either side), sin, exp", points=1, probe="api",
-              judge=_judge_api),
-        Stage(name=backward, points=2, probe="backward", judge=_judge_backward),
-        Stage(name=efficiency, points=1, probe="efficiency", judge=_judge_efficiency),
+              assess=_assess_api),
+        Stage(name=backward, points=2, probe="backward", assess=_assess_backward),
+        Stage(name=efficiency, points=1, probe="efficiency", assess=_assess_efficiency),
     ), request=_request_for(mode))
 
 

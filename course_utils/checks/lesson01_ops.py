@@ -11,7 +11,7 @@ import math
 
 from ..probes.lesson01_ops import OPS_API, OPS_EXPRESSIONS
 from .engine import Exercise, Mistake, Stage, catalogue, unwrap
-from .lesson01 import describe_grads, grads_match, judge_values, perturbed, torch_grads
+from .lesson01 import assess_values, describe_grads, grads_match, perturbed, torch_grads
 
 GID = "scalar_ops"
 
@@ -79,11 +79,11 @@ def _diagnose_value(label: str, value: float) -> Mistake | None:
     return None
 
 
-def _judge_api(req, facts):
-    return judge_values(facts, API, GID, _needs, _diagnose_value, _api_error)
+def _assess_api(req, facts):
+    return assess_values(facts, API, GID, _needs, _diagnose_value, _api_error)
 
 
-def _judge_backward(req, facts):
+def _assess_backward(req, facts):
     for (label, build, _, kind), inputs, got in zip(PROBES, req["inputs"], facts["probes"]):
         if kind == "pow0" and isinstance(got, dict) and "$error" in got:
             raise Mistake("scalar_pow_at_zero", f"{GID}: {label} at x = 0 failed in backward or while building it "
@@ -117,8 +117,8 @@ def _judge_backward(req, facts):
 
 
 SCALAR_OPS = Exercise(grade_id=GID, title="More Scalar operations", names=("Scalar",), stages=(
-    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe="api", judge=_judge_api),
+    Stage(name="values of a / b, number / a, a ** p, exp, tanh", points=1, probe="api", assess=_assess_api),
     Stage(name="gradients match torch.autograd, shared sub-expressions included", points=2, probe="backward",
-          judge=_judge_backward),
+          assess=_assess_backward),
 ), request=_request)
 EXERCISES = [SCALAR_OPS]

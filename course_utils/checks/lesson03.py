@@ -10,7 +10,7 @@ import torch
 from .autograd_function import Diagnose, FunctionSpec, close, fixed_arg, function_exercise, tensor_arg
 from .engine import Mistake, Stage, catalogue
 from .relatives import Relative, family, gradient
-from .saved_tensors import judge_saves_output_only
+from .saved_tensors import assess_saves_output_only
 
 catalogue({"saved_wrong_tensor": "backward used the saved input where the output was needed, or vice versa"})
 
@@ -124,7 +124,7 @@ def _sigmoid_relative(describe: str, reference) -> FunctionSpec:
 
 def _saves_output_only(spec: FunctionSpec) -> Stage:
     return Stage(name="forward saves its output only (not the input) for backward", points=1,
-                 probe="saved", judge=lambda req, facts: judge_saves_output_only(spec, req, facts))
+                 probe="saved", assess=lambda req, facts: assess_saves_output_only(spec, req, facts))
 
 
 def _with_saved_stage(spec: FunctionSpec):

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 
 from .autograd_function import (
     FunctionSpec,
+    assess_backward,
     close,
     function_exercise,
     grad_output,
-    judge_backward,
     materialize,
     reducible,
     request,
@@ -23,7 +23,7 @@ from .autograd_function import (
     unwrap,
     value_arg,
 )
-from .engine import Exercise, Judge, Mistake, Stage, catalogue
+from .engine import Assess, Exercise, Mistake, Stage, catalogue
 from .families import linear_function, linear_module, linear_nd
 from .families.linear_function import NO_BIAS
 from .families.linear_module import LINEAR_MODULE
@@ -53,11 +53,11 @@ def _crashed_case(m: Mistake, req: dict, facts: object) -> int | None:
     return k if k is not None and k < len(req["cases"]) else None
 
 
-def _bias_optional(judge: Judge) -> Judge:
-    """Wrap a stage's judge: a crash on the call without a bias is named as a bias that is not optional."""
+def _bias_optional(assess: Assess) -> Assess:
+    """Wrap a stage's ``assess``: a crash on the call without a bias is named as a bias that is not optional."""
     def wrapped(req: dict, facts: object):
         try:
-            return judge(req, facts)
+            return assess(req, facts)
         except Mistake as m:
             k = _crashed_case(m, req, facts)
             if k is None or req["cases"][k]["label"] != NO_BIAS:
@@ -83,8 +83,8 @@ def _linear_exercise(kind: linear_function.Kind) -> Exercise:
     ex = function_exercise(spec=linear_function.spec(kind), title="LinearFunction", forward_points=1, backward_points=2,
                            needs_input_grad_points=1)
     forward, backward, *rest = ex.stages
-    return replace(ex, stages=(replace(forward, judge=_bias_optional(forward.judge)),
-                               replace(backward, judge=_bias_optional(backward.judge)), *rest))
+    return replace(ex, stages=(replace(forward, assess=_bias_optional(forward.assess)),
+                               replace(backward, assess=_bias_optional(backward.assess)), *rest))
 
 
 LINEAR = linear_function.spec(linear_function.KINDS[0])
@@ -170,11 +170,11 @@ def _nd_diagnose(i, got, want, args, g):
     return None
 
 
-def _nd_labelled(judge: Judge) -> Judge:
-    """Wrap a stage's judge: a crash of student code names the input shape it happened for."""
+def _nd_labelled(assess: Assess) -> Assess:
+    """Wrap a stage's ``assess``: a crash of student code names the input shape it happened for."""
     def wrapped(req: dict, facts: object):
         try:
-            return judge(req, facts)
+            return assess(req, facts)
         except Mistake as m:
             k = _crashed_case(m, req, facts)
             if k is None:
@@ -216,8 +216,8 @@ def _nd_spec(kind: linear_nd.Kind) -> FunctionSpec:
                    gradcheck_args=lambda base: linear_nd.relaid(kind, _nd_gradcheck(base), 1))
 
 
-def _judge_permuted(spec: FunctionSpec) -> Judge:
-    def judge(req: dict, facts: object) -> None:
+def _assess_permuted(spec: FunctionSpec) -> Assess:
+    def assess(req: dict, facts: object) -> None:
         case = req["permuted"]
         try:
             got = unwrap(facts)
@@ -226,7 +226,7 @@ def _judge_permuted(spec: FunctionSpec) -> Judge:
                 should = "match F.linear" if spec is LINEAR_ND else f"compute {spec.describe}"
                 raise Mistake("forward_wrong", f"linear_nd: forward gives wrong values for a {case['label']}; "
                               f"it should {should} whatever the input's memory layout.")
-            judge_backward(spec, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
+            assess_backward(spec, {"cases": [case], "gradcheck": None}, {"cases": [got["backward"]]})
         except Mistake as m:
             if m.code != "raised":
                 raise
@@ -236,7 +236,7 @@ def _judge_permuted(spec: FunctionSpec) -> Judge:
                               "view only works when the memory allows it, and a non-contiguous input does not.",
                               fix="flatten with reshape(-1, in), which copies when it must.") from None
             raise Mistake("raised", f"{m.hint.rstrip('.')} (for a {case['label']}).") from None
-    return judge
+    return assess
 
 
 def _nd_request(spec: FunctionSpec, kind: linear_nd.Kind | None, seed: int) -> dict:
@@ -254,9 +254,9 @@ def _linear_nd_exercise(kind: linear_nd.Kind | None = None) -> Exercise:
     spec = _nd_spec(kind) if kind else LINEAR_ND
     forward, backward, needs = function_exercise(spec=spec, title="LinearND", forward_points=1, backward_points=2,
                                                  needs_input_grad_points=1).stages
-    stages = (replace(forward, judge=_nd_labelled(forward.judge)), replace(backward, judge=_nd_labelled(backward.judge)),
+    stages = (replace(forward, assess=_nd_labelled(forward.assess)), replace(backward, assess=_nd_labelled(backward.assess)),
               Stage(name="works on an input whose leading dims cannot be viewed flat (like F.linear)", points=1,
-                    probe="permuted", judge=_judge_permuted(spec)), needs)
+                    probe="permuted", assess=_assess_permuted(spec)), needs)
     return Exercise(grade_id="linear_nd", title="LinearND", names=("LinearND",), stages=stages,
                     request=partial(_nd_request, spec, kind))
 

@@ -12,7 +12,7 @@ from . import references
 from .autograd_function import FunctionSpec, close, function_exercise, request, tensor_arg, value_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
 from .families import clip_grad, embedding, killhead
-from .op_record import judge_own_backward
+from .op_record import assess_own_backward
 
 # --------------------------------------------------------------------------- killhead (transfer: a family, families/killhead)
 KILLHEAD = killhead.spec(killhead.KINDS[0])
@@ -131,12 +131,12 @@ EMBEDDING = FunctionSpec(grade_id="embedding", cls_name="EmbeddingFunction", arg
 EMBEDDING_NATIVE = {"embedding", "embedding_backward", "embedding_dense_backward", "embedding_sparse_backward"}
 
 
-def _judge_no_one_hot(req: dict, facts: dict) -> None:
+def _assess_no_one_hot(req: dict, facts: dict) -> None:
     for args, case in zip(req["op_cases"], facts["cases"]):
         got = unwrap(case)
         if got["node"] is not True:
             raise Mistake("no_graph", "embedding: the output of EmbeddingFunction.apply has no backward node.")
-        judge_own_backward("embedding", got["backward"], got.get("backward_with_grad"), EMBEDDING_NATIVE)
+        assess_own_backward("embedding", got["backward"], got.get("backward_with_grad"), EMBEDDING_NATIVE)
         n, num = args[0]["t"].numel(), args[1]["t"].shape[req.get("table_rows_at", 0)]
         biggest = max((int(size) for _, size in got["backward"]), default=0)
         if biggest >= n * num:
@@ -152,7 +152,7 @@ def _judge_no_one_hot(req: dict, facts: dict) -> None:
 def _embedding_exercise() -> Exercise:
     base = function_exercise(spec=EMBEDDING, title="EmbeddingFunction", forward_points=1, backward_points=1)
     no_one_hot = Stage(name="backward sums rows with index_add_/scatter_add_: no one-hot matrix", points=1,
-                       probe="backward_ops", judge=_judge_no_one_hot)
+                       probe="backward_ops", assess=_assess_no_one_hot)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

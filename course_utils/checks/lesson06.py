@@ -259,7 +259,7 @@ def _gradient_test_request(seed: int) -> dict:
     return {"hidden": [hidden[i][1] for i in order], "_kinds": [hidden[i][0] for i in order]}
 
 
-def _judge_gradient_test(req: dict, facts: dict) -> None:
+def _assess_gradient_test(req: dict, facts: dict) -> None:
     verdicts = facts["verdicts"]
     if len(verdicts) != len(req["hidden"]):
         raise Malformed("missing verdicts")
@@ -298,7 +298,7 @@ def _judge_gradient_test(req: dict, facts: dict) -> None:
 
 EXERCISES.append(Exercise(grade_id="gradient_test", title="backward_is_correct", names=("backward_is_correct",), stages=(
     Stage(name="returns True for every correct hidden Function and False for each hidden bug (points per bug caught)",
-          points=4, probe="verdicts", judge=_judge_gradient_test),
+          points=4, probe="verdicts", assess=_assess_gradient_test),
 ), request=_gradient_test_request))
 
 

@@ -6,7 +6,7 @@ and ``normalize_fix`` in ``lesson07_twice``).
 
 The generic Function stages of ``autograd_function`` cover one tensor output; these need facts
 they do not collect (object identity, version counters, several outputs, second
-derivatives), so each exercise has its own probe/judge pairs built from the same helpers.
+derivatives), so each exercise has its own probe/assess pairs built from the same helpers.
 """
 from __future__ import annotations
 
@@ -89,11 +89,11 @@ def _relu_request(act: Act):
     return request
 
 
-def _judge_relu_forward(act: Act):
-    return lambda req, facts: _judge_relu_values(act, req, facts)
+def _assess_relu_forward(act: Act):
+    return lambda req, facts: _assess_relu_values(act, req, facts)
 
 
-def _judge_relu_values(act: Act, req: dict, facts: dict) -> None:
+def _assess_relu_values(act: Act, req: dict, facts: dict) -> None:
     gid = "relu_inplace"
     for _case, got in zip(req["cases"], facts["cases"]):
         error = got.get("$error") if isinstance(got, dict) else None
@@ -126,8 +126,8 @@ def _judge_relu_values(act: Act, req: dict, facts: dict) -> None:
                           f"(grad_fn: {got['node']}); call the Function with .apply.")
 
 
-def _judge_relu_backward(act: Act):
-    return lambda req, facts: _judge_relu_grads(act, req, facts)
+def _assess_relu_backward(act: Act):
+    return lambda req, facts: _assess_relu_grads(act, req, facts)
 
 
 def _reference_grad(act: Act, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -137,7 +137,7 @@ def _reference_grad(act: Act, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return grad
 
 
-def _judge_relu_grads(act: Act, req: dict, facts: dict) -> list[str]:
+def _assess_relu_grads(act: Act, req: dict, facts: dict) -> list[str]:
     gid = "relu_inplace"
     for case, got in pairs(req, facts):
         x, g, label, grad = case["x"]["t"], case["g"], case["label"], got["grad"]
@@ -188,7 +188,7 @@ def _diagnose_relu(act: Act, x: torch.Tensor, g: torch.Tensor, grad: torch.Tenso
                       fix="multiply the local derivative by grad_output.")
 
 
-def _judge_relu_guards(req: dict, facts: dict) -> None:
+def _assess_relu_guards(req: dict, facts: dict) -> None:
     gid = "relu_inplace"
     error = facts["leaf_error"]
     if not (isinstance(error, str) and "leaf" in error.lower()):
@@ -210,11 +210,11 @@ def _judge_relu_guards(req: dict, facts: dict) -> None:
 def _relu_exercise(act: Act) -> Exercise:
     return Exercise(grade_id="relu_inplace", title="ReluInplace", names=("ReluInplace",), stages=(
         Stage(name="modifies x in place, marks it dirty and returns it", points=1, probe="forward",
-              judge=_judge_relu_forward(act)),
+              assess=_assess_relu_forward(act)),
         Stage(name=f"gradients match {act.describe}'s in PyTorch (kinks included, float32/float64, non-contiguous)",
-              points=1, probe="backward", judge=_judge_relu_backward(act)),
+              points=1, probe="backward", assess=_assess_relu_backward(act)),
         Stage(name="refuses a leaf; the version counter protects an earlier saved use of x", points=1,
-              probe="guards", judge=_judge_relu_guards),
+              probe="guards", assess=_assess_relu_guards),
     ), request=_relu_request(act))
 
 

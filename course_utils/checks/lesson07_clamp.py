@@ -102,8 +102,8 @@ def _comparison(bounds: Bounds, passes: bool) -> str:
     return " or ".join(c for c, on in ((f"x {low} lo", bounds.lo), (f"x {high} hi", bounds.hi)) if on)
 
 
-def _judge_clamp_forward(bounds: Bounds):
-    def judge(req: dict, facts: dict) -> None:
+def _assess_clamp_forward(bounds: Bounds):
+    def assess(req: dict, facts: dict) -> None:
         gid = "clamp_with_mask"
         for case, got in pairs(req, facts):
             x, label = case["x"]["t"], case["label"]
@@ -121,11 +121,11 @@ def _judge_clamp_forward(bounds: Bounds):
             if got["node"] != "custom":
                 raise Mistake("no_graph", f"{gid}: y has no ClampWithMaskBackward node (grad_fn: {got['node']}); "
                               "return a tensor computed in forward and call the Function with .apply.")
-            _judge_mask(bounds, case, mask)
-    return judge
+            _assess_mask(bounds, case, mask)
+    return assess
 
 
-def _judge_mask(bounds: Bounds, case: dict, mask: object) -> None:
+def _assess_mask(bounds: Bounds, case: dict, mask: object) -> None:
     gid, x, label = "clamp_with_mask", case["x"]["t"], case["label"]
     through, edge = _inside(case)
     if not isinstance(mask, torch.Tensor) or mask.dtype != x.dtype or mask.shape != x.shape:
@@ -146,7 +146,7 @@ def _judge_mask(bounds: Bounds, case: dict, mask: object) -> None:
                   f"torch.clamp {bounds.marks} (the boundaries as this torch treats them) and 0.0 elsewhere.")
 
 
-def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
+def _assess_clamp_mask_flag(req: dict, facts: dict) -> None:
     for case, got in pairs(req, facts):
         if got["kind"] != "pair" or got["mask_requires_grad"] is not False:
             raise Mistake("mask_differentiable", f"clamp_with_mask: mask.requires_grad is True ({case['label']}), so "
@@ -155,11 +155,11 @@ def _judge_clamp_mask_flag(req: dict, facts: dict) -> None:
                           fix="call ctx.mark_non_differentiable(mask) in forward.")
 
 
-def _judge_clamp_backward(bounds: Bounds):
-    return lambda req, facts: _judge_clamp_grads(bounds, req, facts)
+def _assess_clamp_backward(bounds: Bounds):
+    return lambda req, facts: _assess_clamp_grads(bounds, req, facts)
 
 
-def _judge_clamp_grads(bounds: Bounds, req: dict, facts: dict) -> list[str]:
+def _assess_clamp_grads(bounds: Bounds, req: dict, facts: dict) -> list[str]:
     gid = "clamp_with_mask"
     for case, got in pairs(req, facts):
         x, g, label, raw = case["x"]["t"], case["g"], case["label"], got["raw"]
@@ -203,11 +203,11 @@ def _judge_clamp_grads(bounds: Bounds, req: dict, facts: dict) -> list[str]:
 def _clamp_exercise(bounds: Bounds) -> Exercise:
     return Exercise(grade_id="clamp_with_mask", title="ClampWithMask", names=("ClampWithMask",), stages=(
         Stage(name=f"returns y = {bounds.clamp} and the float mask", points=1, probe="forward",
-              judge=_judge_clamp_forward(bounds)),
+              assess=_assess_clamp_forward(bounds)),
         Stage(name="the gradient of y matches torch.clamp's (boundaries included); None for lo and hi", points=1,
-              probe="backward", judge=_judge_clamp_backward(bounds)),
+              probe="backward", assess=_assess_clamp_backward(bounds)),
         Stage(name="the mask is marked non-differentiable (mask.requires_grad is False)", points=1,
-              probe="forward", judge=_judge_clamp_mask_flag),
+              probe="forward", assess=_assess_clamp_mask_flag),
     ), request=_clamp_request(bounds))
 
 

@@ -4,9 +4,9 @@ of a shipped ``Normalize``; per-student variants divide by another norm: L2 per 
 
 The first two stages are the generic Function stages (values, first gradients,
 gradcheck); the third differentiates the student's backward: a Hessian-vector product
-on judge-chosen vectors, ``gradgradcheck`` and ``torch.autograd.functional.hessian``.
+on vectors the check chose, ``gradgradcheck`` and ``torch.autograd.functional.hessian``.
 Beside the student's code the probe also reports what forward saved (input, output or
-something else) and whether backward is ``@once_differentiable``, so the judge can name
+something else) and whether backward is ``@once_differentiable``, so the check can name
 the cause of a wrong second derivative.
 """
 from __future__ import annotations
@@ -81,8 +81,8 @@ def _second(smooth: Smooth, d: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return want, want_h
 
 
-def _judge_twice(smooth: Smooth):
-    def judge(req: dict, facts: dict) -> None:
+def _assess_twice(smooth: Smooth):
+    def assess(req: dict, facts: dict) -> None:
         gid, d = "tanh_twice", req["twice"]
         if facts["node"] != "custom":
             raise Mistake("no_graph", f"{gid}: Smooth.apply's output has no SmoothBackward node; call it with .apply.")
@@ -102,7 +102,7 @@ def _judge_twice(smooth: Smooth):
         h = unwrap(hess)["h"]
         raise Mistake("gradient_wrong", f"{gid}: torch.autograd.functional.hessian of Smooth.apply(x).sum() differs "
                       f"from that of {smooth.describe} (a {type_name(h)} of shape {tuple(getattr(h, 'shape', ()))}).")
-    return judge
+    return assess
 
 
 def _diagnose_twice(smooth: Smooth, facts: dict, sec: object, got: object, want: torch.Tensor) -> None:
@@ -150,7 +150,7 @@ def _tanh_exercise(smooth: Smooth) -> Exercise:
     first = function_exercise(spec=_spec(smooth), title="Smooth", forward_points=1, backward_points=1).stages
     return Exercise(grade_id="tanh_twice", title="Smooth, twice differentiable", names=("Smooth",), stages=first + (
         Stage(name=f"differentiable twice: second derivative, gradgradcheck and hessian match {smooth.describe}", points=2,
-              probe="twice", judge=_judge_twice(smooth)),
+              probe="twice", assess=_assess_twice(smooth)),
     ), request=_tanh_request(smooth))
 
 
@@ -249,7 +249,7 @@ def _normalize_spec(norm: Norm) -> FunctionSpec:
                    diagnose=_projection_missing(norm))
 
 
-def _judge_gradgrad(req: dict, facts: dict) -> None:
+def _assess_gradgrad(req: dict, facts: dict) -> None:
     if not unwrap(facts)["ok"]:
         raise Mistake("normalize_gradgrad", "normalize_fix: gradgradcheck fails, although the gradients are right: "
                       "backward uses a tensor forward computed and saved (the norm?), which double backward treats "
@@ -260,7 +260,7 @@ def _judge_gradgrad(req: dict, facts: dict) -> None:
 def _normalize_exercise(norm: Norm) -> Exercise:
     spec = _normalize_spec(norm)
     forward, backward = function_exercise(spec=spec, title="Normalize", forward_points=1, backward_points=1).stages
-    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe="gradgrad", judge=_judge_gradgrad)
+    gradgrad = Stage(name="gradgradcheck passes: backward is differentiable", points=1, probe="gradgrad", assess=_assess_gradgrad)
 
     def req(seed: int) -> dict:
         return dict(function_request(spec, seed), gradgrad=tensor_arg((2, 3), 1000 * seed + 306))

@@ -2,7 +2,7 @@
 under torch.func (vmap, jacrev, hessian) and forward mode.
 
 Each probe runs the student's code under one transform at a time and reports the value
-or the error text (``outcome``, shared with ``lesson08_op``); the judge compares with
+or the error text (``outcome``, shared with ``lesson08_op``); the check compares with
 ``torch.softmax`` and reads PyTorch's error messages to name the likely cause.
 
 One hazard is handled beside the student's code: a ``jvp`` that returns the saved output
@@ -19,7 +19,7 @@ import torch
 
 from .autograd_function import close, fmt, grad_output, max_err, tensor_arg
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue, unwrap
-from .op_record import judge_own_backward
+from .op_record import assess_own_backward
 from .variants import Variant
 
 catalogue({
@@ -39,7 +39,7 @@ catalogue({
 })
 
 def _value(record: Any, what: str) -> Any:
-    """The value of an ``outcome`` record (judge side); an error record must be diagnosed first."""
+    """The value of an ``outcome`` record (check side); an error record must be diagnosed first."""
     if not isinstance(record, dict) or ("value" not in record and "error" not in record):
         raise Malformed(f"no outcome for {what}")
     return record.get("value")
@@ -160,7 +160,7 @@ def _compare(got: object, want: torch.Tensor, transform: str, code: str = "gradi
         raise Mistake(code, f"{GID}: {transform} does not match {name} ({detail}).")
 
 
-def _judge_eager(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_eager(kind: Kind, req: dict, facts: dict) -> None:
     style = facts["style"]
     if style.get("setup_context") is not True:
         raise Mistake("no_setup_context", f"{GID}: FuncSoftmax has no setup_context: its forward takes ctx (the "
@@ -185,9 +185,9 @@ def _judge_eager(kind: Kind, req: dict, facts: dict) -> None:
         raise Malformed("missing cases")
 
 
-def _judge_empty(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_empty(kind: Kind, req: dict, facts: dict) -> None:
     """An empty last dimension (issue 49): torch.softmax returns an empty tensor there (and an empty gradient), so
-    FuncSoftmax must too. Judged after forward mode in the last stage (``_judge_forward_mode_and_empty``)."""
+    FuncSoftmax must too. Assessed after forward mode in the last stage (``_assess_forward_mode_and_empty``)."""
     x, record, style = req["empty"], facts["empty"], facts["style"]
     what = f"FuncSoftmax.apply on an input of shape {tuple(x.shape)} (an empty last dimension)"
     if isinstance(record, dict) and "error" in record and _error(what, str(record["error"]), style).code == "raised":
@@ -205,7 +205,7 @@ def _judge_empty(kind: Kind, req: dict, facts: dict) -> None:
 SOFTMAX_NATIVE = {"_softmax", "softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data"}
 
 
-def _judge_backward(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_backward(kind: Kind, req: dict, facts: dict) -> None:
     style = facts["style"]
     for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
         _value_of(case["backward"], f".backward() ({x.dtype})", style)
@@ -219,13 +219,13 @@ def _judge_backward(kind: Kind, req: dict, facts: dict) -> None:
         _compare(got, want, f"the gradient from .backward() ({x.dtype}, shape {tuple(x.shape)})", name=kind.name)
     if len(facts["cases"]) != len(req["xs"]):
         raise Malformed("missing cases")
-    _judge_memory(kind, req, unwrap(facts["memory"]))
+    _assess_memory(kind, req, unwrap(facts["memory"]))
 
 
-def _judge_memory(kind: Kind, req: dict, got: dict) -> None:
+def _assess_memory(kind: Kind, req: dict, got: dict) -> None:
     if got["node"] is not True:
         raise Mistake("no_graph", f"{GID}: the output of FuncSoftmax.apply has no FuncSoftmaxBackward node.")
-    judge_own_backward(GID, got["ops"], got.get("with_grad"), SOFTMAX_NATIVE)
+    assess_own_backward(GID, got["ops"], got.get("with_grad"), SOFTMAX_NATIVE)
     x = req["big"]
     limit = 2 * x.numel()
     biggest = max((int(n) for _, n in got["ops"]), default=0)
@@ -250,7 +250,7 @@ def _hessian_h(kind: Kind, x: torch.Tensor) -> torch.Tensor:
     return torch.autograd.functional.hessian(lambda t: kind.ref(t)[..., 0].sum(), x.detach().clone())
 
 
-def _judge_func(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_func(kind: Kind, req: dict, facts: dict) -> None:
     x, small, batch = req["x"], req["small"], req["batch"]
     wants = {"vmap": kind.ref(batch), "grad": _grad_h(kind, x), "jacrev": _grad_h(kind, small),
              "vmap_grad": _grad_h(kind, batch), "jacrev2": _hessian_h(kind, small)}
@@ -267,7 +267,7 @@ def _judge_func(kind: Kind, req: dict, facts: dict) -> None:
         _compare(got, want, names[key], name=kind.name)
 
 
-def _judge_forward_mode(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_forward_mode(kind: Kind, req: dict, facts: dict) -> None:
     x, tangent = req["x"], req["tangent"]
     y = kind.ref(x)
     want = _jvp(kind, x, tangent)
@@ -289,11 +289,11 @@ def _judge_forward_mode(kind: Kind, req: dict, facts: dict) -> None:
         raise Mistake("gradcheck_failed", f"{GID}: gradcheck(check_forward_ad=True) did not return True.")
 
 
-def _judge_forward_mode_and_empty(kind: Kind, req: dict, facts: dict) -> None:
+def _assess_forward_mode_and_empty(kind: Kind, req: dict, facts: dict) -> None:
     """The last stage: forward mode, then the empty last dimension (last, so that an answer right everywhere else
     keeps the other stages' points; the exercise's 4 points are the course's contract)."""
-    _judge_forward_mode(kind, req, facts)
-    _judge_empty(kind, req, facts)
+    _assess_forward_mode(kind, req, facts)
+    _assess_empty(kind, req, facts)
 
 
 def _wrong_tangent(kind: Kind, name: str, got: object, x: torch.Tensor, tangent: torch.Tensor) -> Mistake:
@@ -320,18 +320,18 @@ def _wrong_tangent(kind: Kind, name: str, got: object, x: torch.Tensor, tangent:
 
 
 def _softmax_exercise(kind: Kind) -> Exercise:
-    def bind(judge: Callable) -> Callable[[dict, dict], Any]:
-        return lambda req, facts: judge(kind, req, facts)
+    def bind(assess: Callable) -> Callable[[dict, dict], Any]:
+        return lambda req, facts: assess(kind, req, facts)
     return Exercise(grade_id=GID, title="FuncSoftmax", names=("FuncSoftmax",), stages=(
         Stage(name=f"forward(x) + setup_context: stable values match {kind.name} (any rank)", points=1,
-              probe="eager", judge=bind(_judge_eager)),
+              probe="eager", assess=bind(_assess_eager)),
         Stage(name=f"backward: .backward() matches {kind.name}'s gradient, as a vector-Jacobian product (no Jacobian "
-              "formed for a (64, 512) input)", points=1, probe="backward", judge=bind(_judge_backward)),
+              "formed for a (64, 512) input)", points=1, probe="backward", assess=bind(_assess_backward)),
         Stage(name="torch.func: vmap, grad, jacrev, vmap(grad) and jacrev(jacrev) of f(x)[..., 0].sum()", points=1,
-              probe="func", judge=bind(_judge_func)),
+              probe="func", assess=bind(_assess_func)),
         Stage(name="forward mode: jvp, dual tensors, jacfwd, hessian and gradcheck(check_forward_ad=True); and, "
               f"wherever {kind.name} works, an empty last dimension gives an empty output and gradient", points=1,
-              probe="forward_mode", judge=bind(_judge_forward_mode_and_empty)),
+              probe="forward_mode", assess=bind(_assess_forward_mode_and_empty)),
     ), request=_request)
 
 

@@ -3,7 +3,7 @@
 The probe looks up the student's ``row_norm`` and the operator table; it never registers
 an operator itself. It runs ``torch.library.opcheck`` without and with ``requires_grad``,
 ``gradcheck``, and ``torch.compile(fullgraph=True)`` with the cheap ``aot_eager`` backend
-between two ``torch._dynamo.reset()`` calls; the judge compares with ``torch.linalg.vector_norm`` and
+between two ``torch._dynamo.reset()`` calls; the check compares with ``torch.linalg.vector_norm`` and
 reads the error messages.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _norm(x: torch.Tensor, norm: Norm = L2) -> torch.Tensor:
     return norm.ref(x)
 
 
-def _judge_op_values(norm: Norm, req: dict, facts: dict) -> None:
+def _assess_op_values(norm: Norm, req: dict, facts: dict) -> None:
     if facts["is_custom_op"] is not True:
         raise Mistake("not_custom_op", f"row_norm_op: `row_norm` is a {facts['type']}, not an operator registered "
                       f"with torch.library.", fix=f"decorate it with @torch.library.custom_op(\"{OP_NAME}\", "
@@ -155,7 +155,7 @@ def _opcheck_error(error: str, grad: bool) -> Mistake:
     return Mistake("raised", f"row_norm_op: torch.library.{where} raised {error}")
 
 
-def _judge_op_fake(req: dict, facts: dict) -> None:
+def _assess_op_fake(req: dict, facts: dict) -> None:
     for record in facts["opcheck"]:
         result = _value(record, "opcheck")
         if "error" in record:
@@ -166,7 +166,7 @@ def _judge_op_fake(req: dict, facts: dict) -> None:
         raise Malformed("missing opcheck results")
 
 
-def _judge_op_autograd(norm: Norm, req: dict, facts: dict) -> list[str]:
+def _assess_op_autograd(norm: Norm, req: dict, facts: dict) -> list[str]:
     for case, x, g in zip(facts["cases"], req["xs"], req["gs"]):
         record = case["backward"]
         _value(record, "backward")
@@ -198,7 +198,7 @@ def _judge_op_autograd(norm: Norm, req: dict, facts: dict) -> list[str]:
     return autograd_flags("row_norm_op", "row_norm", facts["cases"])
 
 
-def _judge_op_compile(norm: Norm, req: dict, facts: dict) -> None:
+def _assess_op_compile(norm: Norm, req: dict, facts: dict) -> None:
     record = facts["compile"]
     got = _value(record, "torch.compile")
     what = "torch.compile(fullgraph=True) of `lambda t: row_norm(t * 2).pow(2).sum()`"
@@ -220,17 +220,17 @@ def _judge_op_compile(norm: Norm, req: dict, facts: dict) -> None:
 def _row_norm_exercise(norm: Norm) -> Exercise:
     what = "the norm" if norm is L2 else f"{norm.name}"
 
-    def bind(judge: Callable) -> Callable[[dict, Any], list[str] | None]:
-        return lambda req, facts: judge(norm, req, facts)
+    def bind(assess: Callable) -> Callable[[dict, Any], list[str] | None]:
+        return lambda req, facts: assess(norm, req, facts)
     return Exercise(grade_id="row_norm_op", title="row_norm custom op", names=("row_norm",), stages=(
         Stage(name=f"{OP_NAME} is a custom op whose kernel computes {what} of each row in NumPy (1-D to 3-D, "
-              "float32/float64)", points=1, probe="values", judge=bind(_judge_op_values)),
+              "float32/float64)", points=1, probe="values", assess=bind(_assess_op_values)),
         Stage(name="fake implementation: torch.library.opcheck passes on every shape", points=1, probe="fake",
-              judge=_judge_op_fake),
+              assess=_assess_op_fake),
         Stage(name=f"register_autograd: gradients match {'vector_norm' if norm is L2 else norm.name} (0 for a zero "
-              "row), gradcheck, opcheck with grad", points=1, probe="autograd", judge=bind(_judge_op_autograd)),
+              "row), gradcheck, opcheck with grad", points=1, probe="autograd", assess=bind(_assess_op_autograd)),
         Stage(name="torch.compile(fullgraph=True, backend='aot_eager'): one graph, no break", points=1, probe="compile",
-              judge=bind(_judge_op_compile)),
+              assess=bind(_assess_op_compile)),
     ), request=_op_request)
 
 

@@ -10,11 +10,11 @@ import torch
 from . import references
 from .autograd_function import (
     FunctionSpec,
+    assess_backward,
+    assess_forward,
     close,
     fixed_arg,
     function_exercise,
-    judge_backward,
-    judge_forward,
     request,
     unwrap,
 )
@@ -92,7 +92,7 @@ def _wide_grid(seed: int) -> dict:
     return {str(torch.float64): f64.unique(), str(torch.float32): f32.unique()}
 
 
-def _judge_wide(num: Numeric | None, req: dict, facts: dict) -> None:
+def _assess_wide(num: Numeric | None, req: dict, facts: dict) -> None:
     """Relative precision on the wide grid; ``num`` None: log1mexp itself, with its own diagnoses."""
     got = {dtype: unwrap(facts[str(dtype)]) for dtype in DTYPES}
     value_of = num.spec.reference if num else log1mexp_reference
@@ -168,7 +168,7 @@ def _log1mexp_exercise(num: Numeric | None = None) -> Exercise:
     base = function_exercise(spec=spec, title="StableLog", forward_points=1, backward_points=1)
     where = "from x = 1e-30 to 1e4 (float64) and 80 (float32)" if num is None else "over the wide grid of your variant"
     wide = Stage(name=f"accurate and finite {where}, values and gradients", points=1,
-                 probe="wide", judge=lambda req, facts: _judge_wide(num, req, facts))
+                 probe="wide", assess=lambda req, facts: _assess_wide(num, req, facts))
     grid = num.grid if num else _wide_grid
 
     def req(seed: int) -> dict:
@@ -204,10 +204,10 @@ LAMBERT_FIX = ("dW/dx = 1 / (e^W (1 + W)) = exp(-W) / (1 + W): finite for every 
                "form W / (x (1 + W)) is 0/0.")
 
 
-def _judge_lambert_backward(req: dict, facts: dict) -> list[str]:
-    """judge_backward, naming the 0/0 of a derivative written with x in a denominator (x = 0 is tested)."""
+def _assess_lambert_backward(req: dict, facts: dict) -> list[str]:
+    """assess_backward, naming the 0/0 of a derivative written with x in a denominator (x = 0 is tested)."""
     try:
-        return judge_backward(LAMBERT, req, facts)
+        return assess_backward(LAMBERT, req, facts)
     except Mistake as m:
         if m.code == "nan_gradient" and "x = [0," in m.hint:
             raise Mistake("lambert_gradient", "lambert_w: the gradient contains NaN or inf for x = [0, 1e-300, ...]: "
@@ -228,7 +228,7 @@ def _lambert_grid() -> dict:
             str(torch.float32): torch.cat([torch.zeros(1), torch.logspace(-30, 30, 241)])}
 
 
-def _judge_lambert_forward(req: dict, facts: dict) -> None:
+def _assess_lambert_forward(req: dict, facts: dict) -> None:
     for dtype in DTYPES:  # the wide grid first: it names a forward stopped early
         got = facts["wide"][str(dtype)]
         x = req["wide"][str(dtype)].double()
@@ -244,7 +244,7 @@ def _judge_lambert_forward(req: dict, facts: dict) -> None:
         head = (f"lambert_w: forward gives {out[k].item():.10g} for {NAME[dtype]} x = {x[k].item():.3g}, W(x) = "
                 f"{want[k].item():.10g} (relative error allowed {LAMBERT_RTOL[dtype]:g})")
         raise _lambert_forward_mistake(head, out[k].item(), x[k].item(), want[k].item(), dtype)
-    judge_forward(LAMBERT, req, facts["cases"])
+    assess_forward(LAMBERT, req, facts["cases"])
 
 
 LAMBERT_START = ("start from log1p(x), which is never below W(x), never far above it, and never overflows; then "
@@ -275,7 +275,7 @@ def _lambert_forward_mistake(head: str, w: float, x: float, right: float, dtype:
                    "with a cap on the number of steps in case the last bit oscillates.")
 
 
-def _judge_kept(req: dict, facts: dict) -> None:
+def _assess_kept(req: dict, facts: dict) -> None:
     """No saves by recorded ops; kept bytes flat in the number of iterations."""
     few, many = unwrap(facts["few"]), unwrap(facts["many"])
     for got in (few, many):
@@ -297,7 +297,7 @@ def _judge_kept(req: dict, facts: dict) -> None:
                       "the converged W.", fix="save only the final w with ctx.save_for_backward.")
 
 
-def _judge_uses_saved(req: dict, facts: dict) -> None:
+def _assess_uses_saved(req: dict, facts: dict) -> None:
     got = unwrap(facts)
     if got["node"] is not True:
         raise Mistake("no_graph", "lambert_w: the output of LambertW.apply has no LambertWBackward node.")
@@ -317,9 +317,9 @@ def _judge_uses_saved(req: dict, facts: dict) -> None:
 def _lambert_exercise() -> Exercise:
     forward, backward = function_exercise(spec=LAMBERT, title="LambertW", forward_points=1, backward_points=1).stages
     kept = Stage(name="keeps the same for backward however many iterations forward takes, and records none", points=1,
-                 probe="kept", judge=_judge_kept)
+                 probe="kept", assess=_assess_kept)
     saved = Stage(name="backward uses the W saved in forward (it does not iterate again)", points=1, probe="uses_saved",
-                  judge=_judge_uses_saved)
+                  assess=_assess_uses_saved)
 
     def req(seed: int) -> dict:
         gen = torch.Generator().manual_seed(1000 * seed + 15)
@@ -328,10 +328,10 @@ def _lambert_exercise() -> Exercise:
                     many=10 ** (290 + 10 * torch.rand(64, generator=gen, dtype=torch.float64)),
                     perturb_x=0.5 + 5 * torch.rand(8, generator=gen, dtype=torch.float64))
     forward = replace(forward, name="forward matches W(x) to 1e-12 (float64) on [0, 1e300] and 1e-5 (float32) "
-                      "on [0, 1e30]", probe="forward_and_wide", judge=_judge_lambert_forward)
+                      "on [0, 1e30]", probe="forward_and_wide", assess=_assess_lambert_forward)
     backward = replace(backward, name="backward: the implicit-function derivative, finite on the whole domain "
                        "(x = 0 included), several shapes and dtypes, gradcheck on [0.01, 100]",
-                       judge=_judge_lambert_backward)
+                       assess=_assess_lambert_backward)
     return Exercise(grade_id="lambert_w", title="LambertW", names=("LambertW",), stages=(forward, backward, kept, saved),
                     request=req)
 

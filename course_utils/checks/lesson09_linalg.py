@@ -8,17 +8,17 @@ import torch
 
 from .autograd_function import (
     FunctionSpec,
+    assess_forward,
     close,
     function_exercise,
     grad_output,
-    judge_forward,
     request,
     tensor_arg,
     unwrap,
     value_arg,
 )
 from .engine import Exercise, Malformed, Mistake, Stage, catalogue
-from .op_record import judge_own_backward, op_names
+from .op_record import assess_own_backward, op_names
 from .variants import Variant
 
 catalogue({
@@ -74,7 +74,7 @@ RMSNORM = FunctionSpec(grade_id="rmsnorm", cls_name="RMSNorm", arg_names=("x", "
 RMSNORM_NATIVE = {"rms_norm", "_fused_rms_norm", "_fused_rms_norm_backward"}
 
 
-def _judge_saved(req: dict, facts: dict) -> None:
+def _assess_saved(req: dict, facts: dict) -> None:
     got = unwrap(facts)
     if got["node"] is not True:
         raise Mistake("no_graph", "rmsnorm: the output of RMSNorm.apply has no RMSNormBackward node.")
@@ -82,7 +82,7 @@ def _judge_saved(req: dict, facts: dict) -> None:
     rows = x.numel() // x.shape[-1]
     if not isinstance(got["saved"], list):
         raise Malformed("saved is not a list")
-    judge_own_backward("rmsnorm", got["backward"], got.get("backward_with_grad"), RMSNORM_NATIVE)
+    assess_own_backward("rmsnorm", got["backward"], got.get("backward_with_grad"), RMSNORM_NATIVE)
     for s in got["saved"]:
         if s["input"] in (0, 1):
             continue
@@ -138,7 +138,7 @@ RMS_TASK = (f"`RMSNorm.apply(x, weight, eps)`, {_ROW_TASK} $y = x \\cdot r \\cdo
 def _rmsnorm_exercise(spec: FunctionSpec = RMSNORM) -> Exercise:
     base = function_exercise(spec=spec, title="RMSNorm", forward_points=1, backward_points=1, needs_input_grad_points=1)
     saved = Stage(name="saves only x, weight and one value per row (rstd); backward is its own VJP", points=1,
-                  probe="saved_sizes", judge=_judge_saved)
+                  probe="saved_sizes", assess=_assess_saved)
 
     def req(seed: int) -> dict:
         b = 1000 * seed
@@ -216,13 +216,13 @@ def _g_b(system: System, LU: torch.Tensor, piv: torch.Tensor, g: torch.Tensor) -
     return (out.squeeze(-1) if system.left else out.squeeze(0)) if vector else out
 
 
-def _judge_ops(system: System, req: dict, facts: dict) -> None:
+def _assess_ops(system: System, req: dict, facts: dict) -> None:
     ops = facts["ops"]
     for case in ops["cases"]:
         got = unwrap(case)
         if got["node"] is not True:
             raise Mistake("no_graph", "solve: the output of Solve.apply has no SolveBackward node.")
-        judge_own_backward("solve", got["backward"], got.get("backward_with_grad"), set())
+        assess_own_backward("solve", got["backward"], got.get("backward_with_grad"), set())
         forward, backward = op_names(got["forward"]), op_names(got["backward"])
         if forward & INVERT or not forward & {"linalg_lu_factor_ex", "linalg_lu_factor"}:
             used = ", ".join(sorted(forward & (INVERT | FACTORISE))) or "no factorisation"
@@ -238,12 +238,12 @@ def _judge_ops(system: System, req: dict, facts: dict) -> None:
     if len(ops["cases"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
     for case, got in zip(req["op_cases"], facts["factors"]):
-        _judge_factors_followed(system, case, got)
+        _assess_factors_followed(system, case, got)
     if len(facts["factors"]) != len(req["op_cases"]):
         raise Malformed("missing cases")
 
 
-def _judge_factors_followed(system: System, case: list, got: dict) -> None:
+def _assess_factors_followed(system: System, case: list, got: dict) -> None:
     """Backward's gradient for b must follow the saved LU factors when they are changed (scaled by 1.01)."""
     A, b = case[0]["t"], case[1]["t"]
     LU, piv = torch.linalg.lu_factor(A)
@@ -276,10 +276,10 @@ def _judge_factors_followed(system: System, case: list, got: dict) -> None:
                   "grad, adjoint=True) on the saved LU and pivots.")
 
 
-def _judge_solve_forward(system: System, req: dict, facts: dict) -> None:
-    """judge_forward, naming the cause of lu_solve's error for a 1-D b."""
+def _assess_solve_forward(system: System, req: dict, facts: dict) -> None:
+    """assess_forward, naming the cause of lu_solve's error for a 1-D b."""
     try:
-        judge_forward(system.spec, req, facts)
+        assess_forward(system.spec, req, facts)
     except Mistake as m:
         if m.code == "raised" and "must have at least 2 dimensions" in m.hint and system.key == "left":
             raise Mistake("solve_1d_b", "solve: Solve.apply(A, b) raised for a 1-D b of shape (n,): "
@@ -293,10 +293,10 @@ def _judge_solve_forward(system: System, req: dict, facts: dict) -> None:
 def _solve_exercise(system: System) -> Exercise:
     spec = system.spec
     base = function_exercise(spec=spec, title="Solve", forward_points=1, backward_points=1, needs_input_grad_points=1)
-    forward = replace(base.stages[0], judge=lambda req, facts: _judge_solve_forward(system, req, facts))
+    forward = replace(base.stages[0], assess=lambda req, facts: _assess_solve_forward(system, req, facts))
     ops = Stage(name="factorises once: LU in forward; backward solves with the factors forward saved (its gradient "
                 "follows them when they change) and runs no factorisation, inverse or solver of its own", points=1,
-                probe="ops_and_factors", judge=lambda req, facts: _judge_ops(system, req, facts))
+                probe="ops_and_factors", assess=lambda req, facts: _assess_ops(system, req, facts))
 
     def req(seed: int) -> dict:
         b = 1000 * seed

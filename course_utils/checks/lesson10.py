@@ -12,10 +12,10 @@ import torch
 from ..probes import lesson10 as probes
 from .autograd_function import (
     FunctionSpec,
+    assess_backward,
+    assess_forward,
     close,
     function_exercise,
-    judge_backward,
-    judge_forward,
     request,
     tensor_arg,
 )
@@ -154,7 +154,7 @@ def _math(ops: object) -> list[str]:
     return sorted(op_names(ops) - MEMORY_OPS)
 
 
-def _judge_kernels(req: dict, facts: dict) -> None:
+def _assess_kernels(req: dict, facts: dict) -> None:
     gid = "triton_swiglu"
     for got in facts["cases"][: len(req["kernel_cases"])]:
         got = unwrap(got)
@@ -190,9 +190,9 @@ def _judge_kernels(req: dict, facts: dict) -> None:
         raise Malformed("missing cases")
 
 
-def _judge_forward(req: dict, facts: dict) -> None:
+def _assess_forward(req: dict, facts: dict) -> None:
     try:
-        judge_forward(SPEC, req, facts)
+        assess_forward(SPEC, req, facts)
     except Mistake as m:
         if m.code not in ("forward_wrong", "forward_not_finite", "forward_lost_precision"):
             raise
@@ -209,9 +209,9 @@ def _judge_forward(req: dict, facts: dict) -> None:
         raise
 
 
-def _judge_backward(req: dict, facts: dict) -> list[str]:
+def _assess_backward(req: dict, facts: dict) -> list[str]:
     try:
-        flags = judge_backward(SPEC, req, facts)  # its remark: backward calling autograd itself (issue 31)
+        flags = assess_backward(SPEC, req, facts)  # its remark: backward calling autograd itself (issue 31)
     except Mistake as m:
         if m.code != "nan_gradient":
             raise
@@ -239,12 +239,12 @@ def _judge_backward(req: dict, facts: dict) -> list[str]:
 def _exercise() -> Exercise:
     base = function_exercise(spec=SPEC, title="SwiGLU in Triton", forward_points=1, backward_points=2)
     forward, backward = base.stages
-    forward = Stage(name=forward.name, points=forward.points, probe="forward", judge=_judge_forward)
+    forward = Stage(name=forward.name, points=forward.points, probe="forward", assess=_assess_forward)
     kernels = Stage(name="forward and backward compute in Triton kernels (backward's kernel computes the gradient "
                          "from x and grad_output)",
-                    points=1, probe="kernel_use", judge=_judge_kernels)
+                    points=1, probe="kernel_use", assess=_assess_kernels)
     backward = Stage(name=backward.name.replace("gradcheck", "an expanded grad_output, gradcheck"), points=backward.points,
-                     probe="backward_and_expanded", judge=_judge_backward)
+                     probe="backward_and_expanded", assess=_assess_backward)
 
     def req(seed: int) -> dict:
         b = 1000 * seed

@@ -17,10 +17,10 @@ import torch.nn.functional as F
 
 from .autograd_function import (
     FunctionSpec,
+    assess_forward,
     close,
     fmt,
     function_exercise,
-    judge_forward,
     materialize,
     request,
     tensor_arg,
@@ -106,7 +106,7 @@ def _online_lse_unrescaled(z: torch.Tensor, chunk: int) -> list[torch.Tensor]:
 
 
 def _diagnose_forward(req: dict, facts: dict) -> None:
-    """Name the ways a loss can get ignore_index or the mean wrong before the generic forward judge runs."""
+    """Name the ways a loss can get ignore_index or the mean wrong before the generic ``assess_forward`` runs."""
     for case, got in zip(req["cases"], facts["cases"]):
         out = unwrap(got)["out"]
         if _all_ignored(case):
@@ -145,8 +145,8 @@ def _diagnose_forward(req: dict, facts: dict) -> None:
                           "F.cross_entropy's default reduction is the mean over the tokens whose target counts.")
 
 
-def _judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
-    """As judge_forward, except that when every target is ignored the loss is 0/0: NaN (as torch's) or 0 pass."""
+def _assess_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
+    """As assess_forward, except that when every target is ignored the loss is 0/0: NaN (as torch's) or 0 pass."""
     if spec.reference is reference:  # the diagnoses of the default's loss (F.cross_entropy)
         _diagnose_forward(req, facts)
     for got in unwrap(facts).get("cases", []):  # a failure the probe recorded (a stub: not attempted) comes first
@@ -165,20 +165,20 @@ def _judge_forward(spec: FunctionSpec, req: dict, facts: dict) -> None:
             continue
         raise Mistake("forward_wrong", f"{GID}: for {case['label']} the loss should be NaN (0/0, as F.cross_entropy "
                       "gives) or 0: no token counts.")
-    judge_forward(spec, dict(req, cases=kept_cases), dict(facts, cases=kept_facts))
+    assess_forward(spec, dict(req, cases=kept_cases), dict(facts, cases=kept_facts))
 
 
-def _judge_memory(spec: FunctionSpec, req: dict, facts: dict) -> None:
+def _assess_memory(spec: FunctionSpec, req: dict, facts: dict) -> None:
     records = unwrap(facts).get("cases")
     if not isinstance(records, list) or not 0 < len(records) <= len(req["memory"]["cases"]):
         raise Malformed("memory facts")
     for case, got in zip(req["memory"]["cases"], records):  # the probe stops at the first failure: its record raises
-        _judge_memory_case(spec.reference, case, unwrap(got))
+        _assess_memory_case(spec.reference, case, unwrap(got))
     if len(records) != len(req["memory"]["cases"]):
         raise Malformed("memory facts")
 
 
-def _judge_memory_case(loss_of: Callable[..., torch.Tensor], spec: dict, got: dict) -> None:
+def _assess_memory_case(loss_of: Callable[..., torch.Tensor], spec: dict, got: dict) -> None:
     if got.get("node") is not True:
         raise Mistake("no_graph", f"{GID}: the output of VocabChunkedCrossEntropy.apply has no backward node.")
     with_grad, peak, products, loss = got["backward_with_grad"], got["peak"], got["products"], got["loss"]
@@ -267,11 +267,11 @@ def _exercise(spec: FunctionSpec = SPEC) -> Exercise:
     base = function_exercise(spec=spec, title="A fused loss over the vocabulary", forward_points=1, backward_points=2)
     forward, backward = base.stages
     forward = Stage(name=forward.name, points=forward.points, probe=forward.probe,
-                    judge=lambda req, facts: _judge_forward(spec, req, facts))
+                    assess=lambda req, facts: _assess_forward(spec, req, facts))
     memory = Stage(name="holds only a few slices of logits at once, following `chunk` (elements allocated over "
                    "forward + backward, at two slice sizes), logits from torch matrix products, backward without "
                    "autograd",
-                   points=1, probe="memory", judge=lambda req, facts: _judge_memory(spec, req, facts))
+                   points=1, probe="memory", assess=lambda req, facts: _assess_memory(spec, req, facts))
 
     def req(seed: int) -> dict:
         b = 1000 * seed

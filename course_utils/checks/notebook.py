@@ -1,4 +1,4 @@
-"""What a notebook's check cell calls: run one exercise's probe and judge here, show the verdict.
+"""What a notebook's check cell calls: probe and assess one exercise here, show the verdict.
 
 In a notebook both halves run in the student's own process (it only serves the student);
 the grader runs them apart (see ``engine``). The facts still travel through the grader's
@@ -13,7 +13,7 @@ from .. import wire
 from ..errors import CourseError, notebook_shell
 from ..probes.guard import TIME_LIMIT
 from .cells import provenance, stale
-from .engine import FAILED, Result, judge, make_request, probe
+from .engine import FAILED, Result, assess, make_request, probe
 from .registry import EXERCISES, OWNERS, family, has_family, pick, varied
 from .registry import variant as pick_variant
 from .verdict import Verdict
@@ -25,7 +25,7 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
 
     ``variant`` names one of the exercise's variants (``registry.family``); None is the default.
 
-    Probe and judge run in this process (it only serves the student); the facts still
+    Probe and assess run in this process (it only serves the student); the facts still
     travel through the grader's wire format, so the notebook sees exactly what the grader sees.
     """
     if grade_id not in EXERCISES:
@@ -36,8 +36,8 @@ def run_check(grade_id: str, namespace: Mapping[str, object], time_limit: float 
     ex = chosen.exercise
     request = make_request(ex, seed)
     facts = probe(ex, namespace, wire.loads(wire.dumps(request)), time_limit)
-    result = judge(ex, request, wire.loads(wire.dumps(facts)))
-    result.variant = chosen.key if has_family(grade_id) else ""  # the verdict names the variant it judged
+    result = assess(ex, request, wire.loads(wire.dumps(facts)))
+    result.variant = chosen.key if has_family(grade_id) else ""  # the verdict names the variant it assessed
     return result
 
 

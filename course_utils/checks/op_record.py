@@ -1,4 +1,4 @@
-"""Judging what a backward ran, from the ATen ops a probe recorded below autograd.
+"""Assessing what a backward ran, from the ATen ops a probe recorded below autograd.
 
 A student's backward must compute the vector-Jacobian product itself: no op run through autograd
 (grad mode on, or autograd's engine) and none of PyTorch's own versions of the op being written.
@@ -20,7 +20,7 @@ def op_names(ops: object) -> set[str]:
     return {str(entry[0]) for entry in ops if isinstance(entry, list) and entry}
 
 
-def judge_own_backward(gid: str, ops: object, with_grad: object, native: set[str]) -> None:
+def assess_own_backward(gid: str, ops: object, with_grad: object, native: set[str]) -> None:
     """Backward's recorded ATen ops: no op run with grad mode on, none of ``native`` (the op being written)."""
     if not isinstance(ops, list) or not isinstance(with_grad, int):
         raise Malformed("no op record")

@@ -75,7 +75,7 @@ def precision_stage(p: Precision, reference: Callable[..., torch.Tensor], gid: s
     """The stage ``function_exercise(..., precision_points=...)`` appends; it reads ``request["precision"]``."""
     return Stage(name=f"values and gradients accurate to {p.rtol[torch.float64]:g} (float64) and "
                  f"{p.rtol[torch.float32]:g} (float32) relative, for {p.where}", points=points, probe="precision",
-                 judge=lambda req, facts: judge(p, reference, gid, cls, req["precision"], facts))
+                 assess=lambda req, facts: assess(p, reference, gid, cls, req["precision"], facts))
 
 
 def _tensor(record: dict, key: str, shape: torch.Size) -> torch.Tensor:
@@ -85,7 +85,7 @@ def _tensor(record: dict, key: str, shape: torch.Size) -> torch.Tensor:
     return t
 
 
-def judge(p: Precision, reference: Callable[..., torch.Tensor], gid: str, cls: str, req: dict, facts: dict) -> None:
+def assess(p: Precision, reference: Callable[..., torch.Tensor], gid: str, cls: str, req: dict, facts: dict) -> None:
     """Every value, then every gradient, within ``p.rtol`` of the accurate one relative to itself (a result below
     the dtype's smallest normal number only needs to be as small); names the worst point."""
     exact = accurate(p, reference)

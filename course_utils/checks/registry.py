@@ -84,7 +84,7 @@ def family(grade_id: str) -> tuple[Variant, ...]:
 
 
 def has_family(grade_id: str) -> bool:
-    """Whether ``grade_id`` has variants (whether or not they are on): its verdicts name the variant judged."""
+    """Whether ``grade_id`` has variants (whether or not they are on): its verdicts name the variant assessed."""
     return grade_id in FAMILIES
 
 

@@ -5,7 +5,7 @@ whether it is the output and which inputs it is (same memory, or an equal copy):
 reports whether backward *reads* them: it bumps the saved tensors' version counters
 (an in-place ``add_(0)``, values unchanged) and calls backward, which must then fail
 autograd's "modified by an inplace operation" check when it unpacks ``ctx.saved_tensors``.
-The judge decides from those facts; it never sees the student's tensors.
+The check decides from those facts; it never sees the student's tensors.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ catalogue({
     "saved_not_used": "backward does not read the tensors forward saved (it gets its values elsewhere)",
 })
 
-def judge_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
+def assess_saves_output_only(spec: FunctionSpec, req: dict, facts: dict) -> None:
     """Forward must save its output (or a copy) and no input."""
     gid = spec.grade_id
     for case, got in zip(req["cases"], facts["cases"]):

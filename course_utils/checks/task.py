@@ -1,7 +1,7 @@
 """What a varied exercise's task cell shows: this student's variant of the exercise, as Markdown.
 
 A locked cell under the exercise's heading calls ``task("killhead")``; the check cell below the answer
-judges the same variant (``notebook.check``), chosen by ``student.current()``. The first line names the
+assesses the same variant (``notebook.check``), chosen by ``student.current()``. The first line names the
 variant and the student (``variant_text.task_head``): the grader reads it back only as evidence.
 """
 from __future__ import annotations

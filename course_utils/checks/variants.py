@@ -5,7 +5,7 @@ argument is the non-tensor one, which inputs are saved, a kink, an axis or a lay
 constant that cancels. Every variant of an exercise keeps its grade id, the names its answer cell
 defines, its points and its probes (the probes call the student's code on whatever inputs the
 request holds), so the notebook's cells and the grader's sandbox are the same for every student:
-only the task text, the request and the judge differ.
+only the task text, the request and the ``assess`` functions differ.
 
 A lesson module lists its families in ``VARIANTS = {grade_id: (Variant(...), ...)}``; the first
 variant is the default (no student id, or variants turned off) and is the exercise ``EXERCISES``
@@ -25,7 +25,7 @@ from .engine import Exercise
 
 @dataclass(frozen=True, kw_only=True)
 class Variant:
-    """One relative of an exercise: its stable ``key``, the ``task`` a student reads, and its ``exercise`` (judge side)."""
+    """One relative of an exercise: its stable ``key``, the ``task`` a student reads, and its ``exercise`` (check side)."""
 
     key: str  # short and stable (a grade book records it): "cols", "rows-last", ...
     task: str  # Markdown shown under the exercise's heading: what to build, never the backward it asks for

@@ -52,7 +52,7 @@ def _text(text: str, grade_id: str = "") -> str:
 def verdict_html(ex: Exercise, result: Result, footer: str = "", student: str | None = None) -> str:
     """Every part of ``ex`` with its points: passed, failed (with the hint) or not reached yet.
 
-    A varied exercise's verdict names the variant it judged, and for which student (``variant_text``).
+    A varied exercise's verdict names the variant it assessed, and for which student (``variant_text``).
     """
     colour = COLOURS.get(result.status, COLOURS[CheckStatus.FAILED])
     head = (f"<b>{ICONS.get(result.status, '✗')} {html.escape(ex.grade_id)}</b>: "
@@ -81,7 +81,7 @@ def verdict_html(ex: Exercise, result: Result, footer: str = "", student: str | 
     note = f"<div class='course-variant' style='{SECONDARY}'>{_text(verdict_line(result.variant, student))}</div>" \
         if result.variant else ""
     note += f"<div style='opacity:.7'>note: {_text(result.output_note)}</div>" if result.output_note else ""
-    # remarks a judge made for the instructor (backward calls autograd itself, ...): the student sees them too,
+    # remarks an assess function made for the instructor (backward calls autograd itself, ...): the student sees them too,
     # unless the failing part already says it (a backward that runs autograd, failed for exactly that)
     failing = result.failing
     said = failing.code if failing is not None else ""
@@ -100,7 +100,7 @@ class Verdict(float):
     exercise: Exercise
     show_fix: bool
     footer: str  # which code was graded (``cells.provenance``): shown to the student, never part of the result
-    student: str | None  # whose variant was judged (the notebook's student id), shown beside the variant
+    student: str | None  # whose variant was assessed (the notebook's student id), shown beside the variant
 
     def __new__(cls, exercise: Exercise, result: Result, show_fix: bool = False, footer: str = "",
                 student: str | None = None) -> Verdict:

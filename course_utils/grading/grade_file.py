@@ -2,7 +2,7 @@
 
 "The judge" is the grader's own process, which this module runs in: it never runs student code.
 It chooses each exercise's inputs with a fresh seed, sends them with the cells, and has the
-course's checks score every facts message (``checks.judge``). Time
+course's checks score every facts message (``checks.assess``). Time
 is the judge's: each runner start has one hard deadline (start-up plus the per-exercise
 limit for every exercise it is asked to run) that no message can move; within it, each
 exercise gets the per-exercise limit from the last sign of progress. A runner that
@@ -197,7 +197,7 @@ def public(request: dict) -> dict:
 def exercise_result(ex: checks.Exercise, r: ExerciseResult, feedback: str) -> ExerciseResult:
     """The check's own result as stored: with the feedback the student reads, its title and place, every stage.
 
-    A stage the check never judged (its facts were unreadable, the runner broke) is listed, not reached, at 0.
+    A stage the check never assessed (its facts were unreadable, the runner broke) is listed, not reached, at 0.
     """
     outcomes = {o.name: o for o in r.stages}
     r.stages = [outcomes.get(s.name) or StageOutcome(s.name, 0.0, s.points, CheckStatus.NOT_REACHED) for s in ex.stages]
@@ -213,9 +213,9 @@ def described(gid: str) -> tuple[str, int]:
 
 
 def _check_facts(ex: checks.Exercise, request: dict, message: dict) -> checks.Result:
-    """The check's verdict on one facts message (``checks.judge``), with the flags the message itself earns."""
+    """The check's verdict on one facts message (``checks.assess``), with the flags the message itself earns."""
     gid = ex.grade_id
-    result = checks.judge(ex, request, message["facts"])
+    result = checks.assess(ex, request, message["facts"])
     if message["fake_output"]:
         result.flags.append(f"{gid}: answer code printed text that looks like a check result (ignored)")
     if message["printed"] > 1_000_000:

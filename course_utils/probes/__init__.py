@@ -1,12 +1,12 @@
 """The probes: the half of each exercise check that runs beside the student's code.
 
 This package is all the grader's sandbox holds of the course besides the runner: no
-reference implementation, no expected value, no judging. A probe calls the student's code
-on the inputs the judge chose (the request) and reports plain data; ``course_utils.checks``
+reference implementation, no expected value, no assessing. A probe calls the student's code
+on the inputs the check chose (the request) and reports plain data; ``course_utils.checks``
 decides from that data, in a process that never runs student code.
 
 ``PROBES[grade_id]`` maps each of an exercise's probe names to its probe; a stage of the check
-names its probe (``Stage(probe="forward")``), so neither side's order matters. The judge asks
+names its probe (``Stage(probe="forward")``), so neither side's order matters. The check asks
 for probes by name, in its stages' order; ``run`` runs exactly those and never raises for student
 errors. Modules mirror ``checks`` one to one: ``probes/lessonNN[_topic].py`` holds the probes of
 the exercises of ``checks/lessonNN[_topic].py`` (``tests/probes/test_probes.py`` holds it).
@@ -38,7 +38,7 @@ def run(grade_id: str, names: Sequence[str], namespace: Mapping[str, object], re
         time_limit: float = TIME_LIMIT, wall_left: Callable[[], float] | None = None) -> dict:
     """Run ``grade_id``'s probes ``names``, in that order; ``{"stages": [facts or {"$error": ...}], "printed", "first_line"}``.
 
-    ``names`` come from the judge (its stages' probes, in its order): a name this package does not
+    ``names`` come from the check (its stages' probes, in its order): a name this package does not
     declare is refused before any student code runs.
     """
     import torch

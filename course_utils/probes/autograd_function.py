@@ -1,7 +1,7 @@
 """Probes for a custom ``torch.autograd.Function``: call its ``apply`` and its backward node.
 
 The request names the exercise (``gid``) and the class (``cls``), and holds the cases the
-judge chose; these probes report outputs, gradients, which inputs changed, what sits on
+check chose; these probes report outputs, gradients, which inputs changed, what sits on
 ctx, and what backward ran below autograd (``op_recorder``): how many ops went through
 autograd itself, and how much work each requires_grad pattern costs. They never compute
 a reference.

@@ -2,7 +2,7 @@
 
 Everything here runs in the student's process (the grader's sandboxed runner, or the
 notebook). It decides nothing: a failure of student code becomes an error record
-``{"$error": {"code", "hint"}}`` in the facts, which the judge validates against its
+``{"$error": {"code", "hint"}}`` in the facts, which the check validates against its
 catalogue of mistakes (a code it does not know earns nothing).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ OUTPUT_LIMIT = 2000  # characters of captured student output kept
 
 
 class Mistake(Exception):
-    """A failure seen beside student code: ``code`` names it for the judge, ``hint`` diagnoses it, ``fix`` cures it.
+    """A failure seen beside student code: ``code`` names it for the check, ``hint`` diagnoses it, ``fix`` cures it.
 
     ``fix`` (optional) is the second level of help, shown only when the student asks for it.
     """

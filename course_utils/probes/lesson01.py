@@ -1,7 +1,7 @@
 """Lesson 01 probes: the student's ``Scalar`` engine (``scalar_engine``; its new operations: ``lesson01_ops``).
 
 Each probe builds expressions with the student's ``Scalar`` and reports ``.data`` and the
-inputs' ``.grad``; the expected values live with the judge. The efficiency probe counts
+inputs' ``.grad``; the expected values live with the check. The efficiency probe counts
 writes to the leaf's ``.grad`` on 25 doubling layers instead of timing the sweep.
 """
 from __future__ import annotations

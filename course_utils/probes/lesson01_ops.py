@@ -1,7 +1,7 @@
 """Lesson 01 probes of ``scalar_ops``: ``/``, ``number / a``, ``** p``, ``exp`` and ``tanh`` of the student's ``Scalar``.
 
 Built like the engine's probes (``lesson01``): each expression is built with the student's ``Scalar``
-and reports ``.data`` and the inputs' ``.grad``; the expected values live with the judge.
+and reports ``.data`` and the inputs' ``.grad``; the expected values live with the check.
 """
 from __future__ import annotations
 

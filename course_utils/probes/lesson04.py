@@ -2,7 +2,7 @@
 
 The module probes build the student's ``Linear`` and report its parameters, its repr, its
 initial values (after seeding the student's own process RNG, as ``nn.Linear`` is
-initialised from it), its output and gradients; the judge compares with ``nn.Linear``.
+initialised from it), its output and gradients; the check compares with ``nn.Linear``.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Lesson 06 probes: ``AbsProd`` and ``Maximum`` are Function exercises (forward, backward); ``gradient_test``
 calls the student's ``backward_is_correct`` on hidden Functions, some right and some with a bug in backward.
 
-The hidden Functions run beside the student's code, so they are built here from source the judge wrote
-for this run, with random local names and no marker anywhere; which of them are right is the judge's
+The hidden Functions run beside the student's code, so they are built here from source the check wrote
+for this run, with random local names and no marker anywhere; which of them are right is the check's
 knowledge alone (``checks/families/gradient_test.py``).
 """
 from __future__ import annotations
@@ -21,11 +21,11 @@ CALL_LIMIT = 10.0  # seconds per call of the student's backward_is_correct
 def _function(source: str) -> Any:
     """The Function class a request's source defines: class F, module "hidden", nothing else attached.
 
-    The source is written per run by the judge (``checks/families/gradient_test.py``): which Functions
+    The source is written per run by the check (``checks/families/gradient_test.py``): which Functions
     are buggy is in no name, closure, global or attribute here, nor in the request.
     """
     namespace: dict[str, Any] = {"torch": torch, "_n": [0]}  # the same two globals in every hidden Function
-    exec(compile(source, "<hidden>", "exec"), namespace)  # the judge's own source, never the student's
+    exec(compile(source, "<hidden>", "exec"), namespace)  # the check's own source, never the student's
     forward, backward = namespace["forward"], namespace["backward"]
     forward.__qualname__, backward.__qualname__ = "F.forward", "F.backward"
     cls = type("F", (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})

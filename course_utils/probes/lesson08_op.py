@@ -53,7 +53,7 @@ def tracing() -> Iterator[None]:
     partitioner without its common-subexpression pass (``torch._functorch.config.cse``).
 
     That pass only merges duplicate nodes of the joint graph AOTAutograd built: values and gradients stay what they
-    were, and what the check judges (the fake on fake and symbolic tensors, the backward traced, one graph holding
+    were, and what the check assesses (the fake on fake and symbolic tensors, the backward traced, one graph holding
     the op) is decided before it. It imported Inductor's pattern matcher, and with it Inductor's lowerings and
     templates: about 1 s of CPU on a check's first run without the warm-up (issue 49), and a part of every rerun."""
     import torch._functorch.config as functorch_config
@@ -123,7 +123,7 @@ def op_autograd(ns, req: dict) -> dict:
         facts["cases"].append({"backward": {k: detached(v) for k, v in back.items()}, "grad": detached(xi.grad),
                                "autograd_ops": direct.get("value", 0)})
         if "value" not in back:
-            return facts  # the judge stops at a failed backward: spare the slower checks
+            return facts  # the check stops at a failed backward: spare the slower checks
     facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
         obj, (req["gc"].clone().requires_grad_(),)))
     with tracing():

@@ -1,7 +1,7 @@
 """Lesson 10 probe: where ``TritonSwiGLU``'s gradient comes from, on the device its kernels can read.
 
 Inputs go where the student's kernels run: the GPU when Triton compiles them, the CPU when
-Triton interprets them (``kernel_device``); facts come back on the CPU for the judge. For each
+Triton interprets them (``kernel_device``); facts come back on the CPU for the check. For each
 case it runs forward and backward with every Triton kernel launch counted (the ``run`` method
 of Triton's compiled and interpreted kernels is wrapped for the call) and every ATen op
 recorded below autograd. Then the *counterfactual*: backward on other inputs, where, for the

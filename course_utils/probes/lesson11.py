@@ -7,7 +7,7 @@ two peaks: of everything, and of the storages that are not matrices with a dimen
 hidden width (the gradients, copies of the inputs and pieces of them are; logits slices, rows of
 logits and per-token vectors are not), with the shapes alive at the second. For each memory case
 the probe reports both peaks, the elements forward's matrix products returned, the loss and
-backward's grad-mode ops; the judge decides what is too much.
+backward's grad-mode ops; the check decides what is too much.
 
 The limit is CPU time (``CPU_LIMIT``, the same in the notebook and the grader): the machine's
 other work does not count against the student. Should the guard's wall-clock alarm fire first,

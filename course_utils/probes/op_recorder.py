@@ -6,7 +6,7 @@ how many of them ran *through autograd*: with grad mode on (code that records a 
 inside a task of autograd's engine (``torch.autograd.grad``, ``.backward()``, ``torch.func.vjp``
 running a graph, however they were reached: an alias, ``getattr``, a saved graph). Called on a
 backward node's ``apply`` under ``torch.no_grad()``, that count is zero for a backward that
-computes its gradient itself. The probe reports; the judge decides.
+computes its gradient itself. The probe reports; the check decides.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Checks use it for contracts no value can show: "backward never factorises A again",
 "backward never forms a Jacobian or a one-hot matrix". The probe reports the list; the
-judge decides.
+check decides.
 """
 from __future__ import annotations
 

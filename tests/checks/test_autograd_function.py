@@ -179,13 +179,13 @@ def test_every_catalogue_entry_is_tested():
     assert tested == set(checks.MISTAKES), set(checks.MISTAKES) ^ tested
 
 
-def test_judge_does_not_accept_points_from_facts():
+def test_assess_does_not_accept_points_from_facts():
     ex = checks.EXERCISES["mul"]
     request = ex.request(0)
     facts = checks.probe(ex, ns_from(BUGS["swapped_gradients"][1]), request)
     facts["points"] = 1e6
     facts["status"] = "passed"
-    result = checks.judge(ex, request, facts)
+    result = checks.assess(ex, request, facts)
     assert result.points == 1 and result.mistakes == ["swapped_gradients"]
 
 
@@ -284,7 +284,7 @@ def test_needs_input_grad_facts_must_be_counts():
     request = ex.request(0)
     facts = checks.probe(ex, ns_from(LINEAR_COMPUTES_ALL), request)
     facts["stages"][2]["every"]["work"] = "a lot"
-    result = checks.judge(ex, request, facts)
+    result = checks.assess(ex, request, facts)
     assert result.mistakes == ["malformed_result"] and result.points == 0
 
 
@@ -295,7 +295,7 @@ def test_the_own_work_record_must_be_counts_too():
     for forged in (None, "none", [1, -2, 3], [True, 0, 0]):
         facts = checks.probe(ex, ns_from(LINEAR_COMPUTES_ALL), request)
         facts["stages"][2]["every"]["own"] = forged
-        result = checks.judge(ex, request, facts)
+        result = checks.assess(ex, request, facts)
         assert result.mistakes == ["malformed_result"] and result.points == 0, forged
 
 

@@ -1,6 +1,6 @@
 """Two levels of help over the whole hint catalogue (issue 32).
 
-Every hint the checks build at run time is read: tests/conftest.py wraps the engine's judge for every test in
+Every hint the checks build at run time is read: tests/conftest.py wraps the engine's ``assess`` for every test in
 tests/checks, so each verdict any test's answer gets goes through ``check_helpers.leaks`` (issue 41, item 5):
 the solution's formulas under any names and spellings, and the hint repeating its own fix, fail the test.
 Each mistake code is reached through the catalogue's tests: ``BUGS`` in
@@ -72,9 +72,9 @@ def test_prose_math_is_not_code():
     assert not code_in("re-derive d(a/b)/db", size=1) and not code_in("the power of b in d(a / b)/db", size=1)
 
 
-def test_every_verdict_judged_in_a_check_test_is_read():
+def test_every_verdict_assessed_in_a_check_test_is_read():
     """The guard is on in this very test: a hint built at run time that gives the answer away fails it."""
-    assert engine._judge.__name__ == "judged"
+    assert engine._assess.__name__ == "assessed"
 
 
 def test_the_wrong_tangent_and_the_log1mexp_gradient_are_named_without_their_formulas():

@@ -1,4 +1,4 @@
-"""Lesson 03 checks: exp (a relative of the lesson's e^x: its forward precision, generic in judge_forward, and
+"""Lesson 03 checks: exp (a relative of the lesson's e^x: its forward precision, generic in assess_forward, and
 what it saved) and the transfer exercise sigmoid."""
 import ast
 

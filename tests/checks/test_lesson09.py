@@ -385,7 +385,7 @@ def test_each_mistake_gets_its_hint(code):  # last: BUGS is complete only here
 
 
 def test_solve_without_the_transpose_is_blamed_on_b_not_a():
-    """Issue 41, item 3: the gradients are judged in dependency order, so A's is not named first."""
+    """Issue 41, item 3: the gradients are assessed in dependency order, so A's is not named first."""
     result = checks.run_check("solve", ns_from(solve(gb="torch.linalg.lu_solve(LU, piv, G)")))
     assert result.mistakes == ["solve_grad_b_untransposed"] and "gradient for A is wrong" not in result.diagnosis
 

@@ -37,7 +37,7 @@ def test_the_task_follows_the_student(family, monkeypatch):
     assert f"for student `{never}`" in task("mul") and "`never`" in task("mul")
 
 
-def test_the_check_judges_the_students_variant_and_the_verdict_names_it(family, monkeypatch):
+def test_the_check_assesses_the_students_variant_and_the_verdict_names_it(family, monkeypatch):
     plain, never = student_for("mul", 0), student_for("mul", 1)
     as_student(monkeypatch, never)
     verdict = check("mul", ns_from(MUL))

@@ -2,7 +2,7 @@
 
 One nbgrader course directory holds every assignment generated from ``solutions/``. Three
 students submit every assignment: correct (the answers to their own variant of each varied exercise: nbgrader's
-autograde judges the variant of its folder's student, our grader that of submitted/STUDENT/); mistaken (the first answer cell an
+autograde grades the variant of its folder's student, our grader that of submitted/STUDENT/); mistaken (the first answer cell an
 IndentationError, the second exercise without its last solution region, the others
 answers that run but return nothing; an assignment with one exercise gets only the missing
 region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out). One ``nbgrader autograde`` call
@@ -61,7 +61,7 @@ def answer(source: str, keep, stub: str = "return None") -> str:
 def variant_answer(grade_id: str, student: str) -> str | None:
     """The right answer to ``student``'s variant of an exercise where it is not the default (else None).
 
-    nbgrader's autograde runs the notebook in autograded/STUDENT/ASSIGNMENT/, so its check cells judge the variant
+    nbgrader's autograde runs the notebook in autograded/STUDENT/ASSIGNMENT/, so its check cells assess the variant
     of that folder's student (``course_utils.student``); our grader derives the same from submitted/STUDENT/.
     """
     from course_utils.checks import registry

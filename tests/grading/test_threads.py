@@ -4,7 +4,7 @@ Grading runs submissions in threads (``--jobs``). A check that seeds or reads th
 process-wide RNG (or any other global setting) gives grades that depend on timing:
 this once failed a correct ``linear_module`` 312 times out of 400 with two threads.
 Facts are collected once per exercise (probe beside the solution, in this thread);
-the judging, and the judge-side ``request``, then run concurrently.
+the checks' ``assess`` and ``request`` then run concurrently, as in the judge.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -49,14 +49,14 @@ def cases():
 
 
 def test_judging_in_threads_matches_judging_alone(cases):
-    alone = [_verdict(checks.judge(checks.EXERCISES[g], req, f)) for g, _, _, req, f in cases]
+    alone = [_verdict(checks.assess(checks.EXERCISES[g], req, f)) for g, _, _, req, f in cases]
     assert any(v[1] == "passed" for v in alone) and any(v[1] == "failed" for v in alone)
     for (gid, seed, kind, _, _), v in zip(cases, alone):
         if kind == "correct":
             assert v[1] == "passed", (gid, seed, v)
     work = [(i, c) for i, c in enumerate(cases)] * ROUNDS
     with ThreadPoolExecutor(THREADS) as pool:
-        got = list(pool.map(lambda item: (item[0], _verdict(checks.judge(checks.EXERCISES[item[1][0]], item[1][3],
+        got = list(pool.map(lambda item: (item[0], _verdict(checks.assess(checks.EXERCISES[item[1][0]], item[1][3],
                                                                                item[1][4]))), work))
     wrong = [(cases[i][:3], v, alone[i]) for i, v in got if v != alone[i]]
     assert not wrong, f"{len(wrong)} of {len(got)} verdicts changed in threads, e.g. {wrong[0]}"
@@ -75,6 +75,6 @@ def test_the_global_rng_is_never_touched_by_judging(cases):
     torch.manual_seed(1234)
     state = torch.random.get_rng_state()
     for gid, _, _, req, facts in cases:
-        checks.judge(checks.EXERCISES[gid], req, facts)
+        checks.assess(checks.EXERCISES[gid], req, facts)
         checks.EXERCISES[gid].request(5)
     assert torch.equal(torch.random.get_rng_state(), state)

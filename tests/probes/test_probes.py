@@ -1,8 +1,8 @@
 """The probes: all the grader's sandbox holds of the course, and never a reference.
 
 ``course_utils.probes`` must import nothing of ``course_utils.checks`` (references,
-expected values, judging), every exercise's stages must run exactly the registered probes,
-and every error code a probe can report must be one the judge's catalogue knows (an
+expected values, assessing), every exercise's stages must run exactly the registered probes,
+and every error code a probe can report must be one the checks' catalogue knows (an
 unknown code earns nothing and reads as "malformed").
 """
 import ast

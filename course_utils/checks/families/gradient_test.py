@@ -2,7 +2,7 @@
 
 The student's ``backward_is_correct`` runs in the same process as these Functions, so it can read
 anything they carry: names, closures, globals, attributes, constants, even their code. Each is
-therefore built from source generated here, in the judge, per request: every local has a random
+therefore built from source generated here, by the check, per request: every local has a random
 name, every product a random one of four spellings, and every backward starts the same way (a call
 counter and a block that never runs but names every tensor method any of them uses, in a random
 order). No name, closure, global, attribute or string says which is buggy; the request sent to the

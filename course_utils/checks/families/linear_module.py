@@ -25,7 +25,7 @@ from ..variants import Variant
 def linear_init(seed: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
     """What ``torch.manual_seed(seed); nn.Linear(fan_in, fan_out)`` holds, from a private generator.
 
-    The judge runs in threads: it must never seed or read the process-wide RNG.
+    The grader's judge runs checks in threads: this must never seed or read the process-wide RNG.
     """
     gen = torch.Generator().manual_seed(seed)
     weight = torch.empty(fan_out, fan_in)
@@ -99,8 +99,8 @@ def _shape(kind: Kind, fan_in: int, fan_out: int) -> list[int]:
     return [fan_in, fan_out] if kind.in_out else [fan_out, fan_in]
 
 
-def _judge_structure(kind: Kind):
-    def judge(req, facts):
+def _assess_structure(kind: Kind):
+    def assess(req, facts):
         for bias in (True, False):
             w, b = facts[str(bias)]["weight"], facts[str(bias)]["bias"]
             if w["kind"] != "parameter" or w.get("shape") != _shape(kind, 5, 3):
@@ -116,7 +116,7 @@ def _judge_structure(kind: Kind):
         if "in_features=5" not in text or "out_features=3" not in text or "bias=True" not in text:
             raise Mistake("module_repr", f"linear_module: repr(Linear(5, 3)) is {text[:120]!r}; extra_repr should return "
                           "'in_features=5, out_features=3, bias=True' like nn.Linear.")
-    return judge
+    return assess
 
 
 def _linear_cause(seed: int, fan_in: int, w: object, b: object, ref_w: torch.Tensor, ref_b: torch.Tensor) -> \
@@ -155,8 +155,8 @@ def _cause(kind: Kind, seed: int, fan_in: int, w: object, b: object, ref_w, ref_
     return "module_init", "the weight is right, the bias is not" if weight_ok else "the weight is not drawn by the rule"
 
 
-def _judge_init(kind: Kind):
-    def judge(req, facts):
+def _assess_init(kind: Kind):
+    def assess(req, facts):
         for (seed, fan_in, fan_out), got in zip(req["init"], facts):
             ref_w, ref_b = kind.init(seed, fan_in, fan_out)
             w, b = got["weight"], got["bias"]
@@ -168,11 +168,11 @@ def _judge_init(kind: Kind):
                               fix=kind.fix)
         if len(facts) != len(req["init"]):
             raise ValueError("missing init cases")
-    return judge
+    return assess
 
 
-def _judge_forward(kind: Kind):
-    def judge(req, facts):
+def _assess_forward(kind: Kind):
+    def assess(req, facts):
         if not any("LinearFunction" in name for name in facts.get("graph", [])):
             raise Mistake("module_not_using_function", "linear_module: Linear.forward does not go through your "
                           f"LinearFunction: its output's graph (grad_fn {facts['grad_fn']}) holds no LinearFunction "
@@ -192,7 +192,7 @@ def _judge_forward(kind: Kind):
             if not close(grads[name], wanted[name], torch.float32):
                 raise Mistake("gradient_wrong", f"linear_module: the gradient of Linear.{name} differs from "
                               "nn.Linear's (in your weight's layout).")
-    return judge
+    return assess
 
 
 def _request(seed: int) -> dict:
@@ -203,10 +203,10 @@ def _request(seed: int) -> dict:
 
 def exercise(kind: Kind) -> Exercise:
     return Exercise(grade_id="linear_module", title="Linear module", names=("Linear", "LinearFunction"), stages=(
-        Stage(name="parameters, shapes and extra_repr", points=1, probe="structure", judge=_judge_structure(kind)),
-        Stage(name=f"initialised as the variant asks ({kind.said})", points=1, probe="init", judge=_judge_init(kind)),
+        Stage(name="parameters, shapes and extra_repr", points=1, probe="structure", assess=_assess_structure(kind)),
+        Stage(name=f"initialised as the variant asks ({kind.said})", points=1, probe="init", assess=_assess_init(kind)),
         Stage(name="forward and gradients match nn.Linear through LinearFunction", points=1, probe="forward",
-              judge=_judge_forward(kind)),
+              assess=_assess_forward(kind)),
     ), request=_request)
 
 

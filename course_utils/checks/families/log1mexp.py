@@ -1,6 +1,6 @@
 """The variants of lesson 09's ``log1mexp`` (issue 51): log-of-exponential functions, each delicate at its own ends.
 
-Each ``Numeric`` is one variant's judge-side data: its ``FunctionSpec`` (reference composite from ``references``,
+Each ``Numeric`` is one variant's check-side data: its ``FunctionSpec`` (reference composite from ``references``,
 cases, gradcheck interval), its derivative computed accurately in float64, and the wide grid of its precision
 stage; ``lesson09`` builds the exercise from it with the same stages and probes as log1mexp's own.
 """

@@ -42,7 +42,7 @@ SANDBOX_UID = 65534  # inside the user namespace (normal-user mode)
 ROOT_MODE_FIRST_UID = 61000  # host uids used in root mode: one per zygote (uids.Lease), never a real account
 UID_MODE_FIRST_UID = 62000  # uid mode: one per runner (uids.Lease: no two live runners of the machine share one)
 # all of the course the sandbox holds: the runner, its framing, the probes, and student.py (the shared set-up cell
-# says which student id it sees: nothing there judges); never checks/ (references, expected values, judging), never
+# says which student id it sees: nothing there assesses); never checks/ (references, expected values, assessing), never
 # solutions/, release or grading's other modules
 RUNNER_FILES = ("__init__.py", "wire.py", "student.py", "grading/__init__.py", "grading/sandbox/__init__.py",
                 "grading/sandbox/runner.py",
