@@ -142,13 +142,13 @@ def test_checks_leave_the_global_rng_alone():
     assert torch.equal(torch.rand(3), expected)
 
 
-def test_requests_and_judging_push_no_device_mode_where_the_cpu_is_the_default_already():
+def test_requests_and_assessing_push_no_device_mode_where_the_cpu_is_the_default_already():
     """``torch.device("cpu")`` is a torch function mode (every torch call inside it goes through Python, tens of
     thousands per graded batch in the judge): where the CPU is the default already (the grader's judge) neither
-    the request nor the judge runs under one; under another default device both still build on the CPU."""
+    the request nor ``assess`` runs under one; under another default device both still build on the CPU."""
     import torch
 
-    from course_utils.checks.engine import Exercise, Stage, judge, make_request
+    from course_utils.checks.engine import Exercise, Stage, assess, make_request
 
     seen = []
 
@@ -156,19 +156,19 @@ def test_requests_and_judging_push_no_device_mode_where_the_cpu_is_the_default_a
         seen.append(("request", torch._C._len_torch_function_stack(), torch.zeros(1).device.type))
         return {}
 
-    def stage_judge(req, facts):
-        seen.append(("judge", torch._C._len_torch_function_stack(), torch.zeros(1).device.type))
+    def stage_assess(req, facts):
+        seen.append(("assess", torch._C._len_torch_function_stack(), torch.zeros(1).device.type))
 
-    ex = Exercise(grade_id="probe_cost", title="t", names=(), stages=(Stage(name="s", points=1.0, probe="p", judge=stage_judge),),
-                  request=request)
+    ex = Exercise(grade_id="probe_cost", title="t", names=(),
+                  stages=(Stage(name="s", points=1.0, probe="p", assess=stage_assess),), request=request)
     make_request(ex, 1)
-    assert judge(ex, {}, {"stages": [{}]}).points == 1.0
-    assert seen == [("request", 0, "cpu"), ("judge", 0, "cpu")]
+    assert assess(ex, {}, {"stages": [{}]}).points == 1.0
+    assert seen == [("request", 0, "cpu"), ("assess", 0, "cpu")]
     seen.clear()
     torch.set_default_device("meta")
     try:
         make_request(ex, 1)
-        judge(ex, {}, {"stages": [{}]})
+        assess(ex, {}, {"stages": [{}]})
     finally:
         torch.set_default_device(None)
     assert [device for *_, device in seen] == ["cpu", "cpu"]
@@ -199,7 +199,7 @@ def test_check_cell_metadata_matches_exercise_points():
                 assert meta["locked"] and not meta["solution"] and not meta["grade"]
 
 
-# --------------------------------------------------------------------------- probe / judge split
+# --------------------------------------------------------------------------- probe / assess split
 @functools.cache
 def _solution_on_the_wire(grade_id: str, seed: int) -> bytes:
     """The solution's facts at ``seed`` as run_check probes them (the request through the wire), in the wire's bytes."""
@@ -209,22 +209,22 @@ def _solution_on_the_wire(grade_id: str, seed: int) -> bytes:
 
 
 def solution_facts(grade_id: str, seed: int) -> tuple[dict, object]:
-    """The request and the solution's facts at ``seed``, as run_check passes them to the judge. The probe runs once
-    per worker: the malformed-facts and fresh-seed tests judge the same facts; each reader gets its own copy."""
+    """The request and the solution's facts at ``seed``, as run_check passes them to assess. The probe runs once
+    per worker: the malformed-facts and fresh-seed tests assess the same facts; each reader gets its own copy."""
     return make_request(checks.EXERCISES[grade_id], seed), wire.loads(_solution_on_the_wire(grade_id, seed))
 
 
 @pytest.mark.parametrize("grade_id", sorted(checks.EXERCISES))
-def test_judge_gives_zero_for_malformed_facts(grade_id):
-    """Whatever arrives from beside the student's code, the judge never crashes and never pays for garbage."""
+def test_assess_gives_zero_for_malformed_facts(grade_id):
+    """Whatever arrives from beside the student's code, ``assess`` never crashes and never pays for garbage."""
     ex = checks.EXERCISES[grade_id]
     request, good = solution_facts(grade_id, 2)
-    assert checks.judge(ex, request, good).status == "passed"
+    assert checks.assess(ex, request, good).status == "passed"
     junk = [None, 5, "lots", {"stages": "x"}, {"stages": [None] * len(ex.stages)},
             {"stages": [{"cases": [{"out": "x"}]}] * len(ex.stages)}, {"stages": good["stages"][:-1]},
             {"stages": [{"$error": {"code": "passed", "hint": "x"}}] * len(ex.stages)}]
     for facts in junk:
-        result = checks.judge(ex, request, facts)
+        result = checks.assess(ex, request, facts)
         assert result.points == 0, (facts, result.report())
         assert result.mistakes in (["malformed_result"], [result.mistakes[0]]) and "Traceback" not in result.report()
 
@@ -233,9 +233,9 @@ def test_judge_gives_zero_for_malformed_facts(grade_id):
 def test_fresh_seeds_change_inputs_but_not_the_verdict(grade_id):
     ex = checks.EXERCISES[grade_id]
     assert wire.dumps(ex.request(1)) != wire.dumps(ex.request(2))
-    for seed in (1, 2):  # run_check's probe and judge; seed 2's facts are the malformed-facts test's (probed once)
+    for seed in (1, 2):  # run_check's probe and assess; seed 2's facts are the malformed-facts test's (probed once)
         request, facts = solution_facts(grade_id, seed)
-        assert checks.judge(ex, request, facts).status == "passed"
+        assert checks.assess(ex, request, facts).status == "passed"
 
 
 def test_every_lesson_module_of_checks_has_its_test_module():
