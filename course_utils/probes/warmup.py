@@ -173,6 +173,28 @@ def wait(limit: float = WAIT_LIMIT) -> None:
             _wait_until(lambda: False, limit)
 
 
+def ready(names: Sequence[str]) -> None:
+    """Import ``names`` before returning, collected once after (``probes.machinery``: the set-up cell of a notebook
+    whose checks all import seconds of torch's compiler). A warm-up at work imports them after what it has queued and
+    this waits for all of it, its collection included (two threads importing torch at once can deadlock, and a
+    collection left running would fall in the first check); without one they are imported here, then collected
+    (else Python's next full collection walks them, 0.2 s inside a check)."""
+    if threading.current_thread().name == THREAD:
+        return
+    with _S.cond:
+        running = _S.worker is not None
+        if running:
+            _add(names)
+    if running:
+        wait()
+        return
+    known = len(sys.modules)
+    for name in names:
+        _import(name)  # at once for a module already imported; "module:function" calls its function
+    if len(sys.modules) > known:
+        gc.collect()
+
+
 @contextmanager
 def checking(grade_id: str) -> Iterator[None]:
     """Around a check: wait for what it imports and for the import under way, then keep the warm-up from importing
