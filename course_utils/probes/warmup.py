@@ -21,6 +21,11 @@ torch's circular modules at once can deadlock, and they would share the CPU anyw
 lesson's other names and its collection after it. So a student who runs the whole notebook at once meets the
 first check while the warm-up is still at work, and the check neither races it nor waits for what a later
 exercise needs.
+
+What a notebook's every check needs and takes seconds to import (lesson 08's torch._dynamo: torch.func's transforms
+import it on first use) cannot be hidden from "Run All", a front end that runs cells with stdin off, or a script:
+there the set-up cell imports it before it returns (``ready``, from ``probes.machinery``), through the warm-up's
+thread when one runs.
 """
 from __future__ import annotations
 
