@@ -46,6 +46,7 @@ from torch.autograd import Function
 import numpy as np
 from torch import Tensor
 import course_utils.probes.cells  # remembers how each cell last ran: no check grades stale code
+import course_utils.probes.machinery  # torch.func's and torch.compile's machinery, imported once here: no check waits for it
 from course_utils.student import remember, whoami  # your id chooses your variant of each exercise
 whoami()
 

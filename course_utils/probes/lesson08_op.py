@@ -22,7 +22,8 @@ OP_NAME = "exercises::row_norm"
 NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._functorch", "torch.fx")
 # what these probes import on their first run beyond probes.warmup.MODULES (probes.warmup imports them while the
 # student works): opcheck's tests, AOTAutograd's partitioner passes, export's tracer, SymPy's tensor module, and every
-# compile backend (lookup_backend imports them all: list_backends). Inductor's pattern matcher is not among them:
+# compile backend (lookup_backend imports them all: list_backends), and what aot_eager imports on its first call
+# (Inductor's debug module: its IR and scheduler, 0.1 s). Inductor's pattern matcher is not among them:
 # with the partitioner's CSE off (``tracing``) nothing imports it.
 WARMUP = ("torch._dynamo", "torch.testing._internal.optests", "torch._inductor.compiler_bisector",
           "torch._inductor.fx_passes.dedupe_symint_uses", "torch.export._trace", "torch.fx.experimental.validator",
@@ -30,7 +31,13 @@ WARMUP = ("torch._dynamo", "torch.testing._internal.optests", "torch._inductor.c
           "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
           "torch._higher_order_ops.passes.inline_invoke_subgraph", "torch._export.passes._node_metadata_hook",
           "torch.distributed.tensor.experimental", "torch._dynamo.dce_extra_outputs", "torch._dynamo.repro.after_dynamo",
-          "torch.compiler:list_backends")
+          "torch.compiler:list_backends", "torch._inductor.debug")
+
+
+# opcheck's tests (torch.library.opcheck's defaults): the cheap ones on every x of the request, AOTAutograd's tracing
+# with dynamic shapes (50-100 ms a call, most of the check's time, issue 49) on the xs the request lists in "traced"
+CHEAP_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor")
+TRACING_TEST = "test_aot_dispatch_dynamic"
 
 
 @contextmanager
@@ -103,11 +110,21 @@ def _kernel_ops(obj: Any, x: torch.Tensor) -> object:
     return record.get("value")
 
 
+def _opchecks(what: str, obj: Any, req: dict, grad: bool) -> list[dict]:
+    """``opcheck`` on each x of the request: every default test, AOTAutograd's only on the xs listed in "traced"
+    (all of them when the request lists none)."""
+    traced = req.get("traced", range(len(req["xs"])))
+
+    def one(k: int, x: torch.Tensor) -> object:
+        tests = CHEAP_TESTS + ((TRACING_TEST,) if k in traced else ())
+        return torch.library.opcheck(obj, (x.clone().requires_grad_(grad),), test_utils=tests)
+    return [outcome(what, lambda k=k, x=x: one(k, x)) for k, x in enumerate(req["xs"])]
+
+
 def op_fake(ns, req: dict) -> dict:
     obj = _op(ns)
     with tracing():
-        return {"opcheck": [outcome("the fake implementation", lambda x=x: torch.library.opcheck(obj, (x.clone(),)))
-                            for x in req["xs"]]}
+        return {"opcheck": _opchecks("the fake implementation", obj, req, grad=False)}
 
 
 def op_autograd(ns, req: dict) -> dict:
@@ -127,8 +144,7 @@ def op_autograd(ns, req: dict) -> dict:
     facts["gradcheck"] = outcome("gradcheck", lambda: torch.autograd.gradcheck(
         obj, (req["gc"].clone().requires_grad_(),)))
     with tracing():
-        facts["opcheck"] = [outcome("torch.library.opcheck", lambda x=x: torch.library.opcheck(
-            obj, (x.clone().requires_grad_(),))) for x in req["xs"]]
+        facts["opcheck"] = _opchecks("torch.library.opcheck", obj, req, grad=True)
     return facts
 
 

@@ -21,6 +21,11 @@ torch's circular modules at once can deadlock, and they would share the CPU anyw
 lesson's other names and its collection after it. So a student who runs the whole notebook at once meets the
 first check while the warm-up is still at work, and the check neither races it nor waits for what a later
 exercise needs.
+
+What a notebook's every check needs and takes seconds to import (lesson 08's torch._dynamo: torch.func's transforms
+import it on first use) cannot be hidden from "Run All", a front end that runs cells with stdin off, or a script:
+there the set-up cell imports it before it returns (``ready``, from ``probes.machinery``), through the warm-up's
+thread when one runs.
 """
 from __future__ import annotations
 
@@ -171,6 +176,28 @@ def wait(limit: float = WAIT_LIMIT) -> None:
     if threading.current_thread().name != THREAD:
         with _S.cond:
             _wait_until(lambda: False, limit)
+
+
+def ready(names: Sequence[str]) -> None:
+    """Import ``names`` before returning, collected once after (``probes.machinery``: the set-up cell of a notebook
+    whose checks all import seconds of torch's compiler). A warm-up at work imports them after what it has queued and
+    this waits for all of it, its collection included (two threads importing torch at once can deadlock, and a
+    collection left running would fall in the first check); without one they are imported here, then collected
+    (else Python's next full collection walks them, 0.2 s inside a check)."""
+    if threading.current_thread().name == THREAD:
+        return
+    with _S.cond:
+        running = _S.worker is not None
+        if running:
+            _add(names)
+    if running:
+        wait()
+        return
+    known = len(sys.modules)
+    for name in names:
+        _import(name)  # at once for a module already imported; "module:function" calls its function
+    if len(sys.modules) > known:
+        gc.collect()
 
 
 @contextmanager

@@ -254,6 +254,28 @@ def test_check_imports_no_inductor_lowering_and_restores_the_config(fresh_proces
     assert stdout[1].split() == ["passed", "False", "True"], stderr[-3000:]
 
 
+
+def test_opcheck_traces_one_x_of_each_rank(monkeypatch):
+    """Issue 49, item 7: AOTAutograd's trace with dynamic shapes is most of row_norm_op's time (50-100 ms a call).
+    opcheck runs it on one x of each rank (1-D, 2-D with a zero row, 3-D), without and with grad; its other tests
+    (schema, autograd registration, fake tensors) on all four xs, both times."""
+    from torch.testing._internal.optests import generate_tests
+
+    calls: dict[str, list[int]] = {}
+
+    def counted(name, tester):
+        def run(op, args, kwargs, **options):
+            calls.setdefault(name, []).append(args[0].dim())
+            return tester(op, args, kwargs, **options)
+        return run
+    for name, tester in list(generate_tests.ALL_TEST_UTILS.items()):
+        monkeypatch.setitem(generate_tests.ALL_TEST_UTILS, name, counted(name, tester))
+    assert checks.run_check("row_norm_op", ns_from(OP + FAKE + AUTOGRAD)).status == "passed"
+    every = sorted([2, 1, 3, 2] * 2)
+    assert {name: sorted(dims) for name, dims in calls.items()} == {
+        "test_schema": every, "test_autograd_registration": every, "test_faketensor": every,
+        "test_aot_dispatch_dynamic": [1, 1, 2, 2, 3, 3]}
+
 STUB = 'raise NotImplementedError("Exercise \'row_norm_op\' is not attempted yet: replace this line with your code.")'
 
 

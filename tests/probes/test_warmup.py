@@ -207,3 +207,37 @@ def test_a_kernel_run_by_nbclient_starts_no_warm_up():
                            + answer], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["0", "False", "False", "False", "True"], done.stdout + done.stderr
+
+
+READY = """
+import sys, threading
+from pathlib import Path
+folder = Path(sys.argv[1])
+(folder / "rd_log.py").write_text("threads = {}\\n")
+for name in ("rd_first", "rd_machinery"):  # stand-ins: each says which thread imported it
+    (folder / f"{name}.py").write_text(f"import threading, rd_log\\nrd_log.threads['{name}'] = "
+                                       "threading.current_thread().name\\n")
+sys.path.insert(0, str(folder))
+import rd_log
+from course_utils.probes import warmup
+warmup.ready(("rd_machinery",))  # no warm-up at work (a script, nbclient): imported here, at once
+print(rd_log.threads, warmup._S.worker is None)
+del sys.modules["rd_machinery"]
+warmup.MODULES = ("rd_first",)
+warmup.start()  # a kernel's set-up cell: the warm-up is at work when the cell asks for the machinery
+warmup.ready(("rd_machinery",))
+print(rd_log.threads, warmup._S.worker is None)
+"""
+
+
+def test_ready_imports_before_returning_through_the_warm_up_if_one_runs(tmp_path):
+    """Lesson 08's set-up cell (``probes.machinery``) needs torch._dynamo imported before it returns, whether a
+    warm-up runs or not: with none it imports it itself; with one, the warm-up's thread imports it after what it has
+    queued (two threads importing torch at once can deadlock) and the cell waits for all of it, so no import or
+    collection is left running into the first check."""
+    done = subprocess.run([sys.executable, "-c", READY, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["{'rd_machinery': 'MainThread'} True",
+                                        "{'rd_machinery': 'course-warmup', 'rd_first': 'course-warmup'} True"], \
+        done.stdout
