@@ -91,10 +91,17 @@ def run_grader(*args) -> subprocess.CompletedProcess:
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
 
 
-@settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.generate],  # no shrinking: each example is a batch
+BROKEN = st.tuples(st.sampled_from(KINDS), st.integers(0, 40), NAMES)
+
+
+# no shrinking: each example is a batch (seconds: a grader with its sandboxes). Every batch holds every kind (the
+# first, Hypothesis's simplest, with plain names; the second with drawn sizes and awkward names) and 4 to 12 more
+@settings(max_examples=2, deadline=None, derandomize=True, phases=[Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(broken=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 40), NAMES), min_size=6, max_size=10))
-def test_broken_files_each_get_a_row_and_good_ones_are_graded(tmp_path_factory, broken):
+@given(every=st.tuples(*(st.tuples(st.just(kind), st.integers(0, 40), NAMES) for kind in KINDS)),
+       more=st.lists(BROKEN, min_size=4, max_size=12))
+def test_broken_files_each_get_a_row_and_good_ones_are_graded(tmp_path_factory, every, more):
+    broken = [*every, *more]
     base = tmp_path_factory.mktemp("broken")
     subs = base / "subs"
     subs.mkdir()

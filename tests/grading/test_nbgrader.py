@@ -1,13 +1,17 @@
 """Real nbgrader grades the exercise notebooks exactly as ``python -m course_utils.grade`` does.
 
-One nbgrader course directory holds every assignment generated from ``solutions/``. Three
+One nbgrader course directory holds every assignment generated from ``solutions/``. Two
 students submit every assignment: correct (the answers to their own variant of each varied exercise: nbgrader's
-autograde grades the variant of its folder's student, our grader that of submitted/STUDENT/); mistaken (the first answer cell an
-IndentationError, the second exercise without its last solution region, the others
-answers that run but return nothing; an assignment with one exercise gets only the missing
-region); and unattempted (the notebook from ``exercises/`` exactly as it is handed out). One ``nbgrader autograde`` call
-grades them all while one grader batch (``--jobs 2``) grades the same files; per exercise,
-the points must be equal.
+autograde grades the variant of its folder's student, our grader that of submitted/STUDENT/) and unattempted (the
+notebook from ``exercises/`` exactly as it is handed out): every exercise's check is compared at full marks and at
+its stub. A third, mistaken (the first answer cell an IndentationError, the second exercise without its last
+solution region, the others answers that run but return nothing; an assignment with one exercise gets only the
+missing region), submits only ``MISTAKEN``: in each half one assignment with all three kinds of mistake and one
+with a single exercise (the missing region alone), one of the two earning a stage's partial credit. What it
+compares is how each grader scores a cell that does not parse, a stage's partial credit and an answer that runs
+but is wrong, the same machinery in every assignment; each kernel costs seconds, so not every assignment repeats it.
+One ``nbgrader autograde`` call grades them all while one grader batch (``--jobs 2``) grades the same files; per
+exercise, the points must be equal.
 """
 from __future__ import annotations
 
@@ -99,6 +103,29 @@ def student_notebook(released: nbformat.NotebookNode, solution: nbformat.Noteboo
     return nb
 
 
+def answer_cells(name: str) -> int:
+    """How many answer cells assignment ``name``'s solution notebook has."""
+    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    return sum(1 for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+
+
+# the mistaken student's assignments, two in each half: 09 (four exercises: log1mexp an IndentationError, lambert_w
+# without its backward keeps its forward point, the partial credit; rmsnorm and solve return nothing) and 11 (one
+# exercise: the missing region alone); 06 (three: the same kinds, no partial credit) and 10 (one: partial credit)
+MISTAKEN = ("06_exercises", "09_exercises", "10_exercises", "11_exercises")
+
+
+def mistaken_in(assignments: list[str]) -> list[str]:
+    """The assignments of ``assignments`` the mistaken student submits (``MISTAKEN``)."""
+    return [name for name in assignments if name in MISTAKEN]
+
+
+def submitted(assignments: list[str]) -> list[tuple[str, str]]:
+    """Every (student, assignment) pair graded: correct and unattempted submit every assignment."""
+    mistaken = mistaken_in(assignments)
+    return [(s, n) for n in assignments for s in STUDENTS if s != "mistaken" or n in mistaken]
+
+
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{' '.join(cmd[:3])} failed:\n{proc.stderr[-3000:]}"
@@ -126,7 +153,7 @@ def grade_with_both(tmp_path_factory, assignments: list[str]):
         released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
         solution = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
         solution.metadata["name"] = name
-        for student in STUDENTS:
+        for student in [s for s, n in submitted(assignments) if n == name]:
             folder = course / "submitted" / student / name
             folder.mkdir(parents=True)
             nbformat.write(student_notebook(released, solution, student), folder / f"{name}.ipynb")
@@ -142,10 +169,9 @@ def grade_with_both(tmp_path_factory, assignments: list[str]):
 
     theirs: dict = {}
     with nbgrader_api.Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        for name in assignments:
-            for student in STUDENTS:
-                notebook = gb.find_submission_notebook(name, name, student)
-                theirs[student, name] = {g.name: g.score for g in notebook.grades}
+        for student, name in submitted(assignments):
+            notebook = gb.find_submission_notebook(name, name, student)
+            theirs[student, name] = {g.name: g.score for g in notebook.grades}
     mine, feedback = {}, {}
     for line in ours.stdout.splitlines():
         row = json.loads(line)
@@ -167,7 +193,8 @@ def test_every_assignment_is_graded_by_both():
 @pytest.mark.parametrize("student", STUDENTS)
 def test_nbgrader_gives_the_points_our_grader_gives(graded, student):
     theirs, mine, exported, feedback, assignments = graded
-    for name in assignments:
+    assert set(theirs) == set(mine) == set(submitted(assignments))  # both graded exactly the files submitted
+    for name in [n for s, n in submitted(assignments) if s == student]:
         assert set(theirs[student, name]) == set(mine[student, name]), (
             f"{name}: solutions/ and exercises/ have different exercises; run ./course build")
         assert theirs[student, name] == pytest.approx(mine[student, name]), (
@@ -180,10 +207,10 @@ def test_scores_tell_the_students_apart(graded):
     from course_utils.checks import EXERCISES
 
     for name in assignments:
-        total = {s: sum(theirs[s, name].values()) for s in STUDENTS}
+        total = {s: sum(theirs[s, name].values()) for s in STUDENTS if (s, name) in theirs}
         full = sum(EXERCISES[g].points for g in theirs["correct", name])
         assert total["correct"] == full, name
-        assert total["mistaken"] < full, name
+        assert total.get("mistaken", 0) < full, name
         assert total["unattempted"] == 0, f"{name}: the notebook handed out earns points before any work"
         said = feedback["unattempted", name]  # each stub reaches its check: not attempted, or the shipped bug found
         assert said.count("Not attempted yet") >= len(theirs["unattempted", name]) - 1, f"{name}: {said}"
@@ -196,10 +223,21 @@ def test_the_issue_case_no_longer_gets_full_marks(graded):
     """Unattempted and IndentationError submissions used to get full marks in nbgrader."""
     theirs, assignments = graded[0], graded[-1]
     for name in assignments:
+        assert not any(theirs["unattempted", name].values()), name
+    for name in mistaken_in(assignments):
         exercises = list(theirs["mistaken", name])
         if len(exercises) > 1:  # the first answer cell is the IndentationError
             assert theirs["mistaken", name][exercises[0]] == 0, name
-        assert not any(theirs["unattempted", name].values()), name
+
+
+@pytest.mark.parametrize("half", ["first", "second"])
+def test_the_mistaken_student_makes_every_kind_of_mistake(half):
+    """Its assignments hold an IndentationError, a missing region, answers returning nothing and a lone exercise."""
+    from test_nbgrader_second_half import ASSIGNMENTS as second
+
+    picked = mistaken_in(ASSIGNMENTS if half == "first" else second)
+    cells = sorted(answer_cells(name) for name in picked)
+    assert len(picked) == 2 and cells[0] == 1 and cells[-1] >= 3, (picked, cells)
 
 
 def test_check_cells_end_with_the_check_call():

@@ -180,14 +180,16 @@ def test_a_runner_whose_channel_broke_takes_its_sandbox_with_it_even_if_it_ended
 
 
 def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
-    options = grade_file.Options(sandbox=bwrap_options.sandbox, timeout=3)
+    # the loop runs until the judge's backstop, 3 x timeout: the shortest limit at which test_loops' honest mul and
+    # div finish under load; the clean answer after it is graded at the fixture's timeout
+    options = grade_file.Options(sandbox=bwrap_options.sandbox, timeout=2)
     endless = (f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND
                + "while True:  # the runner's own alarm cannot end it: the judge must\n"
                "    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")
     stuck = _grade(tmp_path, "stuck", {"mul_answer": endless}, options)
     assert stuck.exercises["mul"].points == 0 and "time limit" in stuck.exercises["mul"].feedback
     assert stuck.exercises["div"].points == stuck.exercises["div"].max  # a fresh sandbox ran the rest
-    after = _grade(tmp_path, "after", {"mul_answer": MUST_BE_CLEAN + answer("02", "mul_answer")}, options)
+    after = _grade(tmp_path, "after", {"mul_answer": MUST_BE_CLEAN + answer("02", "mul_answer")}, bwrap_options)
     assert after.total == after.max, after.exercises["mul"].feedback
     assert len(starts) == 2  # the stuck runner's sandbox was not used again
 
