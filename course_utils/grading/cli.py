@@ -26,7 +26,7 @@ from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import gradescope_archive, owners, submission
 from .assignment import load_assignments
-from .batch import grade_batch, warm_slots
+from .batch import grade_batch, judge_imported_early, warm_slots
 from .book import book_cli, book_outputs, roster
 from .book.late import META, STAMP
 from .collect import collect
@@ -174,7 +174,8 @@ def _main(args: argparse.Namespace) -> int:
         return _merge(args, targets)
     if not args.submissions:
         raise UsageError("no submissions given: pass notebooks or folders (see --help).")
-    return _grade(args, targets)
+    with judge_imported_early(not (args.results or args.out)):  # no result store: every listed file is graded
+        return _grade(args, targets)
 
 
 def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
