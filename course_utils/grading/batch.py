@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import importlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .assignment import Assignment
@@ -85,32 +84,6 @@ def warm_slots(options: Options, files: int) -> None:
     ungraded, so the zygotes' start-up overlaps reading the course too (``cli._grade``)."""
     if files and options.sandbox.usable and not options.stop.is_set():
         zygote.warm_up(options.sandbox.mode, options.memory, min(options.slots, files), options.slots)
-
-
-@contextlib.contextmanager
-def judge_imported_early(start: bool) -> Iterator[None]:
-    """With ``start``, import the judge (``grade_file``: torch and the checks) in a thread while the body runs.
-
-    The command line uses it where every listed file will be graded (no result store), so the judge's import no
-    longer waits for the sandbox's probe, the zygotes' start, the course's reading and the queue's parse: at
-    ``--jobs 2`` the probe's wait left both cores idle. The import is the one ``grade_batch`` makes (a module is
-    imported once: that import waits for this one); the thread reads nothing of the batch. Leaves only once the
-    import has ended, on every path (a usage error, Ctrl-C): no thread is inside torch's import at exit.
-    """
-    thread = threading.Thread(target=_import_judge, name="judge import", daemon=True) if start else None
-    if thread is not None:
-        thread.start()
-    try:
-        yield
-    finally:
-        while thread is not None and thread.is_alive():
-            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C still waits for the import's end
-                thread.join()
-
-
-def _import_judge() -> None:
-    with contextlib.suppress(Exception):  # a failed import is made again by ``grade_batch``, which raises it there
-        importlib.import_module(f"{__package__}.grade_file")
 
 
 Read = ParsedSubmission | Exception  # a file's one read and parse, or why it failed (the judge makes it a row)

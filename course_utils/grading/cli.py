@@ -26,7 +26,7 @@ from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import gradescope_archive, owners, submission
 from .assignment import load_assignments
-from .batch import grade_batch, judge_imported_early, warm_slots
+from .batch import grade_batch, warm_slots
 from .book import book_cli, book_outputs, roster
 from .book.late import META, STAMP
 from .collect import collect
@@ -174,9 +174,7 @@ def _main(args: argparse.Namespace) -> int:
         return _merge(args, targets)
     if not args.submissions:
         raise UsageError("no submissions given: pass notebooks or folders (see --help).")
-    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)  # first: the judge's import below counts against it
-    with judge_imported_early(not (args.results or args.out)):  # no result store: every listed file is graded
-        return _grade(args, targets)
+    return _grade(args, targets)
 
 
 def _merge(args: argparse.Namespace, targets: dict[str, Any]) -> int:
@@ -200,6 +198,7 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
         k, n = parse_shard(args.shard)
         files = [f for i, f in enumerate(files) if i % n == k - 1]
     box = _sandbox(args)
+    cap_judge_memory(JUDGE_MEMORY + JOB_MEMORY * args.jobs)
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
                       assignment=args.assignment, feedback_fix=args.feedback_fix, owners=roster_ids(args.roster, files))
     if not (args.results or args.out):  # no result store: every file not skipped is graded, so the slots' sandboxes

@@ -438,42 +438,6 @@ def test_two_files_whose_names_differ_by_a_control_character_stay_two_rows(tmp_p
 
 
 @pytest.mark.parametrize("store", [False, True])
-def test_without_a_result_store_the_judge_imports_while_the_sandbox_is_probed(tmp_path, monkeypatch, store):
-    """No result store: the judge's import (torch and the checks) starts with the command, in a thread, so the
-    sandbox's probe and the course's reading overlap it (at --jobs 2 the probe's wait left both cores idle: issue 48
-    P3); the command returns only once it is over, after a usage error too. With a store nothing is imported before
-    the batch has work (a resume may have none). The judge's memory cap is set first: torch's import counts in it."""
-    import threading
-    import time
-
-    from course_utils.grading import batch, cli
-
-    calls: list = []
-    started = threading.Event()
-
-    def fake_import() -> None:
-        started.set()
-        time.sleep(0.3)  # still importing when the command is done with everything else
-        calls.append("imported")
-
-    # never cap the test process (conftest checks); the cap is set before the import starts: torch counts against it
-    monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: calls.append(("cap", started.is_set())))
-    monkeypatch.setattr(batch, "_import_judge", fake_import)
-    probe = cli._sandbox
-    monkeypatch.setattr(cli, "_sandbox", lambda args: (calls.append(("probe", started.wait(0 if store else 5))),
-                                                        probe(args))[1])
-    monkeypatch.setattr(cli, "grade_batch", lambda todo, *a, **k: calls.append(("batch", len(todo))))
-    shutil.copy(ROOT / "solutions" / "02_exercises.ipynb", tmp_path / "a.ipynb")
-    out = ["--out", str(tmp_path / "grades.csv")] if store else []
-    for extra, code, end in (([], 0, [("batch", 1)]), (["--assignment", "nope"], 2, [])):
-        calls.clear()
-        started.clear()
-        assert cli.main([str(tmp_path), "--no-sandbox", *extra, *out]) == code
-        assert [c for c in calls if c != "imported"] == [("cap", False), ("probe", not store)] + end
-        assert calls.count("imported") == (0 if store else 1)  # over before the command returned
-
-
-@pytest.mark.parametrize("store", [False, True])
 def test_without_a_result_store_the_slots_start_before_the_course_is_read(tmp_path, monkeypatch, capsys, store):
     """No result store can leave a listed file ungraded, so the command line starts the slots' zygotes before it
     reads the course (their import of torch overlaps it: issue 48 P3); with a store, a resume may have nothing to
