@@ -459,17 +459,25 @@ print("block: (warps per program, values per thread):",
 # `triton_op`'s documentation gives; `.contiguous()` and `torch.empty` are such operators), and
 # it runs on fake tensors to learn the outputs. Autograd is attached
 # with `register_autograd`, the lesson 08 way. The body makes its inputs contiguous and its
-# output with `torch.empty(shape)`, as section 2 taught:
+# output with `torch.empty(shape)`, as section 2 taught.
+#
+# Releases differ in what `wrap_triton` does with a kernel Triton's **interpreter** runs
+# (shown below), so the body launches through the course's `launcher`: `wrap_triton(kernel)`
+# wherever your torch takes the kernel, the kernel itself where it refuses an interpreted one:
 
 # %%
-from torch.library import triton_op, wrap_triton
+from torch.library import triton_op
+
+from course_utils.kernels.wrapping import launcher, wrap_triton_gives
+
+print(inspect.getsource(launcher))
 
 
 @triton_op("course10::swiglu", mutates_args=())
 def swiglu_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a, b = a.contiguous(), b.contiguous()
     y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    wrap_triton(sw.swiglu_forward_kernel)[(triton.cdiv(a.numel(), 256),)](a, b, y, a.numel(), BLOCK=256)
+    launcher(sw.swiglu_forward_kernel)[(triton.cdiv(a.numel(), 256),)](a, b, y, a.numel(), BLOCK=256)
     return y
 
 
@@ -477,7 +485,7 @@ def swiglu_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def swiglu_backward_op(grad_y: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> list[torch.Tensor]:
     grad_y, a, b = grad_y.contiguous(), a.contiguous(), b.contiguous()
     grad_a, grad_b = torch.empty(a.shape, dtype=a.dtype, device=a.device), torch.empty(b.shape, dtype=b.dtype, device=b.device)
-    wrap_triton(sw.swiglu_backward_kernel)[(triton.cdiv(a.numel(), 256),)](
+    launcher(sw.swiglu_backward_kernel)[(triton.cdiv(a.numel(), 256),)](
         a, b, grad_y, grad_a, grad_b, a.numel(), BLOCK=256)
     return [grad_a, grad_b]
 
@@ -505,13 +513,21 @@ print("eager, transposed a: within 1e-6:", all(e <= 1e-6 for e in errors))
 # every op on *fake* tensors (shapes, no data) to learn what comes out, a `triton_op`'s body
 # included. On a GPU, `@triton.jit` gives a `JITFunction`, `wrap_triton` wraps it, and under
 # fake tensors the wrapped launch becomes a graph node that never runs the kernel. With
-# `TRITON_INTERPRET=1`, `@triton.jit` gives an `InterpretedFunction` instead, which
-# `wrap_triton` returns **unwrapped** (printed below): the body then calls the interpreter on
-# the fake tensors, which have no data, and compiling stops:
+# `TRITON_INTERPRET=1`, `@triton.jit` gives an `InterpretedFunction` instead, which has
+# nothing a tracer can read, and here PyTorch changed between releases: torch 2.11's
+# `wrap_triton` **refuses** it (a `RuntimeError`), 2.13 and later return it **unwrapped**. The
+# cell prints that rule when your torch follows it, what your torch does otherwise. Either
+# way `launcher` ends up with the bare kernel, so the body calls the interpreter on the fake
+# tensors, which have no data, and compiling stops on every release:
 
 # %%
-print(f"@triton.jit gives {type(sw.swiglu_forward_kernel).__name__}; wrap_triton of it gives "
-      f"{type(wrap_triton(sw.swiglu_forward_kernel)).__name__}")
+TORCH = tuple(int(part) for part in torch.__version__.split(".")[:2])
+RELEASE_RULE = "refuses it in torch 2.11, returns it unwrapped from 2.13 on"
+release_says = "refuses it" if TORCH <= (2, 11) else "returns it unwrapped" if TORCH >= (2, 13) else None
+gives = wrap_triton_gives(sw.swiglu_forward_kernel)
+print(f"@triton.jit gives {type(sw.swiglu_forward_kernel).__name__}; wrap_triton "
+      f"{RELEASE_RULE if gives == release_says and not torch.cuda.is_available() else gives}")
+print(f"launcher gives {type(launcher(sw.swiglu_forward_kernel)).__name__}")
 
 
 def add_one(a, b):

@@ -293,7 +293,7 @@ def test_the_composites_contract_dtypes_targets_and_class_weights(design):
         torch.testing.assert_close(linear_cross_entropy(h.bfloat16(), w, b, y, design=design),
                                    composite(h.bfloat16(), w, b, y), atol=0.02, rtol=0.01)
     for dtype in (torch.int32, torch.int16):
-        with pytest.raises(RuntimeError, match="expected target dtype"):
+        with pytest.raises(RuntimeError):  # PyTorch's wording is its release's ("expected scalar type Long" in 2.11)
             composite(h, w, b, y.to(dtype))
         with pytest.raises(RuntimeError, match=f"int64 .or uint8. class indices.*got {dtype}.*target.long"):
             linear_cross_entropy(h, w, b, y.to(dtype), design=design)

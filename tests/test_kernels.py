@@ -275,3 +275,45 @@ def test_rmsnorm_backward_runs_one_program_per_multiprocessor(monkeypatch):
 def test_rmsnorm_refuses_a_mismatched_weight_in_one_sentence():
     with pytest.raises(ValueError, match="weight of shape"):
         rn.RMSNorm.apply(torch.zeros(2, 4, device=DEVICE), torch.zeros(3, device=DEVICE), 1e-6)
+
+
+def test_rmsnorm_backward_handles_short_and_empty_bands():
+    """9 rows over 8 bands: 2 rows a band, so band 4 holds one row and bands 5 to 7 none (the loop's end)."""
+    gen = torch.Generator(device=DEVICE).manual_seed(9)
+    x, w = torch.randn(9, 5, generator=gen, device=DEVICE, dtype=torch.float64), torch.randn(5, generator=gen, device=DEVICE,
+                                                                                            dtype=torch.float64)
+    assert rn.bands(9, torch.device("cpu")) == 8
+    assert_matches(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), lambda x, w: rn.rmsnorm_reference(x, w, 1e-6), (x, w),
+                   torch.randn(9, 5, generator=gen, device=DEVICE, dtype=torch.float64), torch.float64)
+
+
+def _refuse_like_torch_2_11(kernel):
+    raise RuntimeError("wrap_triton only works on functions annotated with triton.jit or triton.autotune")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="compiled kernels are JITFunctions: every release wraps them")
+def test_a_triton_op_launches_an_interpreted_kernel_where_wrap_triton_refuses_it(monkeypatch):
+    """torch 2.11's wrap_triton refuses an InterpretedFunction; the launcher then launches the kernel itself."""
+    from course_utils.kernels.wrapping import launcher, wrap_triton_gives
+
+    monkeypatch.setattr(torch.library, "wrap_triton", _refuse_like_torch_2_11)
+    assert wrap_triton_gives(sw.swiglu_forward_kernel) == "refuses it"
+    assert launcher(sw.swiglu_forward_kernel) is sw.swiglu_forward_kernel
+
+    @torch.library.triton_op("test_kernels::swiglu_refused", mutates_args=())
+    def swiglu_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+        launcher(sw.swiglu_forward_kernel)[(1,)](a, b, y, a.numel(), BLOCK=64)
+        return y
+
+    gen = torch.Generator(device=DEVICE).manual_seed(3)
+    a, b = (torch.randn(50, generator=gen, device=DEVICE) for _ in range(2))
+    torch.testing.assert_close(swiglu_op(a, b), sw.swiglu_reference(a, b), atol=1e-6, rtol=1e-6)
+
+
+def test_the_launcher_passes_on_any_other_refusal():
+    from course_utils.kernels.wrapping import launcher, wrap_triton_gives
+
+    with pytest.raises(RuntimeError, match=r"triton\.jit"):
+        launcher(sw.swiglu_reference)  # a Python function, not a kernel: refused on every release
+    assert wrap_triton_gives(sw.swiglu_reference) == "refuses it"

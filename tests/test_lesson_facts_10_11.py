@@ -67,18 +67,34 @@ def test_10_tl_sigmoid_takes_no_half_type_under_the_interpreter():
     """10 section 2: tl.sigmoid (tl.exp under it) refuses float16 and bfloat16: UPCAST exists for both."""
     pytest.importorskip("triton")
     if not torch.cuda.is_available():
-        from torch.library import wrap_triton
         from triton.runtime.interpreter import InterpretedFunction
 
         from course_utils.kernels import triton_swiglu as sw
         assert isinstance(sw.swiglu_forward_kernel, InterpretedFunction)
-        assert wrap_triton(sw.swiglu_forward_kernel) is sw.swiglu_forward_kernel  # 10 section 4: not wrapped
     from course_utils.kernels import triton_swiglu as sw
     device = "cuda" if torch.cuda.is_available() else "cpu"
     for dtype in (torch.float16, torch.bfloat16):
         a = torch.randn(8, device=device).to(dtype)
         with pytest.raises(Exception, match=r"Expected dtype \[.*fp32.*fp64.*\] but got (fp16|bf16)"):
             sw.swiglu_forward_kernel[(1,)](a, a, torch.empty_like(a), 8, BLOCK=8, UPCAST=False)
+
+
+def test_10_wrap_triton_of_an_interpreted_kernel_follows_the_release_rule_the_lesson_states():
+    """10 section 4: torch 2.11's wrap_triton refuses an interpreted kernel, 2.13 and later return it unwrapped
+    (2.12 is not stated); the launcher ends with the bare kernel on every release."""
+    pytest.importorskip("triton")
+    if torch.cuda.is_available():
+        pytest.skip("compiled kernels are JITFunctions, which wrap_triton wraps on every release")
+    from course_utils.kernels import triton_swiglu as sw
+    from course_utils.kernels.wrapping import launcher, wrap_triton_gives
+
+    release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+    gives = wrap_triton_gives(sw.swiglu_forward_kernel)
+    if release <= (2, 11):
+        assert gives == "refuses it"
+    elif release >= (2, 13):
+        assert gives == "returns it unwrapped"
+    assert launcher(sw.swiglu_forward_kernel) is sw.swiglu_forward_kernel
 
 
 def test_11_once_differentiable_raises_under_backward_and_is_silent_under_grad():

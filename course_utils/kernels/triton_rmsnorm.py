@@ -47,8 +47,11 @@ def rmsnorm_backward_kernel(x_ptr, w_ptr, rstd_ptr, grad_y_ptr, grad_x_ptr, part
     acc = partial_w_ptr.dtype.element_ty  # float32 (float64 for float64)
     w = tl.load(w_ptr + cols, mask=inside, other=0.0).to(acc)
     grad_w = tl.zeros((BLOCK,), dtype=acc)  # this band's share of grad_weight, in registers
-    first = band * rows_per_band
-    for r in range(first, tl.minimum(first + rows_per_band, rows)):
+    r = band * rows_per_band  # this band's rows: r up to end (the last bands may be short, or empty)
+    end = tl.minimum(r + rows_per_band, rows)
+    # a while loop, not `for r in range(r, end)`: Triton 3.6's interpreter (torch 2.11's) cannot take a
+    # runtime value as a range bound under NumPy 2.4; it steps through the same rows in the same order
+    while r < end:
         row = tl.cast(r, tl.int64)  # int64 offsets: rows * d may pass 2**31
         x = tl.load(x_ptr + row * d + cols, mask=inside, other=0.0).to(acc)
         grad_y = tl.load(grad_y_ptr + row * d + cols, mask=inside, other=0.0).to(acc)
@@ -59,6 +62,7 @@ def rmsnorm_backward_kernel(x_ptr, w_ptr, rstd_ptr, grad_y_ptr, grad_x_ptr, part
         grad_x = rstd * (u - normed * (tl.sum(u * normed, axis=0) / d))
         tl.store(grad_x_ptr + row * d + cols, grad_x.to(grad_x_ptr.dtype.element_ty), mask=inside)
         grad_w += grad_y * normed
+        r += 1
     tl.store(partial_w_ptr + band.to(tl.int64) * d + cols, grad_w, mask=inside)
 
 

@@ -84,6 +84,44 @@ def test_large_tensors_and_many_rows():
     assert rn.bands(4096, x.device) == torch.cuda.get_device_properties(x.device).multi_processor_count
 
 
+def test_rmsnorm_backward_bands_that_are_short_or_empty():
+    """One row more than the SMs: two rows a band, so about half the bands hold one row or none (the while loop's end)."""
+    from course_utils.kernels import triton_rmsnorm as rn
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    for rows in (sms + 1, 2 * sms - 1, 3):
+        x = torch.randn(rows, 70, generator=gen, device="cuda", dtype=torch.float64)
+        w = torch.randn(70, generator=gen, device="cuda", dtype=torch.float64)
+        g = torch.randn(rows, 70, generator=gen, device="cuda", dtype=torch.float64)
+        got = run(lambda x, w: rn.RMSNorm.apply(x, w, 1e-6), (x, w), g)
+        want = reference(lambda x, w: rn.rmsnorm_reference(x, w, 1e-6), (x, w), g)
+        assert_close(got, want, torch.float64, relative=True)
+
+
+def test_the_launcher_wraps_a_compiled_kernel_and_the_triton_op_compiles():
+    """On a GPU wrap_triton takes the JITFunction on every release: the launcher returns its wrapper."""
+    import triton
+
+    from course_utils.kernels import triton_swiglu as sw
+    from course_utils.kernels.wrapping import launcher, wrap_triton_gives
+
+    assert wrap_triton_gives(sw.swiglu_forward_kernel).startswith("wraps it in")
+    assert launcher(sw.swiglu_forward_kernel) is not sw.swiglu_forward_kernel
+
+    @torch.library.triton_op("gpu_tests::swiglu", mutates_args=())
+    def swiglu_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+        launcher(sw.swiglu_forward_kernel)[(triton.cdiv(a.numel(), 256),)](a, b, y, a.numel(), BLOCK=256)
+        return y
+
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    a, b = (torch.randn(1000, generator=gen, device="cuda") for _ in range(2))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda a, b: swiglu_op(a, b) + 1, fullgraph=True)
+    torch.testing.assert_close(compiled(a, b), sw.swiglu_reference(a, b) + 1, atol=1e-5, rtol=1e-5)
+
+
 def test_swiglu_compiles_fullgraph():
     from course_utils.kernels import triton_swiglu as sw
 
