@@ -309,7 +309,10 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
                               {"mul": 0}, ["looks like a check result"]),
         "infinite_loop.ipynb": (submission("04", {"linear_module_answer": fn_answer + "\nwhile True:\n    pass\n"}),
                                 {"linear_function": 4, "linear_module": 0}, []),
-        "uninterruptible_loop.ipynb": (submission("04", {"linear_module_answer": (
+        # a loop that swallows the runner's own time limit: only the judge's backstop (3 x --timeout) ends it, the
+        # batch's longest file; its name sorts it among the first, so it overlaps the other slot's files instead of
+        # ending the batch alone
+        "catch_all_loop.ipynb": (submission("04", {"linear_module_answer": (
             "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")}),
             {"linear_function": 4, "linear_module": 0}, []),
         "memory_hog.ipynb": (submission("04", {"linear_module_answer": "import torch\nhog = torch.ones(3 * 10**9)\n"}),

@@ -107,7 +107,7 @@ def test_batch_exits_zero_and_every_submission_gets_a_row(batch):
 
 
 CASES = ["correct.ipynb", "swapped.ipynb", "unattempted.ipynb", "tampered_check.ipynb", "fake_output.ipynb",
-         "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
+         "infinite_loop.ipynb", "catch_all_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
          "sys_exit.ipynb", "os_exit.ipynb", "huge_output.ipynb", "escape.ipynb", "forge_points.ipynb",
          "torch_overrides.ipynb", "keepalive.ipynb", "flood.ipynb", "fill_scratch.ipynb", "shadow_worker.ipynb",
          "memory_children.ipynb", "busy.ipynb", "autograd_backward.ipynb", "alias_autograd.ipynb", "ansi.ipynb",
@@ -219,10 +219,10 @@ def test_a_restarted_runner_is_the_real_one(batch):
 def test_failures_are_explained(batch):
     rows = batch["rows"]
     fb = {n: rows[n]["exercises"]["linear_module"]["feedback"] for n in (
-        "infinite_loop.ipynb", "uninterruptible_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
+        "infinite_loop.ipynb", "catch_all_loop.ipynb", "memory_hog.ipynb", "kernel_killer.ipynb",
         "sys_exit.ipynb", "os_exit.ipynb")}
     assert all("did not finish" in fb[n] or "time limit" in fb[n] for n in ("infinite_loop.ipynb",
-                                                                         "uninterruptible_loop.ipynb")), fb
+                                                                         "catch_all_loop.ipynb")), fb
     assert "memory" in fb["memory_hog.ipynb"].lower()
     assert "die" in fb["kernel_killer.ipynb"]
     assert "sys.exit" in fb["sys_exit.ipynb"] and "os._exit" in fb["os_exit.ipynb"]
