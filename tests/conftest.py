@@ -108,14 +108,22 @@ def long_poles_first(items: list) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
+def _cpu_so_far() -> float:
+    """User and system seconds of this process and of its children it has waited for."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def timeline_line(report) -> None:
     """With COURSE_TEST_TIMELINE=FILE, each phase of each test is one JSON line: worker, test, phase, outcome, start,
-    stop (``tests/timeline.py`` reads it)."""
+    stop, and the worker's CPU seconds so far, its reaped children's included (``tests/timeline.py`` reads it: a file
+    whose wall time far exceeds its CPU time is waiting)."""
     target = os.environ.get("COURSE_TEST_TIMELINE")
     if target and hasattr(report, "start") and not hasattr(report, "node"):  # a worker's report reaching xdist's
         # controller carries its node: the worker has written it
         line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "master"), "test": report.nodeid, "when": report.when,
-                "outcome": report.outcome, "start": round(report.start, 3), "stop": round(report.stop, 3)}
+                "outcome": report.outcome, "start": round(report.start, 3), "stop": round(report.stop, 3),
+                "cpu": round(_cpu_so_far(), 3)}
         with open(target, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -127,7 +135,8 @@ class _Timeline:
 
 
 def pytest_configure(config):
-    if os.environ.get("COURSE_TEST_TIMELINE"):
+    nested = os.environ.get("PYTEST_XDIST_WORKER") and not hasattr(config, "workerinput")  # a test's own pytest run
+    if os.environ.get("COURSE_TEST_TIMELINE") and not nested:
         config.pluginmanager.register(_Timeline(), "course-timeline")
 
 

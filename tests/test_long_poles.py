@@ -30,10 +30,13 @@ def test_the_timeline_records_each_phase_with_its_worker(tmp_path, monkeypatch):
         timeline_line(SimpleNamespace(nodeid="tests/test_a.py::t", when=when, outcome="passed", start=start,
                                                  stop=start + 0.5))
     timeline_line(SimpleNamespace(nodeid="collecting", when="collect"))  # a collect report: no times
-    assert [json.loads(line) for line in timeline.read_text().splitlines()] == [
+    written = [json.loads(line) for line in timeline.read_text().splitlines()]
+    cpu = [line.pop("cpu") for line in written]
+    assert written == [
         {"worker": "gw1", "test": "tests/test_a.py::t", "when": when, "outcome": "passed", "start": start,
          "stop": start + 0.5}
         for when, start in (("setup", 10.0), ("call", 12.5), ("teardown", 13.0))]
+    assert 0 < cpu[0] <= cpu[1] <= cpu[2]  # the worker's running CPU total
     monkeypatch.delenv("COURSE_TEST_TIMELINE")
     timeline_line(SimpleNamespace(nodeid="tests/test_a.py::u", when="call", outcome="passed", start=1.0,
                                              stop=2.0))
@@ -53,3 +56,16 @@ def test_the_timeline_report_shows_each_workers_files_and_the_idle_end():
                             "gw1": [("b.ipynb", 0, 30, 30), ("a.py", 31, 32, 1)]}
     text = report(lines)
     assert text.startswith("run: 60 s; idle at the end: 28 s\nFAILED b.ipynb::Cell 1\ngw0: ends at 60 s, 2 files")
+
+
+def test_the_cpu_per_file_is_the_difference_of_the_workers_running_total():
+    from timeline import cpu_per_file, waiting
+
+    def line(worker, test, stop, cpu):
+        return {"worker": worker, "test": test, "when": "call", "outcome": "passed", "start": stop - 1, "stop": stop,
+                "cpu": cpu}
+
+    lines = [line("gw0", "a.py::x", 10, 5.0), line("gw0", "a.py::y", 30, 7.0), line("gw0", "b.py::z", 40, 16.0),
+             line("gw1", "c.py::w", 10, 3.0), line("gw1", "c.py::v", 50, 4.5)]
+    assert cpu_per_file(lines) == {"a.py": 2.0, "b.py": 9.0, "c.py": 1.5}
+    assert waiting(lines).splitlines()[1].endswith("c.py")  # 2 s busy, 1.5 s of CPU: the only file that waits
