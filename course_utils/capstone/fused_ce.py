@@ -109,7 +109,7 @@ class FusedLinearCrossEntropy(_ChunkedLoss):
                 grads.add(start, stop, z.exp_(), s.weights[start:stop], low)  # exp of the log-softmax: the softmax
         del buf, low, z
         ctx.save_for_backward(*grads.done(hidden, weight, bias))
-        return s.reduce(losses).to(s.out_dtype)
+        return s.reduce(losses)
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
@@ -135,7 +135,7 @@ class RecomputeLinearCrossEntropy(_ChunkedLoss):
         del buf, low
         ctx.save_for_backward(hidden, weight, bias, target, lse)
         ctx.settings = (step, ignore_index, reduction, label_smoothing, (s.product, s.dtype, s.out_dtype))
-        return s.reduce(losses).to(s.out_dtype)
+        return s.reduce(losses)
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):

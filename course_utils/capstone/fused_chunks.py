@@ -163,11 +163,21 @@ class Setup:
         return lse, self.token_losses(start, stop, lse, own)
 
     def reduce(self, losses: torch.Tensor) -> torch.Tensor:
+        """The reduced loss in ``out_dtype``: a new tensor, never one forward computed on the way.
+
+        ``.to`` to the dtype a tensor has returns that very tensor. Dynamo 2.11 returns every
+        intermediate of a ``Function``'s forward as an extra output, so forward's result would
+        be output 0 and an extra output at once, and autograd would route its gradient to the
+        extra one: zero gradients under ``torch.compile`` (pytorch/pytorch#180642, fixed in 2.12
+        by #180921). So ``.to`` runs only when it converts.
+        """
         losses = losses * (self.weights != 0)  # ignored tokens: 0 (their lse may be anything)
         if self.reduction == "none":
-            return losses.reshape(self.shape)
-        total = losses.sum()
-        return total / self.count.to(self.dtype) if self.reduction == "mean" else total
+            out = losses.reshape(self.shape)
+        else:
+            total = losses.sum()
+            out = total / self.count.to(self.dtype) if self.reduction == "mean" else total
+        return out if out.dtype == self.out_dtype else out.to(self.out_dtype)
 
 
 class Grads:
