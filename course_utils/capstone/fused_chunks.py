@@ -163,7 +163,7 @@ class Setup:
         return lse, self.token_losses(start, stop, lse, own)
 
     def reduce(self, losses: torch.Tensor) -> torch.Tensor:
-        """The reduced loss in ``out_dtype``: a new tensor, never one forward computed on the way.
+        """The reduced loss in ``out_dtype``: a tensor no other name of forward holds (no no-op ``.to``).
 
         ``.to`` to the dtype a tensor has returns that very tensor. Dynamo 2.11 returns every
         intermediate of a ``Function``'s forward as an extra output, so forward's result would
