@@ -48,9 +48,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     # the two overlap
     try:
         warm_slots(options, len(todo))  # a no-op for the zygotes the command line started already
-        from .grade_file import grade_submission, warm  # torch and the checks: only when something is graded
-
-        warm()  # the first check's own import, before the slots' threads could wait for it
+        from .grade_file import grade_submission  # torch and the checks: only when something is graded
 
         lock = threading.Lock()
         free_slots = list(range(options.slots))

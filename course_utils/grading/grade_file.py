@@ -78,21 +78,6 @@ class Refused(Exception):
     """A submission that would cost the judge more than it allows; the message is the row's reason."""
 
 
-def warm() -> None:
-    """Import now, in the judge's main thread, what the first check would import inside a grading thread.
-
-    The checks' references call ``torch.autograd.grad`` with ``grad_outputs``, whose first call imports SymPy
-    (``symbolic_shapes``, ~0.33 CPU-s). Inside the batch, one slot's thread paid it while the other slots' threads
-    waited for the import lock and their runners had finished: about a second with one core idle at ``--jobs 2``
-    (issue 48 P3's timeline). Called by ``batch.grade_batch`` after this module's import, before any thread
-    exists, while the slots' zygotes still import torch; no random state is touched (the zygote's ``_warm`` too).
-    """
-    import torch
-
-    x = torch.linspace(0.5, 1.5, 3, dtype=torch.float64, requires_grad=True)
-    torch.autograd.grad(torch.exp(x), x, torch.ones_like(x))
-
-
 def _zero(row: SubmissionResult, status: Status, reason: str) -> None:
     row.status = status
     row.flags.append(reason)
