@@ -8,6 +8,8 @@ the timeline (when each slot is busy with what, when both are, what the parent d
 It grades the benchmark's batch (``grading.make_batch``: every solution notebook, ``--copies`` of
 each) in this process through ``cli.main``, with the grader's functions wrapped to log events;
 nothing of the grader is changed. Not part of ``./course bench``: a diagnosis, not a figure.
+From outside, this tool's parent process samples how many of the batch's threads want a CPU (``sample_runnable``):
+the core-seconds a quiet 2-core machine would leave idle, and where.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import importlib.abc
 import importlib.util
 import itertools
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -282,6 +285,62 @@ def _load() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (the slots' sandboxes and runners included, seen from the host)."""
+    found, todo = [pid], [pid]
+    while todo:
+        for children in _listdir(f"/proc/{todo.pop()}/task"):
+            try:
+                kids = [int(c) for c in Path(children).read_text().split()]
+            except (OSError, ValueError):
+                kids = []
+            found += kids
+            todo += kids
+    return found
+
+
+def _listdir(folder: str) -> list[str]:
+    """Each thread's ``children`` file of a ``/proc/PID/task`` folder (none once the process is gone)."""
+    try:
+        return [f"{folder}/{name}/children" for name in os.listdir(folder)]
+    except OSError:
+        return []
+
+
+def sample_runnable(cmd: list[str], every: float = 0.01) -> tuple[str, str]:
+    """Run ``cmd`` (one batch) and count, every ``every`` s, its process tree's threads that want a CPU (state R).
+
+    From this (parent) process, so the sampling costs the batch nothing. Fewer than two runnable threads means
+    a core the batch leaves idle on a quiet 2-core machine, whatever the load of the shared machine while it
+    ran (the load stretches each span, it does not make one). Returns (the command's stdout, a summary)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, samples = time.monotonic(), []
+    out: list[tuple[str, str]] = []
+    reader = threading.Thread(target=lambda: out.append(proc.communicate()), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        running = 0
+        for pid in _tree(proc.pid):
+            for task in _listdir(f"/proc/{pid}/task"):
+                try:
+                    running += Path(task[:-len("/children")] + "/stat").read_text().rsplit(")", 1)[1].split()[0] == "R"
+                except (OSError, IndexError):
+                    pass
+        samples.append((time.monotonic() - t0, min(running, 2)))
+        time.sleep(every)
+    reader.join()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, *out[0])
+    wall = time.monotonic() - t0
+    dt = wall / max(len(samples), 1)
+    bins: dict[int, list[int]] = defaultdict(list)
+    for t, k in samples:
+        bins[int(t / 0.5)].append(k)
+    return out[0][0], (f"  runnable threads of the batch's processes, {len(samples)} samples: a core idle (fewer than 2) "
+                    f"{sum(2 - k for _, k in samples) * dt:.2f} core-s of {2 * wall:.2f}; per 0.5 s, mean (at most 2): "
+                    + " ".join(f"{sum(v) / len(v):.1f}" for _, v in sorted(bins.items())))
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
@@ -300,7 +359,9 @@ def main(argv: list[str]) -> int:
             for t, th, what, cpu in EVENTS:
                 print(f"    {t - t0:8.3f} {th:28s} {what:22s} cpu {cpu:7.3f}")
         print("RESULT " + json.dumps(result))
-        return 0
+        from course_utils.grade import finish
+
+        finish(0)  # ends as the grader's command does: no teardown in the parent's samples
     import benchmarks.grading as g
 
     g.COPIES = args.copies
@@ -311,9 +372,10 @@ def main(argv: list[str]) -> int:
         for jobs in args.jobs:
             cmd = [sys.executable, "-m", "benchmarks.grading_timeline", "--jobs", str(jobs), "--folder",
                    str(work / "subs")] + (["--timeline"] if args.timeline else [])
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-            lines = done.stdout.splitlines()
+            stdout, runnable = sample_runnable(cmd)
+            lines = stdout.splitlines()
             print("\n".join(line for line in lines if not line.startswith("RESULT ")), flush=True)
+            print(runnable, flush=True)
             results[jobs] = json.loads(next(line for line in lines if line.startswith("RESULT "))[7:])
     finally:
         shutil.rmtree(work, ignore_errors=True)

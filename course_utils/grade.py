@@ -6,9 +6,12 @@ runner once read the submissions folder there; ``/proc/PID/environ`` is the owne
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
+import threading
+from typing import NoReturn
 
 ARGS = "COURSE_GRADE_ARGS"  # the arguments, moved off the command line (a JSON list)
 
@@ -23,8 +26,28 @@ def hide_arguments() -> list[str]:
     return sys.argv[1:]
 
 
+def finish(code: int) -> NoReturn:
+    """End the command with ``code`` now that its work is done, without the interpreter's teardown.
+
+    Tearing down torch's and the checks' modules cost about half a CPU-second after the last output was
+    written (0.55 s measured on a 3-notebook batch), on every run and at any ``--jobs``: time in which the
+    batch is over but the command has not ended. What a normal exit does first still happens, in the same
+    order: the other threads are waited for (``threading``'s own shutdown), the ``atexit`` handlers run (the
+    slots' sandboxes end, logging flushes), stdout and stderr are flushed (status 120 if that fails, as
+    Python's own exit gives). The runners end the same way (``runner.run_job``).
+    """
+    threading._shutdown()  # type: ignore[attr-defined]  # what Python's exit calls first: non-daemon threads end
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, a closed stream
+            code = code or 120
+    os._exit(code)
+
+
 if __name__ == "__main__":
     arguments = hide_arguments()
     from .grading.cli import main
 
-    sys.exit(main(arguments))
+    finish(main(arguments))
