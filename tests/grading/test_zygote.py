@@ -181,11 +181,13 @@ def test_a_runner_whose_channel_broke_takes_its_sandbox_with_it_even_if_it_ended
 
 def test_a_runner_stopped_by_the_judge_takes_its_sandbox_with_it(tmp_path, bwrap_options, starts):
     # the loop runs until the judge's backstop, 3 x timeout: the shortest limit at which test_loops' honest mul and
-    # div finish under load; the clean answer after it is graded at the fixture's timeout
+    # div finish under load; the clean answer after it is graded at the fixture's timeout. It waits rather than
+    # spins: the runner's wall alarm (2 x timeout) fires into it as its CPU alarm would into a spin, it swallows
+    # both alike, and the judge stops a sleeping runner as it stops a busy one, without 6 s of CPU spent meanwhile
     options = grade_file.Options(sandbox=bwrap_options.sandbox, timeout=2)
     endless = (f"ROOT_MODE = {options.sandbox.mode == 'root'}\n" + LEAVE_BEHIND
-               + "while True:  # the runner's own alarm cannot end it: the judge must\n"
-               "    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")
+               + "while True:  # the runner's own alarms cannot end it: the judge must\n"
+               "    try:\n        while True:\n            time.sleep(60)\n    except BaseException:\n        pass\n")
     stuck = _grade(tmp_path, "stuck", {"mul_answer": endless}, options)
     assert stuck.exercises["mul"].points == 0 and "time limit" in stuck.exercises["mul"].feedback
     assert stuck.exercises["div"].points == stuck.exercises["div"].max  # a fresh sandbox ran the rest
