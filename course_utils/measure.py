@@ -104,10 +104,23 @@ def time_per_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0
     """Median seconds per call of ``fn()`` over ``repeat`` rounds of at least ``min_time`` each."""
     _require_callable(fn, "time_per_call")
     timer = timeit.Timer(fn)
-    number, _ = timer.autorange()
-    number = max(1, int(number * min_time / 0.2))
     fn()  # warm-up
+    number = calls_per_round(timer, min_time)
     return statistics.median(t / number for t in timer.repeat(repeat=repeat, number=number))
+
+
+def calls_per_round(timer: timeit.Timer, min_time: float) -> int:
+    """The fewest calls in 1, 2, 5, 10, 20, 50, ... that take at least ``min_time``: a round's size.
+
+    Like ``Timer.autorange`` but aimed at ``min_time`` itself, not at 0.2 s and scaled down after: that spent
+    up to 0.5 s of calls per variant to size rounds of 0.05 s, several times the measurement it prepared.
+    """
+    number = 1
+    while True:
+        for step in (1, 2, 5):
+            if timer.timeit(number * step) >= min_time:
+                return number * step
+        number *= 10
 
 
 def time_interleaved(variants: dict[str, Callable[[], object]], repeat: int = 7,
@@ -120,9 +133,8 @@ def time_interleaved(variants: dict[str, Callable[[], object]], repeat: int = 7,
     numbers = {}
     for name, fn in variants.items():
         _require_callable(fn, "time_interleaved")
-        number, _ = timeit.Timer(fn).autorange()
-        numbers[name] = max(1, int(number * min_time / 0.2))
         fn()  # warm-up
+        numbers[name] = calls_per_round(timeit.Timer(fn), min_time)
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeat):
         for name, fn in variants.items():

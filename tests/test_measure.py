@@ -65,6 +65,30 @@ def test_timing_reports_ratios_without_asserting_speed():
     assert "ms" in measure.format_costs(rows)
 
 
+def test_a_round_is_sized_at_its_own_length_not_by_a_longer_autorange():
+    """Rounds of at least ``min_time``, sized by calls adding up to a few of them: sizing them with
+    ``Timer.autorange`` (0.2 s of calls, scaled down to 0.05 s) cost up to 0.5 s per variant in every notebook
+    that times something, several times the rounds themselves (a 10 ms call: 38 calls to size rounds of 5)."""
+    import time
+
+    calls = {"a": 0, "b": 0}
+
+    def sleeper(name):
+        def call():
+            calls[name] += 1
+            time.sleep(0.01)
+        return call
+
+    times = measure.time_interleaved({"a": sleeper("a"), "b": sleeper("b")}, repeat=3, min_time=0.05)
+    assert set(times) == {"a", "b"} and min(times.values()) >= 0.01
+    # per variant: the warm-up, sizing (1, 2, 5 calls: at most 8 of 10 ms before 5 take 0.05 s) and 3 rounds of
+    # at most 5 calls (fewer where a loaded machine sleeps longer)
+    assert calls["a"] <= 1 + 8 + 3 * 5 and calls["b"] <= 1 + 8 + 3 * 5, calls
+    calls["a"] = 0
+    assert measure.time_per_call(sleeper("a"), repeat=3, min_time=0.05) >= 0.01
+    assert calls["a"] <= 1 + 8 + 3 * 5, calls
+
+
 def test_bad_arguments():
     with pytest.raises(CourseError, match="function with no arguments"):
         measure.peak_memory(3)

@@ -220,9 +220,12 @@ def test_a_wrong_fake_prints_a_diagnosis_not_pytorchs_traceback(fresh_process):
     assert "Traceback" not in stderr and len(stderr.splitlines()) <= 2, stderr[-3000:]
 
 
-def test_rerunning_the_whole_cell_passes():
+def test_rerunning_the_whole_cell_passes_and_a_check_leaves_no_compiled_code_behind():
+    import torch._dynamo
+
     ns = solution_namespace("08")
     assert checks.run_check("row_norm_op", ns).status == "passed"
+    assert len(torch._dynamo.eval_frame.cached_backends) == 0
     exec(compile(OP + FAKE + AUTOGRAD, "<student cell>", "exec"), ns)  # the cell, run again
     exec(compile(OP + FAKE + AUTOGRAD, "<student cell>", "exec"), ns)
     result = checks.run_check("row_norm_op", ns)
@@ -237,13 +240,6 @@ def test_check_registers_no_operator():
     for source in (BUGS["not_custom_op"][1], "x = 1\n"):
         checks.run_check("row_norm_op", ns_from(source))
     assert OPDEFS.get("exercises::row_norm") is before
-
-
-def test_check_leaves_no_compiled_code_behind():
-    import torch._dynamo
-
-    checks.run_check("row_norm_op", solution_namespace("08"))
-    assert len(torch._dynamo.eval_frame.cached_backends) == 0
 
 
 def test_check_imports_no_inductor_lowering_and_restores_the_config(fresh_process):

@@ -143,7 +143,8 @@ def test_a_forward_in_torch_fails_even_with_a_right_backward_kernel():
 
 
 def test_laziest_answers_earn_at_most_the_forward_point():
-    for source in (TORCH_BACKWARD, SHOW_LAUNCH, NUMPY_BACKWARD, MEMCPY_KERNEL):
+    # the fourth, MEMCPY_KERNEL (a NumPy gradient copied by a kernel), is checked once, by the next test: 1 point too
+    for source in (TORCH_BACKWARD, SHOW_LAUNCH, NUMPY_BACKWARD):
         assert checks.run_check("triton_swiglu", ns_from(source)).points == 1
 
 
