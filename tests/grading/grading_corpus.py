@@ -266,6 +266,22 @@ listing = sorted(os.listdir("/course/course_utils"))
 REPORT = f"found={','.join(found) or 'none'} listing={'+'.join(listing)}"
 """ + REPORTER
 
+# A loop that catches everything: the runner's alarm (runner.Budget, raised once per cell, on its CPU clock after
+# --timeout or its wall clock after 2 x --timeout, whichever comes first: on a loaded machine a spinning loop meets
+# the wall clock first too) is swallowed, and from then on only the judge's backstop, a clock in another process
+# that kills the worker whatever it does, can end it. The loop waits instead of spinning: the very same path
+# (alarm raised, swallowed, backstop, the exercise scored 0 with "did not finish", the runner restarted for the rest)
+# without 3 x --timeout of a CPU, and the harder case for the backstop (no CPU rlimit would end a waiting loop
+# either); infinite_loop.ipynb and busy.ipynb are the spinning loops the runner's CPU clock stops.
+CATCH_ALL = """
+import time
+while True:
+    try:
+        time.sleep(1)
+    except BaseException:
+        pass
+"""
+
 # answers that reach for the grader: graded, and held for review with this reason
 HELD = {"escape.ipynb": "imports `ctypes`", "forge_points.ipynb": "imports the course's own package",
         "torch_overrides.ipynb": "intercepts torch functions", "keepalive.ipynb": "imports the course's own package",
@@ -311,10 +327,9 @@ def write_corpus(folder: Path, ctx: dict, sandboxed: bool = True) -> dict[str, d
                                 {"linear_function": 4, "linear_module": 0}, []),
         # a loop that swallows the runner's own time limit: only the judge's backstop (3 x --timeout) ends it, the
         # batch's longest file; its name sorts it among the first, so it overlaps the other slot's files instead of
-        # ending the batch alone
-        "catch_all_loop.ipynb": (submission("04", {"linear_module_answer": (
-            "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n")}),
-            {"linear_function": 4, "linear_module": 0}, []),
+        # ending the batch alone (CATCH_ALL says why it waits instead of spinning)
+        "catch_all_loop.ipynb": (submission("04", {"linear_module_answer": CATCH_ALL}),
+                                 {"linear_function": 4, "linear_module": 0}, []),
         "memory_hog.ipynb": (submission("04", {"linear_module_answer": "import torch\nhog = torch.ones(3 * 10**9)\n"}),
                              {"linear_function": 4, "linear_module": 0}, []),
         "kernel_killer.ipynb": (submission("04", {"linear_module_answer":
