@@ -16,7 +16,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .assignment import Assignment
@@ -47,7 +47,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
     # the slots' zygotes first (they import torch), then the judge's own import of torch and the checks:
     # the two overlap
     try:
-        warm_slots(options, len(todo))  # a no-op for the zygotes the command line started already
+        warm_slots(options, notebooks_by_name(path for path, _ in todo))  # a no-op for those already started
         from .grade_file import grade_submission  # torch and the checks: only when something is graded
 
         lock = threading.Lock()
@@ -76,6 +76,13 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         zygote.close_all()
     if stop.is_set():
         raise KeyboardInterrupt
+
+
+def notebooks_by_name(paths: Iterable[Path]) -> int:
+    """How many of ``paths`` are named like notebooks (``.ipynb``): as a rule only they reach a runner, so only they
+    warm a slot (a folder of notes or a resume of one damaged text file imports no torch). A notebook under another
+    name is still graded: its slot's zygote starts when its runner is needed (``zygote.for_slot``)."""
+    return sum(1 for path in paths if path.suffix.lower() == ".ipynb")
 
 
 def warm_slots(options: Options, files: int) -> None:

@@ -26,7 +26,7 @@ from ..paths import PACKAGE as COURSE_UTILS
 from ..paths import ROOT
 from . import gradescope_archive, owners, submission
 from .assignment import load_assignments
-from .batch import grade_batch, warm_slots
+from .batch import grade_batch, notebooks_by_name, warm_slots
 from .book import book_cli, book_outputs, roster
 from .book.late import META, STAMP
 from .collect import collect
@@ -202,7 +202,8 @@ def _grade(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     options = Options(timeout=args.timeout, memory=int(args.memory * 2**30), sandbox=box, slots=args.jobs,
                       assignment=args.assignment, feedback_fix=args.feedback_fix, owners=roster_ids(args.roster, files))
     if not (args.results or args.out):  # no result store: every file not skipped is graded, so the slots' sandboxes
-        warm_slots(options, sum(1 for _, skipped in files if not skipped))  # start now, importing while we read
+        warm_slots(options, notebooks_by_name(f for f, skipped in files if not skipped))  # start now: they import
+        # torch while we read
     assignments = load_assignments(Path(args.course), solutions=True)  # the copies flags read the solutions
     if args.assignment is not None and args.assignment not in assignments:
         raise UsageError(f"--assignment {args.assignment!r} is not an assignment of this course; known: "

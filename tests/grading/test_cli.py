@@ -442,6 +442,30 @@ def test_two_files_whose_names_differ_by_a_control_character_stay_two_rows(tmp_p
 
 
 @pytest.mark.parametrize("store", [False, True])
+def test_only_files_named_like_notebooks_warm_a_slot(tmp_path, monkeypatch, store):
+    """A zygote imports torch (about 1.5 CPU-s): a folder of notes, or a resume whose only file to grade again is a
+    text file, starts none; one notebook among notes at --jobs 2 starts one slot, not two."""
+    from course_utils.grading import batch, cli
+    from course_utils.grading.sandbox import zygote
+
+    warmed = []
+    monkeypatch.setattr(cli, "cap_judge_memory", lambda extra: None)  # never cap the test process (conftest checks)
+    monkeypatch.setattr(zygote, "warm_up", lambda mode, memory, count, slots: warmed.append(count))
+    monkeypatch.setattr(cli, "grade_batch", lambda todo, assignments, options, *a, **k: batch.warm_slots(
+        options, batch.notebooks_by_name(path for path, _ in todo)))  # the batch's own warm-up, nothing graded
+
+    (tmp_path / "notes.txt").write_text("my notes")
+    (tmp_path / "README.md").write_text("# read me")
+    out = ["--out", str(tmp_path / "grades.csv")] if store else []
+    assert cli.main([str(tmp_path), "--jobs", "2", "--no-sandbox", *out]) == 0
+    assert warmed == []
+    shutil.copy(ROOT / "solutions" / "02_exercises.ipynb", tmp_path / "a.ipynb")
+    assert cli.main([str(tmp_path), "--jobs", "2", "--no-sandbox", *out]) == 0
+    assert warmed == ([1] if store else [1, 1])  # without a store the command line warms first (the batch's
+    # own call then finds that slot started)
+
+
+@pytest.mark.parametrize("store", [False, True])
 def test_without_a_result_store_the_slots_start_before_the_course_is_read(tmp_path, monkeypatch, capsys, store):
     """No result store can leave a listed file ungraded, so the command line starts the slots' zygotes before it
     reads the course (their import of torch overlaps it: issue 48 P3); with a store, a resume may have nothing to
