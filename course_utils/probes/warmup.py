@@ -34,6 +34,7 @@ import importlib
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -186,18 +187,38 @@ def ready(names: Sequence[str]) -> None:
     (else Python's next full collection walks them, 0.2 s inside a check)."""
     if threading.current_thread().name == THREAD:
         return
-    with _S.cond:
-        running = _S.worker is not None
+    with torch_warnings_hidden():
+        with _S.cond:
+            running = _S.worker is not None
+            if running:
+                _add(names)
         if running:
-            _add(names)
-    if running:
-        wait()
-        return
-    known = len(sys.modules)
-    for name in names:
-        _import(name)  # at once for a module already imported; "module:function" calls its function
-    if len(sys.modules) > known:
-        gc.collect()
+            wait()
+            return
+        known = len(sys.modules)
+        for name in names:
+            _import(name)  # at once for a module already imported; "module:function" calls its function
+        if len(sys.modules) > known:
+            gc.collect()
+
+
+@contextmanager
+def torch_warnings_hidden() -> Iterator[None]:
+    """Hide the warnings torch's modules raise while ``ready`` imports them: they are not the student's output, and
+    the set-up cell printed one on torch 2.15 (``torch._decomp.decompositions_for_jvp`` calls the deprecated
+    ``torch.jit.script``). The main thread waits here while the worker imports, so no student code runs meanwhile
+    (lesson 08's probes hide PyTorch's warnings around student code the same way). A filter an import adds (SymPy's
+    "once" for its deprecations) is kept, not dropped with the others when the block ends."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hide_all, before = warnings.filters[0], list(warnings.filters[1:])
+        try:
+            yield
+        finally:
+            added = [f for f in warnings.filters if f is not hide_all and f not in before]
+    for action, message, category, module, lineno in reversed(added):
+        warnings.filterwarnings(action, message.pattern if message else "", category,
+                                module.pattern if module else "", lineno)
 
 
 @contextmanager

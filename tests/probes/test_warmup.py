@@ -241,3 +241,27 @@ def test_ready_imports_before_returning_through_the_warm_up_if_one_runs(tmp_path
     assert done.stdout.splitlines() == ["{'rd_machinery': 'MainThread'} True",
                                         "{'rd_machinery': 'course-warmup', 'rd_first': 'course-warmup'} True"], \
         done.stdout
+
+
+def test_ready_hides_what_the_imports_warn_and_keeps_the_filters_they_add(tmp_path, monkeypatch):
+    """On torch 2.15 lesson 08's set-up cell printed torch's own FutureWarning (torch._decomp calls the deprecated
+    torch.jit.script while ready() imports it): not the student's output. A filter an import adds stays (SymPy's
+    "once"), and a warning raised after ready() returns is shown as before."""
+    import warnings
+
+    from course_utils.probes import warmup
+
+    (tmp_path / "noisy_torch_part.py").write_text(
+        "import warnings\nwarnings.warn('`torch.jit.script` is deprecated.', FutureWarning)\n"
+        "class Quiet(Warning):\n    pass\nwarnings.simplefilter('once', Quiet)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            warmup.ready(["noisy_torch_part"])
+            quiet = sys.modules["noisy_torch_part"].Quiet
+            assert warnings.filters[0] == ("once", None, quiet, None, 0)
+            warnings.warn("the student's own", UserWarning)
+        assert [str(w.message) for w in seen] == ["the student's own"]
+    finally:
+        sys.modules.pop("noisy_torch_part", None)
