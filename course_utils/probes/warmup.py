@@ -217,8 +217,8 @@ def torch_warnings_hidden() -> Iterator[None]:
         finally:
             added = [f for f in warnings.filters if f is not hide_all and f not in before]
     for action, message, category, module, lineno in reversed(added):
-        warnings.filterwarnings(action, message.pattern if message else "", category,
-                                module.pattern if module else "", lineno)
+        warnings.filterwarnings(action, message.pattern if message else "", category,  # type: ignore[arg-type]
+                                module.pattern if module else "", lineno)  # (what the filter was made from)
 
 
 @contextmanager

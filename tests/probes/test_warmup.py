@@ -261,7 +261,7 @@ def test_ready_hides_what_the_imports_warn_and_keeps_the_filters_they_add(tmp_pa
             warmup.ready(["noisy_torch_part"])
             quiet = sys.modules["noisy_torch_part"].Quiet
             assert warnings.filters[0] == ("once", None, quiet, None, 0)
-            warnings.warn("the student's own", UserWarning)
+            warnings.warn("the student's own", UserWarning, stacklevel=1)
         assert [str(w.message) for w in seen] == ["the student's own"]
     finally:
         sys.modules.pop("noisy_torch_part", None)
