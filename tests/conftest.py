@@ -124,6 +124,8 @@ def timeline_line(report) -> None:
         line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "master"), "test": report.nodeid, "when": report.when,
                 "outcome": report.outcome, "start": round(report.start, 3), "stop": round(report.stop, 3),
                 "cpu": round(_cpu_so_far(), 3)}
+        if report.when == "setup" and report.nodeid in _CPU_AT_START:
+            line["cpu0"] = _CPU_AT_START.pop(report.nodeid)
         with open(target, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -133,9 +135,19 @@ class _Timeline:
 
     pytest_runtest_logreport = staticmethod(timeline_line)
 
+    @staticmethod
+    def pytest_runtest_logstart(nodeid, location) -> None:
+        """The worker's CPU total as a test starts: a worker's first file counts from here (``cpu0``)."""
+        _CPU_AT_START[nodeid] = round(_cpu_so_far(), 3)
+
+
+_CPU_AT_START: dict[str, float] = {}
+
 
 def pytest_configure(config):
-    nested = os.environ.get("PYTEST_XDIST_WORKER") and not hasattr(config, "workerinput")  # a test's own pytest run
+    # a test's own pytest run (test_scaffold's) writes nothing: the run that started first owns the timeline
+    owner = os.environ.setdefault("COURSE_TIMELINE_OWNER", str(os.getpid()))
+    nested = owner != str(os.getpid()) and not hasattr(config, "workerinput")
     if os.environ.get("COURSE_TEST_TIMELINE") and not nested:
         config.pluginmanager.register(_Timeline(), "course-timeline")
 

@@ -65,7 +65,7 @@ def test_the_cpu_per_file_is_the_difference_of_the_workers_running_total():
         return {"worker": worker, "test": test, "when": "call", "outcome": "passed", "start": stop - 1, "stop": stop,
                 "cpu": cpu}
 
-    lines = [line("gw0", "a.py::x", 10, 5.0), line("gw0", "a.py::y", 30, 7.0), line("gw0", "b.py::z", 40, 16.0),
-             line("gw1", "c.py::w", 10, 3.0), line("gw1", "c.py::v", 50, 4.5)]
-    assert cpu_per_file(lines) == {"a.py": 2.0, "b.py": 9.0, "c.py": 1.5}
+    lines = [dict(line("gw0", "a.py::x", 10, 5.0), cpu0=1.0), line("gw0", "a.py::y", 30, 7.0),
+             line("gw0", "b.py::z", 40, 16.0), line("gw1", "c.py::w", 10, 3.0), line("gw1", "c.py::v", 50, 4.5)]
+    assert cpu_per_file(lines) == {"a.py": 6.0, "b.py": 9.0, "c.py": 1.5}  # a.py from its start (cpu0)
     assert waiting(lines).splitlines()[1].endswith("c.py")  # 2 s busy, 1.5 s of CPU: the only file that waits

@@ -32,7 +32,7 @@ def cpu_per_file(lines: list[dict]) -> dict[str, float]:
     for line in sorted((x for x in lines if "cpu" in x), key=lambda x: x["stop"]):
         per_worker.setdefault(line["worker"], []).append(line)
     for worker_lines in per_worker.values():
-        before = worker_lines[0]["cpu"]
+        before = worker_lines[0].get("cpu0", worker_lines[0]["cpu"])  # the total as the worker's first test began
         for line in worker_lines:
             name = line["test"].split("::")[0]
             out[name] = out.get(name, 0.0) + line["cpu"] - before

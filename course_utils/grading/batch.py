@@ -55,8 +55,10 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         queue = Queue(todo, assignments)
 
         def one(path: Path, digest: str) -> None:
-            with lock:
-                slot = free_slots.pop()
+            with lock:  # a notebook takes the lowest free slot (the warmed ones are the lowest: warm_slots), any
+                # other file the highest, so a notebook among notes does not start a cold zygote beside a warm one
+                slot = min(free_slots) if notebooks_by_name([path]) else max(free_slots)
+                free_slots.remove(slot)
                 parse = queue.take(path)
             try:
                 row = grade_submission(path, assignments, options, slot, digest, seen, parse)

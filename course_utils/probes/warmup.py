@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 # what a first check imports beyond torch itself: what every check needs (SHARED), then torch.func's and compile's,
 # which only the checks whose probes list it in WARMUP wait for (Run All: lesson 01's first check must not wait 1 s
@@ -60,6 +60,7 @@ class _State:
         self.worker: threading.Thread | None = None  # the worker while it runs
         self.busy = False  # the worker is importing (or collecting) now
         self.checks: dict[object, set[str]] = {}  # what each check under way imports
+        self.quiet = 0  # set-up cells waiting in ``ready``: while one waits, the worker hides torch's warnings
 
 
 _S = _State()
@@ -113,6 +114,7 @@ def _work() -> None:
                 _S.cond.notify_all()
                 return
             _S.busy = True
+            quiet = _S.quiet > 0
         names: list[str] = []
         new = False  # did this item import anything (only then is a collection due)
         try:
@@ -122,7 +124,8 @@ def _work() -> None:
                 names = lesson_modules(name[len(LESSON):])
             else:
                 new = name.partition(":")[0] not in sys.modules
-                _import(name)
+                with torch_warnings_hidden() if quiet else nullcontext():
+                    _import(name)
         finally:
             with _S.cond:
                 _add(names, front=True)  # a lesson's names before what was queued after it
@@ -187,14 +190,19 @@ def ready(names: Sequence[str]) -> None:
     (else Python's next full collection walks them, 0.2 s inside a check)."""
     if threading.current_thread().name == THREAD:
         return
-    with torch_warnings_hidden():
-        with _S.cond:
-            running = _S.worker is not None
-            if running:
-                _add(names)
+    with _S.cond:
+        running = _S.worker is not None
         if running:
+            _S.quiet += 1  # the worker imports them: it hides their warnings on its own thread
+            _add(names)
+    if running:
+        try:
             wait()
-            return
+        finally:
+            with _S.cond:
+                _S.quiet -= 1
+        return
+    with torch_warnings_hidden():
         known = len(sys.modules)
         for name in names:
             _import(name)  # at once for a module already imported; "module:function" calls its function
@@ -206,9 +214,10 @@ def ready(names: Sequence[str]) -> None:
 def torch_warnings_hidden() -> Iterator[None]:
     """Hide the warnings torch's modules raise while ``ready`` imports them: they are not the student's output, and
     the set-up cell printed one on torch 2.15 (``torch._decomp.decompositions_for_jvp`` calls the deprecated
-    ``torch.jit.script``). The main thread waits here while the worker imports, so no student code runs meanwhile
-    (lesson 08's probes hide PyTorch's warnings around student code the same way). A filter an import adds (SymPy's
-    "once" for its deprecations) is kept, not dropped with the others when the block ends."""
+    ``torch.jit.script``). Used on the thread that imports, so it nests with any ``catch_warnings`` of the imports
+    themselves: the main thread when no warm-up runs, else the worker while ``ready`` waits for it (no student code
+    runs meanwhile; lesson 08's probes hide PyTorch's warnings around student code the same way). A filter an import
+    adds (SymPy's "once" for its deprecations) is kept, not dropped with the others when the block ends."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hide_all, before = warnings.filters[0], list(warnings.filters[1:])

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -221,3 +222,34 @@ def test_nothing_to_grade_imports_neither_torch_nor_the_checks():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("jobs", [2, 4])
+@pytest.mark.parametrize("names", [("a.ipynb", "notes.txt"), ("z.ipynb", "a_notes.txt", "b_notes.md")])
+def test_a_notebook_among_notes_is_graded_in_a_slot_that_was_warmed(tmp_path, monkeypatch, jobs, names):
+    """Only notebooks warm a slot (the lowest ones); a notebook must then take a warmed slot, not start a second
+    zygote cold beside it while the warm one idles (free slots were handed out highest first)."""
+    from types import SimpleNamespace
+
+    from course_utils.grading import batch, grade_file
+    from course_utils.grading.assignment import load_assignments
+    from course_utils.grading.options import Options
+    from course_utils.grading.sandbox import sandbox, zygote
+
+    warmed, used = [], {}
+    monkeypatch.setattr(zygote, "warm_up", lambda mode, memory, count, slots: warmed.extend(range(count)))
+    monkeypatch.setattr(zygote, "close_all", lambda: None)
+
+    def graded(path, assignments, options, slot, digest, seen, parse):
+        used[path.name] = slot
+        return SimpleNamespace(seconds=0.1)
+
+    monkeypatch.setattr(grade_file, "grade_submission", graded)
+    for name in names:
+        (tmp_path / name).write_text("notes" if not name.endswith(".ipynb") else
+                                     (ROOT / "solutions" / "02_exercises.ipynb").read_text())
+    todo = [(tmp_path / name, "") for name in names]
+    options = Options(sandbox=sandbox.NO_SANDBOX, slots=jobs)
+    batch.grade_batch(todo, load_assignments(ROOT), options, lambda row: None)
+    notebook = next(n for n in names if n.endswith(".ipynb"))
+    assert warmed == [0] and used[notebook] in warmed, (warmed, used)

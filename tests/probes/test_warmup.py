@@ -265,3 +265,35 @@ def test_ready_hides_what_the_imports_warn_and_keeps_the_filters_they_add(tmp_pa
         assert [str(w.message) for w in seen] == ["the student's own"]
     finally:
         sys.modules.pop("noisy_torch_part", None)
+
+
+NOISY_WORKER = """
+import sys, time, warnings
+from pathlib import Path
+folder = Path(sys.argv[1])
+(folder / "nw_first.py").write_text(  # the worker is inside an import's own catch_warnings when ready() asks
+    "import time, warnings\\nwith warnings.catch_warnings():\\n    warnings.simplefilter('ignore')\\n"
+    "    time.sleep(0.5)\\n")
+(folder / "nw_noisy.py").write_text("import warnings, threading\\n"
+                                    "warnings.warn('`torch.jit.script` is deprecated.', FutureWarning)\\n"
+                                    "WHO = threading.current_thread().name\\n")
+sys.path.insert(0, str(folder))
+from course_utils.probes import warmup
+warmup.MODULES = ("nw_first",)
+warmup.start()
+time.sleep(0.1)
+warmup.ready(("nw_noisy",))
+print(sys.modules["nw_noisy"].WHO, flush=True)
+warnings.warn("the student's own", UserWarning, stacklevel=1)
+"""
+
+
+def test_the_warm_ups_thread_hides_what_its_imports_warn_while_ready_waits(tmp_path):
+    """With a warm-up at work, ready() waits while the worker imports: the worker hides torch's warnings on its own
+    thread. A process-wide catch_warnings on the waiting thread interleaved with one inside the worker's import: it
+    saved the import's "ignore" and restored it for good, hiding every later warning of the student's."""
+    done = subprocess.run([sys.executable, "-c", NOISY_WORKER, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["course-warmup"]
+    assert "jit.script" not in done.stderr and "the student's own" in done.stderr, done.stderr
