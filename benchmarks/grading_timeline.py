@@ -349,6 +349,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--folder", help=argparse.SUPPRESS)  # one --jobs value on a batch made by the caller
     args = p.parse_args(argv)
     if args.folder:  # one batch in this process: the judge starts cold, as a real `grade` does
+        from course_utils.grade import one_torch_thread
+
+        one_torch_thread()  # as the grader's command does before torch loads
         instrument()
         folder = Path(args.folder)
         n = len(list(folder.glob("*.ipynb")))
@@ -385,6 +388,10 @@ def main(argv: list[str]) -> int:
         print(f"\nspeed-up {s:.2f}x; Amdahl serial fraction 2/S - 1 = {2 / s - 1:.2f}; CPU per submission "
               f"--jobs 1 {(one['judge_cpu'] + one['kids_cpu']) / n:.3f} s, "
               f"--jobs 2 {(two['judge_cpu'] + two['kids_cpu']) / n:.3f} s")
+        cores = min(2, os.cpu_count() or 1)
+        floor = (two["judge_cpu"] + two["kids_cpu"]) / cores  # every core busy from start to end, nothing idle
+        print(f"bound: --jobs 2's CPU on {cores} cores, never idle, takes at least {floor:.2f} s: a speed-up of at most "
+              f"{one['wall'] / floor:.2f}x with this work")
     return 0
 
 

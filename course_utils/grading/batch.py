@@ -57,7 +57,7 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         def one(path: Path, digest: str) -> None:
             with lock:  # a notebook takes the lowest free slot (the warmed ones are the lowest: warm_slots), any
                 # other file the highest, so a notebook among notes does not start a cold zygote beside a warm one
-                slot = min(free_slots) if notebooks_by_name([path]) else max(free_slots)
+                slot = min(free_slots) if is_notebook_name(path) else max(free_slots)
                 free_slots.remove(slot)
                 parse = queue.take(path)
             try:
@@ -80,11 +80,16 @@ def grade_batch(todo: Sequence[tuple[Path, str]], assignments: dict[str, Assignm
         raise KeyboardInterrupt
 
 
+def is_notebook_name(path: Path) -> bool:
+    """Named like a notebook (``.ipynb``): as a rule only such files reach a runner, so only they warm a slot (a
+    folder of notes or a resume of one damaged text file imports no torch). A notebook under another name is still
+    graded: its slot's zygote starts when its runner is needed (``zygote.for_slot``)."""
+    return path.suffix.lower() == ".ipynb"
+
+
 def notebooks_by_name(paths: Iterable[Path]) -> int:
-    """How many of ``paths`` are named like notebooks (``.ipynb``): as a rule only they reach a runner, so only they
-    warm a slot (a folder of notes or a resume of one damaged text file imports no torch). A notebook under another
-    name is still graded: its slot's zygote starts when its runner is needed (``zygote.for_slot``)."""
-    return sum(1 for path in paths if path.suffix.lower() == ".ipynb")
+    """How many of ``paths`` are named like notebooks (``is_notebook_name``): the slots worth warming."""
+    return sum(1 for path in paths if is_notebook_name(path))
 
 
 def warm_slots(options: Options, files: int) -> None:
