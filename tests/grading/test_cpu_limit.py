@@ -9,19 +9,25 @@ finish ... it was stopped"). Now the limit lies past the judge's latest hard dea
 ends by ``SIGXCPU``, which the judge reads as the same timeout once the kernel's count of its CPU time,
 never the runner's word, shows the limit used (``session.ended_by``).
 
-Each test that runs a runner drives a ``Worker`` with a tiny CPU limit in the machine's sandbox mode and
-in the mode without one (the judge reaps the runner itself there: ``worker.reap``); together they spin for
-about 3 CPU-seconds.
+The tests that run a runner drive a ``Worker`` (``runner_start``) with a tiny CPU limit in the machine's
+sandbox mode and in the mode without one (the judge reaps the runner itself there: ``worker.reap``), and,
+marked slow, in user mode and the uid sandbox; none spins for more than 2.5 CPU-seconds.
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
+import runner_start
+import test_sandbox_modes
 from conftest import ROOT
 from course_utils.grading import grade_file
 from course_utils.grading.assignment import load_assignments
@@ -37,11 +43,9 @@ from course_utils.grading.sandbox.session import (
     ended_by,
 )
 from grading_corpus import answer, submission
+from runner_start import FAKE, SPIN
 from test_session import DONE, READY, Clock, begin, facts
 
-SPIN = "while True:  # swallows the runner's alarms, and the SIGXCPU exception Python never raises\n" \
-       "    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"
-FAKE = "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)  # a CPU limit it never reached\n"
 BACKSTOP_TEXT = f"Your code {REASONS[Outcome.TIMEOUT]}."
 
 
@@ -101,27 +105,10 @@ def _modes() -> list[sandbox.Sandbox]:
     return [box, sandbox.NO_SANDBOX] if box.mode in zygote.MODES else [sandbox.NO_SANDBOX]
 
 
-def _run(box: sandbox.Sandbox, source: str, cpu: int) -> tuple[Outcome, RunnerSession]:
-    """One runner start whose only cell is ``source`` (mul's answer), under a CPU limit of ``cpu`` seconds; the
-    judge's clock (timeout 20: 60 s) is far."""
-    timeout = 20.0
-    job = {"cells": [{"kind": "answer", "exercise": "mul", "source": source}], "grade": ["mul"], "skip_answers": [],
-           "time_limit": timeout, "wall_limit": timeout * 2, "cpu_seconds": cpu, "requests": {"mul": {}},
-           "probes": {"mul": []}}
-    runs = RunnerSession({"mul": 1.0}, timeout, lambda m: pytest.fail(f"no result expected: {m}"))
-    runner = worker.Worker(job, grade_file.Options(sandbox=box, timeout=timeout), 0)
-    try:
-        outcome = runner.wait(runs.start(runner.started), runs.on_message, runs.on_late)
-    finally:
-        zygote.close_all()
-    runs.settle(outcome)
-    return outcome, runs
-
-
 @pytest.mark.parametrize("box", _modes(), ids=lambda b: b.mode)
 def test_a_runner_that_spins_past_its_cpu_limit_ends_in_the_judges_timeout(box):
     """It dies of SIGXCPU (without a sandbox torch's import counts too: the limit is reached all the same)."""
-    outcome, runs = _run(box, SPIN, 1)
+    outcome, runs = runner_start.start(box, SPIN, 1)
     assert outcome == Outcome.TIMEOUT
     assert runs.results["mul"].problem == BACKSTOP_TEXT and runs.results["mul"].points == 0
 
@@ -129,9 +116,39 @@ def test_a_runner_that_spins_past_its_cpu_limit_ends_in_the_judges_timeout(box):
 @pytest.mark.parametrize("box", _modes(), ids=lambda b: b.mode)
 def test_a_runner_that_sends_itself_sigxcpu_died(box):
     """The student's process is hostile: the signal alone proves nothing, the kernel's count of its CPU does."""
-    outcome, runs = _run(box, FAKE, 60)
+    outcome, runs = runner_start.start(box, FAKE, 60)
     assert outcome == Outcome.DIED
     assert "made the Python process die" in runs.results["mul"].problem
+
+
+CHILD = [sys.executable, str(Path(runner_start.__file__))]
+STARTS = json.dumps([["spin", SPIN, 1], ["fake", FAKE, 60]])
+
+
+def _check_other_mode(proc: subprocess.CompletedProcess) -> None:
+    out = test_sandbox_modes._result(proc)
+    assert out["spin"] == ["timeout", BACKSTOP_TEXT], out
+    assert out["fake"][0] == "died", out
+
+
+@pytest.mark.slow  # a sandbox as another user, twice (~15 s): CI and COURSE_SLOW=1 run it
+def test_user_mode_the_cpu_limit_reads_as_the_timeout_and_a_fake_as_a_death():
+    """Bubblewrap as a normal user: the zygote reports the kernel's count (a runner shares its uid there)."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: cannot become another user (the tests run as root in CI)")
+    folder = test_sandbox_modes._shared_folder()
+    try:
+        proc = subprocess.run(test_sandbox_modes.as_user([*CHILD, "user"]), input=STARTS, capture_output=True,
+                              text=True, env=test_sandbox_modes._env(folder), cwd=folder, timeout=300, check=False)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _check_other_mode(proc)
+
+
+@pytest.mark.slow  # two uid-mode runners, each importing torch (~10 s): CI and COURSE_SLOW=1 run it
+def test_uid_mode_the_cpu_limit_reads_as_the_timeout_and_a_fake_as_a_death():
+    """The uid sandbox (a container): the judge reaps its runner itself (``worker.reap``)."""
+    _check_other_mode(test_sandbox_modes.in_container([CHILD[1], "uid"], STARTS))
 
 
 def test_the_judge_reads_the_kernels_count_of_a_process_it_reaps():
