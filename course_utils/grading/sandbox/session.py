@@ -14,8 +14,8 @@ decides what their messages are worth. The rules, each a method:
   ``--timeout``, so the runner's own limit fires first and a looping answer gets the same points on
   every run whatever the machine's load. The runner's process-wide ``RLIMIT_CPU`` (``cpu_seconds``) lies
   beyond the judge's latest hard deadline, and where a runner reaches it all the same (several threads on
-  an unpinned slot) it reads as the same timeout (``ended_by``). Each runner start has one hard deadline (start-up plus the
-  step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
+  an unpinned slot) it reads as the same timeout (``ended_by``). Each runner start has one hard deadline
+  (start-up plus the step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
   from the last sign of progress; an exercise's first result grants ``CONFIRM_GRACE`` once, so a
   loaded machine can still confirm it;
 - a message read after the judge stopped the runner (``on_late``) is late: it neither counts nor
@@ -54,8 +54,8 @@ RUNNER_WALL = 2.0  # the runner's own clock limit per exercise, in units of --ti
 BACKSTOP = 3.0  # the judge's step per exercise, in units of --timeout: always after both of the runner's limits
 CONFIRM_GRACE = 5.0  # seconds after an exercise's first result for the runner to move on (a result counts then)
 CPU_MARGIN = 5.0  # CPU-seconds of the runner's RLIMIT_CPU beyond the judge's latest hard deadline (the judge's own delays)
-CPU_SHOWN = 0.9  # the least share of its CPU limit that wait4 counts for a runner the limit killed (98.7% seen:
-#                  the limit reads the scheduler's clock, wait4 a sampled split of user and system time)
+CPU_SHOWN = 0.9  # the least share of its CPU limit that wait4 counts for a runner the limit killed (the kernel
+#                  counts the two apart: wait4 showed 98.7% to 100.2% of a 1 s and a 2 s limit here)
 MAX_AUDIT = 5  # run-time review reasons listed per submission
 
 REASONS = {
