@@ -31,7 +31,7 @@ from .notebook import NotebookError, clean
 from .options import Options, Stoppable
 from .reports import copies
 from .results import HELD, ExerciseResult, StageOutcome, Status, SubmissionResult
-from .sandbox.session import RUNNER_WALL, STARTUP, Deadline, RunnerSession
+from .sandbox.session import RUNNER_WALL, Deadline, RunnerSession, cpu_seconds
 from .sandbox.worker import Worker
 from .submission import ParsedSubmission, plan, read
 
@@ -162,9 +162,10 @@ def _run_all(row: SubmissionResult, cells: list[dict], options: Options, slot: i
             raise Refused("refused: grading was interrupted before this submission was finished")
         remaining = session.todo()
         job = {"cells": cells, "grade": remaining, "skip_answers": sorted(session.broken),
-               # the runner's own limits per exercise (runner.Budget): CPU time, then the clock; the judge's is later
+               # the runner's own limits per exercise (runner.Budget): CPU time, then the clock; the judge's is later,
+               # and the process's CPU limit later still (a single thread never reaches it before the judge's clock)
                "time_limit": options.timeout, "wall_limit": options.timeout * RUNNER_WALL,
-               "cpu_seconds": int(STARTUP + (options.timeout + 1) * (len(remaining) + 1)) + 5,
+               "cpu_seconds": cpu_seconds(options.timeout, len(remaining)),
                "requests": {g: public(requests[g]) for g in remaining},
                "probes": {g: list(chosen[g].exercise.probe_names) for g in remaining}}  # what each stage pairs with
         worker = Worker(job, options, slot)

@@ -30,6 +30,7 @@ from .protocol import frame, read_frame
 
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
 CAPTURE_LIMIT = 20_000
+CPU_HARD_MARGIN = 5  # CPU-seconds from SIGXCPU (the soft RLIMIT_CPU) to SIGKILL (the hard one)
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_DUMPABLE = 4
@@ -71,26 +72,34 @@ def drop_privileges(uid: int | None) -> None:
 
 
 def set_limits(memory: int, cpu_seconds: int, processes: int | None) -> None:
-    """Caps that hold for this process and everything it starts (they can only be lowered)."""
+    """Caps that hold for this process and everything it starts (they can only be lowered).
+
+    ``cpu_seconds``: the soft ``RLIMIT_CPU`` (``session.cpu_seconds``), the hard one ``CPU_HARD_MARGIN`` above it,
+    so the kernel ends a runner at its limit with ``SIGXCPU``, which the judge can tell from any other death
+    (with both equal, Linux sends ``SIGKILL`` at once).
+    """
     # RLIMIT_MSGQUEUE 0: no POSIX message queue, which would outlive the runner in the sandbox's IPC namespace
     # RLIMIT_SIGPENDING 1024: POSIX timers and queued signals are kernel memory no --memory counts (96,365 timers,
     # the per-user default here, held 36 MiB); the runner's own limits need two timers
-    limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_FSIZE, 256 << 20),
-              (resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_SIGPENDING, 1024)]
+    limits = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_NOFILE, 256, 256),
+              (resource.RLIMIT_FSIZE, 256 << 20, 256 << 20),
+              (resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + CPU_HARD_MARGIN), (resource.RLIMIT_MSGQUEUE, 0, 0),
+              (resource.RLIMIT_SIGPENDING, 1024, 1024)]
     if memory:
         # RLIMIT_DATA (private writable memory), not RLIMIT_AS: a CUDA build of torch maps ~3 GB of
         # libraries at import (0.8 GB of it data), so an address-space cap of a few GiB would fail
         # every backward there; the data limit counts what code allocates (tensors, arrays, heaps)
-        limits.append((resource.RLIMIT_DATA, memory))
+        limits.append((resource.RLIMIT_DATA, memory, memory))
     if processes:
-        limits.append((resource.RLIMIT_NPROC, processes))
-    for what, value in limits:
+        limits.append((resource.RLIMIT_NPROC, processes, processes))
+    for what, soft, hard in limits:
         try:
-            resource.setrlimit(what, (value, value))
-        except (ValueError, OSError):  # a lower hard limit was inherited: keep it, and use it as the soft one too
+            resource.setrlimit(what, (soft, hard))
+        except (ValueError, OSError):  # a lower hard limit was inherited: keep it, and the soft one within it
             try:
-                hard = resource.getrlimit(what)[1]
-                resource.setrlimit(what, (min(value, hard) if hard != resource.RLIM_INFINITY else value, hard))
+                inherited = resource.getrlimit(what)[1]
+                resource.setrlimit(what, (min(soft, inherited) if inherited != resource.RLIM_INFINITY else soft,
+                                          inherited))
             except (ValueError, OSError):
                 pass
 
@@ -261,8 +270,9 @@ def serve(uid: int | None = None) -> None:
     Its stdin is a Unix socket to the judge. Each ``run`` message carries two descriptors, the job's
     pipe and the result channel: the child becomes a runner (``run_job``) on them, the zygote waits
     for it, then ends every other process of the sandbox and restores its writable folders before it
-    reports ``ended`` with the exit code and whether the sandbox is as clean as it started. The judge
-    never reuses a zygote that is not clean, that answers late, or whose runner it had to stop.
+    reports ``ended`` with the exit code, the CPU time the kernel counted for it (``wait4``) and whether the
+    sandbox is as clean as it started. The judge never reuses a zygote that is not clean, that answers late,
+    or whose runner it had to stop.
     Children cannot reach the zygote: in root mode they are another uid; in user mode the zygote is
     not dumpable (no ``/proc/PID/mem``), seccomp forbids ``ptrace``, and a runner that kills it only
     ends its own run.
@@ -295,26 +305,32 @@ def serve(uid: int | None = None) -> None:
         if pid == 0:
             try:
                 control.close()
-                os.dup2(job_fd, 0)
-                os.dup2(channel_fd, 1)
-                os.close(job_fd)
-                os.close(channel_fd)
-                os.setsid()
-                # the zygote is not dumpable, and a child inherits that: in user mode /proc/self would then be
-                # owned by a uid outside the sandbox's namespace and closed to the runner (it is student code's
-                # own process: nothing of the zygote is in it); in root mode the drop to ``uid`` clears it again
-                libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-                with open("/proc/self/oom_score_adj", "w") as f:  # under the memory cap, the runner goes first
-                    f.write("1000")
-                drop_privileges(uid)
-                run_job()
+                _forked_runner(job_fd, channel_fd, uid)
             finally:
                 os._exit(99)  # never back into the zygote's loop
         os.close(job_fd)
         os.close(channel_fd)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)  # the kernel's count of its CPU time: the judge believes no runner's
         clean = sweep.sweep(me, keep, frozen, state)
-        control.sendall(json.dumps({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean}).encode())
+        control.sendall(json.dumps({"kind": "ended", "rc": os.waitstatus_to_exitcode(status), "clean": clean,
+                                    "cpu": usage.ru_utime + usage.ru_stime}).encode())
+
+
+def _forked_runner(job_fd: int, channel_fd: int, uid: int | None) -> None:
+    """The zygote's child: the job's pipe on stdin, the channel on stdout, a session of its own, then ``run_job``."""
+    os.dup2(job_fd, 0)
+    os.dup2(channel_fd, 1)
+    os.close(job_fd)
+    os.close(channel_fd)
+    os.setsid()
+    # the zygote is not dumpable, and a child inherits that: in user mode /proc/self would then be
+    # owned by a uid outside the sandbox's namespace and closed to the runner (it is student code's
+    # own process: nothing of the zygote is in it); in root mode the drop to ``uid`` clears it again
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    with open("/proc/self/oom_score_adj", "w") as f:  # under the memory cap, the runner goes first
+        f.write("1000")
+    drop_privileges(uid)
+    run_job()
 
 
 def run_job() -> None:

@@ -12,8 +12,10 @@ decides what their messages are worth. The rules, each a method:
 - time: the runner limits each exercise itself (``--timeout`` seconds of CPU time, ``RUNNER_WALL`` times
   that on the clock: ``runner.Budget``), and the judge's clock is only a backstop, ``BACKSTOP`` times
   ``--timeout``, so the runner's own limit fires first and a looping answer gets the same points on
-  every run whatever the machine's load. Each runner start has one hard deadline (start-up plus the
-  step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
+  every run whatever the machine's load. The runner's process-wide ``RLIMIT_CPU`` (``cpu_seconds``) lies
+  beyond the judge's latest hard deadline, and where a runner reaches it all the same (several threads on
+  an unpinned slot) it reads as the same timeout (``ended_by``). Each runner start has one hard deadline
+  (start-up plus the step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
   from the last sign of progress; an exercise's first result grants ``CONFIRM_GRACE`` once, so a
   loaded machine can still confirm it;
 - a message read after the judge stopped the runner (``on_late``) is late: it neither counts nor
@@ -23,6 +25,8 @@ decides what their messages are worth. The rules, each a method:
 """
 from __future__ import annotations
 
+import math
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +53,9 @@ STARTUP = 45.0  # seconds for a runner to start (torch import) before its exerci
 RUNNER_WALL = 2.0  # the runner's own clock limit per exercise, in units of --timeout (its CPU-time limit is 1)
 BACKSTOP = 3.0  # the judge's step per exercise, in units of --timeout: always after both of the runner's limits
 CONFIRM_GRACE = 5.0  # seconds after an exercise's first result for the runner to move on (a result counts then)
+CPU_MARGIN = 5.0  # CPU-seconds of the runner's RLIMIT_CPU beyond the judge's latest hard deadline (the judge's own delays)
+CPU_SHOWN = 0.9  # the least share of its CPU limit that wait4 counts for a runner the limit killed (the kernel
+#                  counts the two apart: wait4 showed 98.7% to 100.2% of a 1 s and a 2 s limit here)
 MAX_AUDIT = 5  # run-time review reasons listed per submission
 
 REASONS = {
@@ -61,6 +68,35 @@ REASONS = {
     Outcome.UNREADABLE: "sent data the grader could not read; it was stopped",
 }
 NOT_STARTED = "could not be run: the grading process did not start (is torch installed?)"
+
+
+def step(timeout: float) -> float:
+    """The judge's clock per exercise: a backstop after the runner's own limits (``BACKSTOP`` x ``--timeout``)."""
+    return timeout * BACKSTOP
+
+
+def cpu_seconds(timeout: float, exercises: int) -> int:
+    """The runner's ``RLIMIT_CPU`` (its soft limit) for a start asked to run ``exercises``: past the judge's hard deadline.
+
+    That deadline is ``STARTUP`` plus a step per exercise (``RunnerSession.start``), and each exercise's first
+    result may push it ``CONFIRM_GRACE`` further, once. One thread on one CPU uses at most a CPU-second per
+    second, so a loop that swallows the runner's own alarms always meets the judge's clock first and always
+    reads "stopped". Several threads on an unpinned slot can reach this limit before: ``ended_by`` reads it alike.
+    """
+    return math.ceil(STARTUP + exercises * (step(timeout) + CONFIRM_GRACE) + CPU_MARGIN)
+
+
+def ended_by(returncode: int, cpu: float | None, cpu_limit: float) -> Outcome:
+    """How a runner that ended by itself with a non-zero ``returncode`` (and not for memory) ended.
+
+    Killed by its CPU limit (``SIGXCPU`` at the soft ``RLIMIT_CPU``, ``SIGKILL`` at the hard one) after using
+    ``cpu_limit`` CPU-seconds (``CPU_SHOWN`` of them at least): a timeout, as the judge's backstop says it (the same
+    points and feedback whichever fires first). ``cpu`` is the kernel's count, read by whoever reaped the runner
+    (the judge's ``wait4``, or the zygote's), never the runner's word: one that sends itself ``SIGXCPU`` without
+    using its CPU time died. None: unknown (the zygote went away), so died.
+    """
+    by_cpu_limit = returncode in (-signal.SIGXCPU, -signal.SIGKILL)
+    return Outcome.TIMEOUT if by_cpu_limit and cpu is not None and cpu >= cpu_limit * CPU_SHOWN else Outcome.DIED
 
 
 @dataclass
@@ -153,7 +189,7 @@ class RunnerSession:
     @property
     def step(self) -> float:
         """The judge's clock per exercise: a backstop after the runner's own limits (``BACKSTOP``)."""
-        return self.timeout * BACKSTOP
+        return step(self.timeout)
 
     @property
     def budget(self) -> float:

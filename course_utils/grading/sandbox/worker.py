@@ -20,7 +20,7 @@ from typing import IO, Protocol
 from . import sandbox, uids, zygote
 from .limits import MAX_PROCESSES, Limits, slot_cpu, uid_memory
 from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
-from .session import Deadline, Outcome
+from .session import Deadline, Outcome, ended_by
 
 
 class RunnerOptions(Protocol):
@@ -50,6 +50,8 @@ class Worker:
         self.zygote: zygote.Zygote | None = None
         self.proc: subprocess.Popen[bytes] | None = None  # uid mode and no sandbox: the runner's own process
         self.end: dict | None = None  # zygote mode: the runner's end as the zygote reported it
+        self.cpu: float | None = None  # uid mode and no sandbox: the runner's CPU-seconds, from the judge's wait4
+        self.cpu_limit = float(job["cpu_seconds"])  # its RLIMIT_CPU (soft): reached, it ended in a timeout
         self.oom = False  # zygote mode: the kernel killed one of its processes for memory (set by ``stop``)
         self.uid: int | None = None  # uid mode: every process of this uid is killed when the runner ends
         self.lease: uids.Lease | None = None  # uid mode: holds ``uid`` for this runner alone until it has ended
@@ -110,7 +112,9 @@ class Worker:
     def ended(self) -> bool:
         """Whether the runner process has ended (zygote mode: the zygote said so, or is gone)."""
         if self.proc is not None:
-            return self.proc.poll() is not None
+            if self.proc.returncode is None:
+                self.cpu = reap(self.proc)
+            return self.proc.returncode is not None
         if self.end is None:
             assert self.zygote is not None
             self.end = self.zygote.poll()
@@ -120,6 +124,12 @@ class Worker:
         if self.proc is not None:
             return self.proc.returncode
         return self.end["rc"] if self.end is not None else -9
+
+    def cpu_used(self) -> float | None:
+        """The ended runner's CPU-seconds as the kernel counted them (never as it reported them); None: unknown."""
+        if self.proc is not None:
+            return self.cpu
+        return self.end.get("cpu") if self.end is not None else None
 
     def over_memory(self) -> bool:
         if self.zygote is not None:
@@ -219,8 +229,9 @@ class Worker:
             time.sleep(0.02)
         self.stop(reuse=outcome == Outcome.DONE)
         self._drain(on_message if outcome == Outcome.DONE or on_late is None else on_late)
-        if outcome == Outcome.DONE and self.returncode() != 0:
-            outcome = Outcome.MEMORY if self.oom_killed() else Outcome.DIED
+        if outcome == Outcome.DONE and self.returncode() != 0:  # its CPU limit reads as the judge's timeout
+            outcome = Outcome.MEMORY if self.oom_killed() else ended_by(self.returncode(), self.cpu_used(),
+                                                                        self.cpu_limit)
         return outcome
 
     def _drain(self, on_message) -> None:
@@ -260,3 +271,17 @@ class Worker:
             left += [self.scratch] if os.path.lexists(self.scratch) else []
         if self.lease is not None and not left:  # nothing of the uid is left: another runner may have it now
             self.lease.release()  # (else it stays held by this judge: no later runner inherits what is left)
+
+
+def reap(proc: subprocess.Popen) -> float | None:
+    """Reap ``proc`` if it has ended (setting its ``returncode``) and return its CPU-seconds as the kernel counted
+    them (``wait4``: the process and the children it reaped); None while it runs, or when it was reaped elsewhere."""
+    try:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    except ChildProcessError:  # reaped already: Popen knows its code, the CPU time is lost
+        proc.poll()
+        return None
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime

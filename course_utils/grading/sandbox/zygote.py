@@ -84,35 +84,38 @@ class Zygote:
         return job_w, result_r
 
     def poll(self) -> dict | None:
-        """The runner's end ``{"rc": int, "clean": bool}`` once the zygote reports it (or died), else None."""
+        """The runner's end ``{"rc": int, "clean": bool, "cpu": float | None}`` once the zygote reports it (or died),
+        else None; ``cpu``: the runner's CPU-seconds as the kernel counted them for the zygote (None: unknown)."""
         while True:
             try:
                 data = self.control.recv(4096)  # one datagram: a small JSON object from the zygote
             except BlockingIOError:
                 if self.proc.poll() is not None:
                     self.dead = True
-                    return {"rc": -9, "clean": False}
+                    return {"rc": -9, "clean": False, "cpu": None}
                 return None
             except OSError:
                 data = b""
             if not data:  # the zygote is gone (a runner in user mode may kill it): this sandbox is done
                 self.dead = True
-                return {"rc": -9, "clean": False}
+                return {"rc": -9, "clean": False, "cpu": None}
             try:
                 message = json.loads(data)
             except ValueError:
                 message = None
             if not isinstance(message, dict):
                 self.dead = True
-                return {"rc": -9, "clean": False}
+                return {"rc": -9, "clean": False, "cpu": None}
             if message.get("kind") == "ready":
                 self.ready = True
                 self.baseline = int(message.get("rss", 0))
                 continue
             if message.get("kind") == "ended":
-                return {"rc": int(message.get("rc", -9)), "clean": message.get("clean") is True}
+                cpu = message.get("cpu")
+                return {"rc": int(message.get("rc", -9)), "clean": message.get("clean") is True,
+                        "cpu": float(cpu) if isinstance(cpu, (int, float)) else None}
             self.dead = True
-            return {"rc": -9, "clean": False}
+            return {"rc": -9, "clean": False, "cpu": None}
 
     def over_memory(self) -> bool:
         if self.limits.cgroups:
