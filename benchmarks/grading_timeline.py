@@ -349,7 +349,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--folder", help=argparse.SUPPRESS)  # one --jobs value on a batch made by the caller
     args = p.parse_args(argv)
     if args.folder:  # one batch in this process: the judge starts cold, as a real `grade` does
-        from course_utils.grade import one_torch_thread
+        from course_utils.grading.sandbox.limits import one_torch_thread
 
         one_torch_thread()  # as the grader's command does before torch loads
         instrument()

@@ -16,17 +16,6 @@ from typing import NoReturn
 ARGS = "COURSE_GRADE_ARGS"  # the arguments, moved off the command line (a JSON list)
 
 
-def one_torch_thread() -> None:
-    """The judge's torch computes on one thread, as every runner's does (``runner._prepare``); call before torch loads.
-
-    ``--jobs`` is what grades in parallel. With torch's default pool (a thread per core), each check's small
-    tensors woke a second thread that then spun waiting for work: the judge of a 33-notebook batch used 3.4
-    CPU-s at ``--jobs 1`` and 2.6 at ``--jobs 2``, against 2.4 and 2.5 on one thread (2 cores, same wall time).
-    A reference computed the way the runner computes also sums in the same order on a machine of any size.
-    """
-    os.environ["OMP_NUM_THREADS"] = "1"  # read once, when torch starts its thread pool
-
-
 def hide_arguments() -> list[str]:
     """The arguments; as root, after starting this module again without them on its command line."""
     if ARGS in os.environ:
@@ -58,6 +47,8 @@ def finish(code: int) -> NoReturn:
 
 
 if __name__ == "__main__":
+    from .grading.sandbox.limits import one_torch_thread
+
     one_torch_thread()  # the process's own entry, before any thread or torch exists (kept by hide_arguments)
     arguments = hide_arguments()
     from .grading.cli import main

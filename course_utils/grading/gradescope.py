@@ -20,7 +20,7 @@ from .batch import grade_batch
 from .options import JOB_MEMORY, JUDGE_MEMORY, Options
 from .results import HELD, Status, SubmissionResult
 from .sandbox import sandbox
-from .sandbox.limits import cap_judge_memory
+from .sandbox.limits import cap_judge_memory, one_torch_thread
 
 
 def results(row: SubmissionResult | None, found: list[str], assignment: str) -> dict:
@@ -95,4 +95,5 @@ def _write(root: Path, data: dict) -> int:
 
 
 if __name__ == "__main__":
+    one_torch_thread()  # the judge's checks compute as the runner does (torch is imported: set_num_threads)
     sys.exit(run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))))

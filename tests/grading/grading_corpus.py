@@ -37,6 +37,19 @@ def unattempted(number: str) -> nbformat.NotebookNode:
     return nbformat.read(ROOT / "exercises" / f"{number}_exercises.ipynb", as_version=4)
 
 
+# a sitecustomize.py for a judge process: at its exit it writes how many threads its torch computed on
+JUDGE_THREADS_SITE = """
+import atexit, os, sys
+
+def _report():  # at the judge's exit (``finish`` runs the atexit handlers): the threads its torch computed on
+    torch = sys.modules.get("torch")
+    with open(os.environ["JUDGE_THREADS_OUT"], "w") as f:
+        f.write(str(torch.get_num_threads()) if torch is not None else "torch never imported")
+
+atexit.register(_report)
+"""
+
+
 def answer(number: str, gid: str) -> str:
     nb = submission(number)
     return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)

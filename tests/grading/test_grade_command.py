@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from grading_corpus import submission
+from grading_corpus import JUDGE_THREADS_SITE, submission
 
 SCRIPT = """
 import atexit, sys, threading, time
@@ -57,17 +57,6 @@ def test_finish_reports_a_failed_flush_as_python_does():
     assert done.returncode == 120, (done.returncode, done.stderr)
 
 
-SITE = """
-import atexit, os, sys
-
-def _report():  # at the judge's exit (``finish`` runs the atexit handlers): the threads its torch computed on
-    torch = sys.modules.get("torch")
-    with open(os.environ["JUDGE_THREADS_OUT"], "w") as f:
-        f.write(str(torch.get_num_threads()) if torch is not None else "torch never imported")
-
-atexit.register(_report)
-"""
-
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: torch's pool has one thread anyway")
 def test_the_judge_computes_on_one_torch_thread_as_its_runners_do(tmp_path):
@@ -75,7 +64,7 @@ def test_the_judge_computes_on_one_torch_thread_as_its_runners_do(tmp_path):
     site, subs, out = tmp_path / "site", tmp_path / "subs", tmp_path / "threads"
     site.mkdir()
     subs.mkdir()
-    (site / "sitecustomize.py").write_text(SITE)  # imported by the judge (and by it again after a root re-exec)
+    (site / "sitecustomize.py").write_text(JUDGE_THREADS_SITE)  # imported by the judge (and by it again after a root re-exec)
     nbformat.write(submission("02"), subs / "ada.ipynb")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env |= {"PYTHONPATH": f"{site}{os.pathsep}{ROOT}", "JUDGE_THREADS_OUT": str(out)}

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import ROOT
 from course_utils.grading import gradescope_archive
-from grading_corpus import SWAPPED_MUL, submission
+from grading_corpus import JUDGE_THREADS_SITE, SWAPPED_MUL, submission
 from private_paths import python_paths, readable_view
 
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
@@ -80,11 +80,13 @@ def archive(tmp_path_factory) -> Path:
     return out
 
 
-def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | None,
+def run_autograder(archive: Path, base: Path, notebook: nbformat.NotebookNode | None, site: str = "",
                    **extra_env: str) -> tuple[dict, str]:
     root = base / "autograder"
     with zipfile.ZipFile(archive) as z:
         z.extractall(root / "source")
+    if site:  # a sitecustomize.py on run_autograder's PYTHONPATH: the judge imports it
+        (root / "source" / "course" / "sitecustomize.py").write_text(site)
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     if notebook is not None:
@@ -120,6 +122,15 @@ def test_a_correct_submission_gets_full_marks(archive, tmp_path):
     assert data["score"] == sum(t["max_score"] for t in data["tests"]) > 0
     assert all(t["score"] == t["max_score"] and "All checks passed" in t["output"] for t in data["tests"])
     assert data["stdout_visibility"] == "hidden" and "score" in stdout
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: torch's pool has one thread anyway")
+def test_the_judge_computes_on_one_torch_thread_as_its_runner_does(archive, tmp_path):
+    """Its module imports the checks (and torch) before its entry runs: the thread count is set on torch itself."""
+    out = tmp_path / "threads"
+    data, _ = run_autograder(archive, tmp_path, submission("02"), site=JUDGE_THREADS_SITE, JUDGE_THREADS_OUT=str(out))
+    assert data["score"] > 0  # the checks ran
+    assert out.read_text() == "1"
 
 
 def test_a_wrong_submission_gets_our_diagnosis(archive, tmp_path):

@@ -18,6 +18,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -289,6 +290,21 @@ def folders_used(pid: int, folders: tuple[str, ...]) -> int:
         except OSError:
             continue
     return 0
+
+
+def one_torch_thread() -> None:
+    """The judge's torch computes on one thread, as every runner's does (``runner._prepare``): at a judge command's entry,
+    before torch loads (``course_utils.grade``, ``grading.gradescope``).
+
+    ``--jobs`` is what grades in parallel. With torch's default pool (a thread per core), each check's small
+    tensors woke a second thread that then spun waiting for work: the judge of a 33-notebook batch used 3.4
+    CPU-s at ``--jobs 1`` and 2.6 at ``--jobs 2``, against 2.4 and 2.5 on one thread (2 cores, same wall time).
+    A reference computed the way the runner computes also sums in the same order on a machine of any size.
+    """
+    os.environ["OMP_NUM_THREADS"] = "1"  # read once, when torch starts its thread pool
+    torch = sys.modules.get("torch")
+    if torch is not None:  # imported already (the Gradescope entry's module imports the checks)
+        torch.set_num_threads(1)
 
 
 def cap_judge_memory(extra: int) -> int | None:
