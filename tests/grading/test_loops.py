@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -18,7 +19,10 @@ import pytest
 
 from answers import MUL, MUL_GRADS, mutate
 from conftest import ROOT
-from grading_corpus import IMPORTS, submission
+from course_utils.grading import grade_file
+from course_utils.grading.assignment import load_assignments
+from course_utils.grading.sandbox import sandbox, zygote
+from grading_corpus import IMPORTS, answer, submission
 
 TIMEOUT = "2"  # seconds of CPU time per exercise: each loop below costs about that
 LOOPS = {  # mul's answer cell; div (3 points) stays the solution's in every notebook
@@ -75,3 +79,43 @@ def test_looping_answers_get_identical_rows_in_five_reruns_at_jobs_1_2_4_and_und
         for hog in hogs:
             hog.kill()
             hog.wait()
+
+
+# --------------------------------------------------------------- red team: where a catch-all loop meets the alarm
+# ``while True: try: <work> except BaseException: pass`` swallows the runner's alarm (``runner.Budget``, raised once
+# per arming) only when Python runs the signal handler inside the ``try``; at the loop's back edge, outside it, the
+# TimeoutError escapes and the runner's own limit ends the cell. Which of the two happens is timing: one notebook
+# whose mul cell defines a helper div uses and then spins so, graded ten times (--jobs 2, --timeout 1, two
+# identical copies per batch, five batches, root mode), scored div 3 (the runner's limit: the cell ended, div ran on
+# in the same namespace) seven times and 0 three times (the judge's clock: the runner was stopped, the next start
+# skipped mul's answer cell, ``ratio`` undefined): totals 3 and 0 for the same bytes in one batch. The test pins each
+# landing with the alarm's own signal, sent where it would land, so the race shows on every run.
+ALARM = ("if not sent:  # the runner's CPU alarm (runner.Budget: SIGPROF), as the kernel may deliver it here\n"
+         "    sent = True\n    os.kill(os.getpid(), signal.SIGPROF)\n")
+CATCH_ALL = ("\nimport os, signal\nsent = False\nwhile True:\n    try:\n        x = 1\n{inside}"
+             "    except BaseException:\n        pass\n{outside}")
+LANDINGS = {"inside_the_try": CATCH_ALL.format(inside=textwrap.indent(ALARM, " " * 8), outside=""),
+            "at_the_back_edge": CATCH_ALL.format(inside="", outside=textwrap.indent(ALARM, " " * 4))}
+HELPER = "\ndef ratio(a, b):  # div's answer uses it too\n    return a / b\n"
+
+
+def test_a_catch_all_loop_gets_one_grade_wherever_the_runners_alarm_lands(tmp_path):
+    """The same answer, the alarm landing at one instruction or the next: the same points and feedback."""
+    box = sandbox.detect()
+    if not box.usable:
+        pytest.skip(f"no sandbox here ({box.reason})")
+    div = answer("02", "div_answer").replace("quotient = a / b", "quotient = ratio(a, b)")
+    assert "ratio(a, b)" in div
+    options = grade_file.Options(sandbox=box, timeout=0.3)
+    rows = {}
+    for name, loop in LANDINGS.items():
+        path = tmp_path / f"{name}.ipynb"
+        nbformat.write(submission("02", {"mul_answer": IMPORTS + HELPER + MUL + loop, "div_answer": div}), path)
+        try:
+            row = grade_file.grade_submission(path, load_assignments(ROOT), options)
+        finally:
+            zygote.close_all()
+        rows[name] = {g: (e.points, e.feedback) for g, e in row.exercises.items()}
+    inside, at_the_back_edge = rows["inside_the_try"], rows["at_the_back_edge"]
+    assert inside["div"] == at_the_back_edge["div"], rows  # 0 (ratio undefined) against 3
+    assert inside["mul"] == at_the_back_edge["mul"], rows  # "stopped" against "did not finish within 0.3 s"
