@@ -21,12 +21,11 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 
 from ...probes.guard import CappedText, failure
 from . import sweep
-from .protocol import frame, read_frame
+from .protocol import TIME_UP, read_frame, writer
 
 FAKE_RESULT = re.compile(r"(\d+(\.\d+)?/\d+ points|All checks passed)")
 CAPTURE_LIMIT = 20_000
@@ -347,14 +346,7 @@ def run_job() -> None:
         os._exit(98)
     set_limits(int(job["memory"]), int(job["cpu_seconds"]), int(job["processes"]) or None)
 
-    lock = threading.RLock()  # one frame at a time, even when the audit hook reports from a student's thread
-
-    def send(**message) -> None:
-        data = frame(message)
-        with lock:
-            while data:
-                data = data[os.write(channel, data):]
-
+    send = writer(channel)
     where = {"exercise": ""}  # the exercise whose cells run now: audit reports name it
     audit.install(lambda why: send(kind="audit", exercise=where["exercise"], reason=why))
     send(kind="ready")
@@ -387,6 +379,11 @@ def run_job() -> None:
             continue
         label = f"<{cell['kind']} cell {index}>"
         error = run_cell(cell["source"], ns, label, job["time_limit"], capture, budget)
+        if exercise in grade and budget.spent():
+            # the time ran out in this cell: end the start, as the judge's clock ends one whose loop swallowed the
+            # alarm (where Python handles the signal, inside a try or at the loop's back edge, is chance); either
+            # way the exercise scores 0 and the next start runs the rest without its answer cell
+            os._exit(TIME_UP)
         if error:
             # read after the deadline, in a feedback file: say which cell of the submission, never "run it"
             notes.append(error.replace(label, f"in your submission, the answer cell of {exercise}"

@@ -34,7 +34,7 @@ from enum import StrEnum
 
 from ...exercise_result import ExerciseResult
 from ...status import CheckStatus
-from .protocol import validate
+from .protocol import TIME_UP, validate
 
 
 class Outcome(StrEnum):
@@ -92,9 +92,12 @@ def ended_by(returncode: int, cpu: float | None, cpu_limit: float) -> Outcome:
     Killed by its CPU limit (``SIGXCPU`` at the soft ``RLIMIT_CPU``, ``SIGKILL`` at the hard one) after using
     ``cpu_limit`` CPU-seconds (``CPU_SHOWN`` of them at least): a timeout, as the judge's backstop says it (the same
     points and feedback whichever fires first). ``cpu`` is the kernel's count, read by whoever reaped the runner
-    (the judge's ``wait4``, or the zygote's), never the runner's word: one that sends itself ``SIGXCPU`` without
-    using its CPU time died. None: unknown (the zygote went away), so died.
+    (the judge's ``wait4``, or the zygote's; it includes children the runner waited for), never the runner's word:
+    one that sends itself ``SIGXCPU`` without using that CPU time died. None: unknown (the zygote went away), so
+    died. ``TIME_UP``: the runner ended itself after the exercise's time ran out in a cell, a timeout too.
     """
+    if returncode == TIME_UP:  # its own limit fired in a cell (a runner that exits so itself only loses wording)
+        return Outcome.TIMEOUT
     by_cpu_limit = returncode in (-signal.SIGXCPU, -signal.SIGKILL)
     return Outcome.TIMEOUT if by_cpu_limit and cpu is not None and cpu >= cpu_limit * CPU_SHOWN else Outcome.DIED
 

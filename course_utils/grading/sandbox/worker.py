@@ -19,7 +19,7 @@ from typing import IO, Protocol
 
 from . import sandbox, uids, zygote
 from .limits import MAX_PROCESSES, Limits, slot_cpu, uid_memory
-from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, ProtocolError, TooLarge, frame, read_frame
+from .protocol import MAX_FRAME, MAX_MESSAGES, MAX_TOTAL, TIME_UP, ProtocolError, TooLarge, frame, read_frame
 from .session import Deadline, Outcome, ended_by
 
 
@@ -250,7 +250,9 @@ class Worker:
         """
         if self.zygote is not None:
             self.oom = self.zygote.oom_killed()
-            ended_well = self.ended() and self.end is not None and self.end["clean"] and self.end["rc"] == 0
+            # status 0, or TIME_UP: the runner ended itself after its time ran out in a cell (as trusted as 0)
+            ended_well = (self.ended() and self.end is not None and self.end["clean"]
+                          and self.end["rc"] in (0, TIME_UP))
             if not (reuse and ended_well):
                 zygote.discard(self.zygote)
         else:
