@@ -126,3 +126,45 @@ def test_a_catch_all_loop_gets_one_grade_wherever_the_runners_alarm_lands(tmp_pa
     inside, at_the_back_edge = rows["inside_the_try"], rows["at_the_back_edge"]
     assert inside["div"] == at_the_back_edge["div"], rows  # 0 (ratio undefined) against 3
     assert inside["mul"] == at_the_back_edge["mul"], rows  # "stopped" against "did not finish within 0.3 s"
+
+
+# ------------------------------------------- red team (second round): a catch-all loop inside code the check calls
+# README names it as left over ("a call inside its try swallows the alarm nearly every time"); measured, it is a coin:
+# one-shot alarms against ``while True: try: f() except BaseException: pass`` (f a plain Python function) escaped at
+# the back edge 61 times in 100 (``torch.ones(1)`` 14, ``for _ in range(100): pass`` 2, ``x = 1`` 100), and the
+# notebook whose mul backward loops so, graded five times (--timeout 1, --jobs 2, root mode), scored mul 1, 0, 1, 0, 1
+# (totals 4 and 3): escaped, the check keeps the forward's point; swallowed twice (the runner's CPU alarm, then the
+# guard's clock), the judge's clock stops the runner and mul scores 0. The test pins both landings of the runner's
+# CPU alarm (SIGPROF, sent where it would land); the body sleeps, so the guard's clock alarm lands inside the try.
+BACKWARD_LOOP = ("while True:\n"
+                 "            try:\n"
+                 "                time.sleep(0.001)  # an alarm that arrives here is handled inside the try\n"
+                 "{inside}"
+                 "            except BaseException:\n"
+                 "                pass\n"
+                 "{outside}")
+CHECKED_ALARM = ("if not sent[0]:\n    sent[0] = True\n    os.kill(os.getpid(), signal.SIGPROF)\n")
+CHECKED_LANDINGS = {
+    "inside_the_try": BACKWARD_LOOP.format(inside=textwrap.indent(CHECKED_ALARM, " " * 16), outside=""),
+    "at_the_back_edge": BACKWARD_LOOP.format(inside="", outside=textwrap.indent(CHECKED_ALARM, " " * 12)),
+}
+
+
+def test_a_catch_all_loop_in_a_backward_gets_one_grade_wherever_the_runners_alarm_lands(tmp_path):
+    """The same backward, the runner's alarm landing inside its try or at its back edge: the same points and feedback."""
+    box = sandbox.detect()
+    if not box.usable:
+        pytest.skip(f"no sandbox here ({box.reason})")
+    options = grade_file.Options(sandbox=box, timeout=0.3)
+    rows = {}
+    for name, loop in CHECKED_LANDINGS.items():
+        path = tmp_path / f"{name}.ipynb"
+        source = IMPORTS + "\nimport os, signal, time\nsent = [False]\n" + mutate(MUL, (MUL_GRADS, loop))
+        nbformat.write(submission("02", {"mul_answer": source}), path)
+        try:
+            row = grade_file.grade_submission(path, load_assignments(ROOT), options)
+        finally:
+            zygote.close_all()
+        rows[name] = {g: (e.points, e.feedback) for g, e in row.exercises.items()}
+    assert rows["inside_the_try"]["div"] == rows["at_the_back_edge"]["div"] == (3.0, rows["inside_the_try"]["div"][1])
+    assert rows["inside_the_try"]["mul"] == rows["at_the_back_edge"]["mul"], rows  # 0 ("stopped") against 1
