@@ -4,7 +4,10 @@ The runner stops a looping exercise itself (``runner.Budget``: ``--timeout`` sec
 twice that on the clock) and the judge's clock is only a backstop, three times ``--timeout``
 (``session.BACKSTOP``). Before, both were the same ``--timeout`` and load decided which fired:
 an answer whose backward loops kept its forward point when the runner's alarm won and lost it
-when the judge's did (totals 4, 3, 4 on three runs of one notebook).
+when the judge's did (totals 4, 3, 4 on three runs of one notebook). Then a loop that catches every exception
+still scored by chance: where Python handles the runner's one-shot alarm (inside the ``try``: swallowed, the judge's
+clock; at the loop's back edge: the cell or the stage ends) decided. Now the runner ends its start once an exercise's
+time ran out (``protocol.TIME_UP``), which is what the judge's clock does, so both ends give one row.
 """
 import json
 import os
@@ -32,7 +35,7 @@ LOOPS = {  # mul's answer cell; div (3 points) stays the solution's in every not
     "in_backward": IMPORTS + mutate(MUL, (MUL_GRADS, "while True:\n            pass")),
     "waits_in_backward": IMPORTS + "\nimport time" + mutate(MUL, (MUL_GRADS, "time.sleep(10 ** 6)")),
 }
-MUL_POINTS = {"top_level": 0.0, "in_forward": 0.0, "in_backward": 1.0, "waits_in_backward": 1.0}
+MUL_POINTS = {"top_level": 0.0, "in_forward": 0.0, "in_backward": 0.0, "waits_in_backward": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -56,20 +59,15 @@ def grade(subs: Path, jobs: int) -> dict[str, dict]:
             for r in rows}
 
 
-def test_the_runner_stops_a_loop_itself_so_the_points_before_it_are_kept(subs):
-    """A forward or backward that loops (or waits) keeps the stages before it: the runner's own limit fires inside
-    the check, not the judge's clock. A loop in the answer cell itself ends the runner's start as the judge's clock
-    would (``protocol.TIME_UP``): the same row whether or not it swallows the alarm (the test below)."""
+def test_the_runner_ends_a_looping_exercise_itself_and_the_rest_is_graded(subs):
+    """A loop in an exercise's answer cell, or in the forward or backward its check calls, costs that exercise: once
+    its time ran out the runner ends its start as the judge's clock would (``protocol.TIME_UP``), so the row is the
+    same whether or not the loop swallows the alarm (the pinned tests below); the next exercise is graded."""
     rows = grade(subs, 2)
     for name, points in MUL_POINTS.items():
         assert rows[name]["mul"][0] == points, (name, rows[name])
         assert rows[name]["div"][0] == 3.0, (name, rows[name])
-        feedback = rows[name]["mul"][1]
-        if name == "top_level":
-            assert REASONS[Outcome.TIMEOUT] in feedback, feedback
-        else:
-            assert f"within {TIMEOUT} s" in feedback, (name, feedback)
-            assert "stopped" not in feedback, feedback  # never the judge's backstop
+        assert REASONS[Outcome.TIMEOUT] in rows[name]["mul"][1], (name, rows[name]["mul"][1])
 
 
 @pytest.mark.slow

@@ -21,9 +21,9 @@ MAX_NODES = 1_000_000  # containers and items in one header: wire.loads refuses 
 MAX_MESSAGES = 200  # messages from one runner start
 MAX_NOTE = 300  # characters per cell error note
 MAX_NOTES = 10
-# the runner's exit status after an exercise's time ran out in one of its cells: it ends the start as the judge's
-# clock would (``runner.run_job``, ``session.ended_by``), so a loop that swallows the alarm and one that lets it
-# end the cell get one grade
+# the runner's exit status after an exercise's time ran out in one of its cells or in code its check called: it ends
+# the start as the judge's clock would (``runner.run_job``, ``session.ended_by``), so a loop that swallows the alarm
+# and one that lets it end the cell or the stage get one grade
 TIME_UP = 124
 
 

@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 
-from ...probes.guard import CappedText, failure
+from ...probes.guard import CappedText, failure, timed_out
 from . import sweep
 from .protocol import TIME_UP, read_frame, writer
 
@@ -370,6 +370,8 @@ def run_job() -> None:
         if cell["kind"] == "check":
             if exercise in grade:
                 facts = run_probes(probes, exercise, job, ns, budget)
+                if budget.fired or timed_out(facts):  # the time ran out in code the check called: as in a cell
+                    os._exit(TIME_UP)
                 checked = True
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
@@ -382,7 +384,7 @@ def run_job() -> None:
         if exercise in grade and budget.spent():
             # the time ran out in this cell: end the start, as the judge's clock ends one whose loop swallowed the
             # alarm (where Python handles the signal, inside a try or at the loop's back edge, is chance); either
-            # way the exercise scores 0 and the next start runs the rest without its answer cell
+            # way the exercise scores 0 and the next start runs the rest without its answer cell (``TIME_UP``)
             os._exit(TIME_UP)
         if error:
             # read after the deadline, in a feedback file: say which cell of the submission, never "run it"
