@@ -21,8 +21,8 @@ from answers import MUL, MUL_GRADS, mutate
 from conftest import ROOT
 from course_utils.grading import grade_file
 from course_utils.grading.assignment import load_assignments
-from course_utils.grading.sandbox import sandbox, zygote
-from course_utils.grading.sandbox.session import REASONS, Outcome
+from course_utils.grading.sandbox import sandbox, worker, zygote
+from course_utils.grading.sandbox.session import REASONS, Outcome, RunnerSession
 from grading_corpus import IMPORTS, answer, submission
 
 TIMEOUT = "2"  # seconds of CPU time per exercise: each loop below costs about that
@@ -197,3 +197,19 @@ def test_a_loop_in_an_answer_cell_costs_no_later_exercise_its_time(tmp_path):
     assert points["linear_function"] == row.exercises["linear_function"].max, row.exercises["linear_function"].feedback
     assert points["linear_module"] == 0.0, points
     assert points["linear_nd"] == row.exercises["linear_nd"].max, row.exercises["linear_nd"].feedback  # 0 on d9889e1
+
+
+# ---------------------------------------------- red team (second round): every mode's first check starts as warm
+# A zygote (bubblewrap modes) runs autograd once before any job (``runner._warm``: sympy's import, ~0.3 CPU-s); the
+# uid sandbox and no sandbox start each runner as a process of its own (``runner.main``), which did not, so their
+# first check paid that out of its exercise's budget: mul's cell spending 0.9 CPU-s (or sleeping 1.9 s, or starting
+# a spinning thread) scored mul 2/2 under bubblewrap and 1/2 ("Mul.backward did not finish within 1 s") in the uid
+# sandbox, the same notebooks graded at --timeout 1, --jobs 2.
+def test_a_runner_of_its_own_process_is_warm_before_its_first_exercise_as_a_zygotes_is():
+    cell = "import os, sys\nos._exit(3 if 'sympy' in sys.modules else 4)  # autograd's first call imports sympy\n"
+    job = {"cells": [{"kind": "answer", "exercise": "mul", "source": cell}], "grade": ["mul"], "skip_answers": [],
+           "time_limit": 20.0, "wall_limit": 40.0, "cpu_seconds": 120, "requests": {"mul": {}}, "probes": {"mul": []}}
+    runs = RunnerSession({"mul": 1.0}, 20.0, lambda message: pytest.fail(f"no result expected: {message}"))
+    runner = worker.Worker(job, grade_file.Options(sandbox=sandbox.NO_SANDBOX, timeout=20.0), 0)
+    runner.wait(runs.start(runner.started), runs.on_message, runs.on_late)
+    assert runner.returncode() == 3, "autograd was first called inside the first exercise's budget"
