@@ -24,8 +24,8 @@ from answers import MUL, MUL_GRADS, mutate
 from conftest import ROOT
 from course_utils.grading import grade_file
 from course_utils.grading.assignment import load_assignments
-from course_utils.grading.sandbox import sandbox, zygote
-from course_utils.grading.sandbox.session import REASONS, Outcome
+from course_utils.grading.sandbox import sandbox, worker, zygote
+from course_utils.grading.sandbox.session import REASONS, Outcome, RunnerSession
 from grading_corpus import IMPORTS, answer, submission
 
 TIMEOUT = "2"  # seconds of CPU time per exercise: each loop below costs about that
@@ -166,3 +166,48 @@ def test_a_catch_all_loop_in_a_backward_gets_one_grade_wherever_the_runners_alar
         rows[name] = {g: (e.points, e.feedback) for g, e in row.exercises.items()}
     assert rows["inside_the_try"]["div"] == rows["at_the_back_edge"]["div"] == (3.0, rows["inside_the_try"]["div"][1])
     assert rows["inside_the_try"]["mul"] == rows["at_the_back_edge"]["mul"], rows  # 0 ("stopped") against 1
+
+
+# ------------------------------------ red team (second round): after TIME_UP, the next exercise pays for the re-run
+# A new start runs every earlier cell again (without the looping one) inside the budget of its first exercise: the
+# budget starts again only after a result. Before d9889e1 a loop that let the alarm end its cell needed no new start,
+# so the exercises after it kept their own budgets: 04 with linear_function's cell spending 0.6 CPU-s (4/4), a plain
+# ``while True: pass`` in linear_module's and linear_nd's correct cell spending 0.5 CPU-s scored linear_nd 5/5 on the
+# old code and 0/5 ("did not finish ... it was stopped") on d9889e1 (--timeout 1, root mode, --jobs 2).
+SPEND = "\nimport time as _t\n_s = _t.process_time()\nwhile _t.process_time() - _s < {s}:\n    pass\n"
+
+
+def test_a_loop_in_an_answer_cell_costs_no_later_exercise_its_time(tmp_path):
+    """Each exercise within its own budget; the one between loops: only that one scores 0."""
+    box = sandbox.detect()
+    if not box.usable:
+        pytest.skip(f"no sandbox here ({box.reason})")
+    cells = {g: answer("04", f"{g}_answer") for g in ("linear_function", "linear_module", "linear_nd")}
+    path = tmp_path / "slow_then_loop.ipynb"
+    nbformat.write(submission("04", {"linear_function_answer": cells["linear_function"] + SPEND.format(s=0.6),
+                                     "linear_module_answer": cells["linear_module"] + "\nwhile True:\n    pass\n",
+                                     "linear_nd_answer": cells["linear_nd"] + SPEND.format(s=0.5)}), path)
+    try:
+        row = grade_file.grade_submission(path, load_assignments(ROOT), grade_file.Options(sandbox=box, timeout=1.0))
+    finally:
+        zygote.close_all()
+    points = {g: e.points for g, e in row.exercises.items()}
+    assert points["linear_function"] == row.exercises["linear_function"].max, row.exercises["linear_function"].feedback
+    assert points["linear_module"] == 0.0, points
+    assert points["linear_nd"] == row.exercises["linear_nd"].max, row.exercises["linear_nd"].feedback  # 0 on d9889e1
+
+
+# ---------------------------------------------- red team (second round): every mode's first check starts as warm
+# A zygote (bubblewrap modes) runs autograd once before any job (``runner._warm``: sympy's import, ~0.3 CPU-s); the
+# uid sandbox and no sandbox start each runner as a process of its own (``runner.main``), which did not, so their
+# first check paid that out of its exercise's budget: mul's cell spending 0.9 CPU-s (or sleeping 1.9 s, or starting
+# a spinning thread) scored mul 2/2 under bubblewrap and 1/2 ("Mul.backward did not finish within 1 s") in the uid
+# sandbox, the same notebooks graded at --timeout 1, --jobs 2.
+def test_a_runner_of_its_own_process_is_warm_before_its_first_exercise_as_a_zygotes_is():
+    cell = "import os, sys\nos._exit(3 if 'sympy' in sys.modules else 4)  # autograd's first call imports sympy\n"
+    job = {"cells": [{"kind": "answer", "exercise": "mul", "source": cell}], "grade": ["mul"], "skip_answers": [],
+           "time_limit": 20.0, "wall_limit": 40.0, "cpu_seconds": 120, "requests": {"mul": {}}, "probes": {"mul": []}}
+    runs = RunnerSession({"mul": 1.0}, 20.0, lambda message: pytest.fail(f"no result expected: {message}"))
+    runner = worker.Worker(job, grade_file.Options(sandbox=sandbox.NO_SANDBOX, timeout=20.0), 0)
+    runner.wait(runs.start(runner.started), runs.on_message, runs.on_late)
+    assert runner.returncode() == 3, "autograd was first called inside the first exercise's budget"
