@@ -216,11 +216,3 @@ def lookup(ns: Mapping[str, object], name: str, grade_id: str) -> Any:  # a stud
         raise Mistake("missing_name", f"{grade_id}: `{name}` is not defined when the check runs: the answer cell "
                       f"that must define `{name}` does not, or raised before it did.")
     return ns[name]
-
-
-def timed_out(facts: object) -> bool:
-    """Whether a stage of a check stopped at a time limit (``{"$error": {"code": "timeout"}}`` at any depth)."""
-    if isinstance(facts, dict):
-        error = facts.get("$error")
-        return (isinstance(error, dict) and error.get("code") == "timeout") or any(map(timed_out, facts.values()))
-    return isinstance(facts, list) and any(map(timed_out, facts))

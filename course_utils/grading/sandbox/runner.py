@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 
-from ...probes.guard import CappedText, failure, timed_out
+from ...probes.guard import CappedText, failure
 from . import sweep
 from .protocol import TIME_UP, read_frame, writer
 
@@ -365,16 +365,16 @@ def run_job() -> None:
         exercise = cell.get("exercise")
         where["exercise"] = exercise or ""
         if exercise != current and exercise in grade:
-            current = exercise
-            send(kind="begin", exercise=exercise)
-            if checked:  # the judge's step starts again here too (session.RunnerSession.confirm)
+            if checked or current is None:  # after a result, and at the start's first exercise (session: the same)
                 budget.start()
                 checked = False
+            current = exercise
+            send(kind="begin", exercise=exercise)
         if cell["kind"] == "check":
             if exercise in grade:
                 facts = run_probes(probes, exercise, job, ns, budget)
-                if budget.fired or timed_out(facts):  # the time ran out in code the check called: as in a cell
-                    os._exit(TIME_UP)
+                if budget.spent():  # the exercise's time ran out in code its check called: as in a cell (a stage's
+                    os._exit(TIME_UP)  # own shorter limit, ``guard.limited``, fails that stage alone)
                 checked = True
                 send(kind="facts", exercise=exercise, facts=facts, cell_errors=notes, printed=capture.size,
                      fake_output=bool(FAKE_RESULT.search(capture.text())))
@@ -385,9 +385,8 @@ def run_job() -> None:
         label = f"<{cell['kind']} cell {index}>"
         error = run_cell(cell["source"], ns, label, job["time_limit"], capture, budget)
         if exercise in grade and budget.spent():
-            # the time ran out in this cell: end the start, as the judge's clock ends one whose loop swallowed the
-            # alarm (where Python handles the signal, inside a try or at the loop's back edge, is chance); either
-            # way the exercise scores 0 and the next start runs the rest without its answer cell (``TIME_UP``)
+            # the time ran out in this cell: end the start as the judge's clock ends one whose loop swallowed the
+            # alarm (inside a try, or at the loop's back edge: chance), so both give one row (``protocol.TIME_UP``)
             os._exit(TIME_UP)
         if error:
             # read after the deadline, in a feedback file: say which cell of the submission, never "run it"

@@ -78,12 +78,13 @@ def step(timeout: float) -> float:
 def cpu_seconds(timeout: float, exercises: int) -> int:
     """The runner's ``RLIMIT_CPU`` (its soft limit) for a start asked to run ``exercises``: past the judge's hard deadline.
 
-    That deadline is ``STARTUP`` plus a step per exercise (``RunnerSession.start``), and each exercise's first
-    result may push it ``CONFIRM_GRACE`` further, once. One thread on one CPU uses at most a CPU-second per
-    second, so a loop that swallows the runner's own alarms always meets the judge's clock first and always
-    reads "stopped". Several threads on an unpinned slot can reach this limit before: ``ended_by`` reads it alike.
+    That deadline is ``STARTUP`` plus a step per exercise (``RunnerSession.start``), one step more from the start's
+    first exercise (``Deadline.restart``), and each exercise's first result may push it ``CONFIRM_GRACE`` further,
+    once. One thread on one CPU uses at most a CPU-second per second, so a loop that swallows the runner's own
+    alarms always meets the judge's clock first and always reads "stopped". Several threads on an unpinned slot
+    can reach this limit before: ``ended_by`` reads it alike.
     """
-    return math.ceil(STARTUP + exercises * (step(timeout) + CONFIRM_GRACE) + CPU_MARGIN)
+    return math.ceil(STARTUP + (exercises + 1) * step(timeout) + exercises * CONFIRM_GRACE + CPU_MARGIN)
 
 
 def ended_by(returncode: int, cpu: float | None, cpu_limit: float) -> Outcome:
@@ -115,6 +116,12 @@ class Deadline:
     def progress(self, now: float, step: float) -> None:
         """Ready, or an exercise's confirmed result: the next exercise gets ``step`` from now (never past hard)."""
         self.step = now + step
+
+    def restart(self, now: float, step: float, budget: float) -> None:
+        """A start's first exercise begins: the cells run before it (the set-up, and those of the exercises an earlier
+        start graded, run again) are not its time. Once per start, after ``ready``: at most one step more in all."""
+        self.step = now + step
+        self.hard = max(self.hard, min(now + budget, self.hard + step))
 
     def lower(self, until: float) -> None:
         """The hard deadline no later than ``until`` (the runner's ready: start-up took less than allowed)."""
@@ -216,6 +223,8 @@ class RunnerSession:
         elif kind == "begin" and message["exercise"] not in self.results:
             if self.pending is not None and self.pending.exercise != message["exercise"]:
                 self.confirm()
+            if self.current is None and self.ready:  # the start's first exercise: its time from here, as the runner's
+                self.deadline.restart(self.clock(), self.step, self.budget)  # own budget (runner.run_job)
             self.current = message["exercise"]
         elif kind == "facts":
             self._facts(message)
