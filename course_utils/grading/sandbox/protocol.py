@@ -46,7 +46,6 @@ def frame(message: object) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-
 def writer(fd: int) -> Callable[..., None]:
     """``send(**message)``: each message one whole frame on ``fd``, even when several threads send (the runner's audit
     hook reports from a student's thread)."""

@@ -15,7 +15,8 @@ decides what their messages are worth. The rules, each a method:
   every run whatever the machine's load. The runner's process-wide ``RLIMIT_CPU`` (``cpu_seconds``) lies
   beyond the judge's latest hard deadline, and where a runner reaches it all the same (several threads on
   an unpinned slot) it reads as the same timeout (``ended_by``). Each runner start has one hard deadline
-  (start-up plus the step per exercise) that only the runner's own first ``ready`` can lower, and a per-exercise step
+  (start-up plus the step per exercise) that only the runner's own first ``ready`` can lower and its first
+  ``begin`` raise, by one step at most (``Deadline.restart``), and a per-exercise step
   from the last sign of progress; an exercise's first result grants ``CONFIRM_GRACE`` once, so a
   loaded machine can still confirm it;
 - a message read after the judge stopped the runner (``on_late``) is late: it neither counts nor
@@ -95,9 +96,9 @@ def ended_by(returncode: int, cpu: float | None, cpu_limit: float) -> Outcome:
     points and feedback whichever fires first). ``cpu`` is the kernel's count, read by whoever reaped the runner
     (the judge's ``wait4``, or the zygote's; it includes children the runner waited for), never the runner's word:
     one that sends itself ``SIGXCPU`` without using that CPU time died. None: unknown (the zygote went away), so
-    died. ``TIME_UP``: the runner ended itself after the exercise's time ran out in a cell, a timeout too.
+    died. ``TIME_UP``: the runner ended itself after the exercise's time ran out (in a cell or its check): a timeout.
     """
-    if returncode == TIME_UP:  # its own limit fired in a cell (a runner that exits so itself only loses wording)
+    if returncode == TIME_UP:  # its own budget ran out (a runner that exits so itself only loses wording)
         return Outcome.TIMEOUT
     by_cpu_limit = returncode in (-signal.SIGXCPU, -signal.SIGKILL)
     return Outcome.TIMEOUT if by_cpu_limit and cpu is not None and cpu >= cpu_limit * CPU_SHOWN else Outcome.DIED
@@ -120,7 +121,7 @@ class Deadline:
     def restart(self, now: float, step: float, budget: float) -> None:
         """A start's first exercise begins: the cells run before it (the set-up, and those of the exercises an earlier
         start graded, run again) are not its time. Once per start, after ``ready``: at most one step more in all."""
-        self.step = now + step
+        self.progress(now, step)
         self.hard = max(self.hard, min(now + budget, self.hard + step))
 
     def lower(self, until: float) -> None:

@@ -250,7 +250,7 @@ class Worker:
         """
         if self.zygote is not None:
             self.oom = self.zygote.oom_killed()
-            # status 0, or TIME_UP: the runner ended itself after its time ran out in a cell (as trusted as 0)
+            # status 0, or TIME_UP: the runner ended itself after its exercise's time ran out (as trusted as 0)
             ended_well = (self.ended() and self.end is not None and self.end["clean"]
                           and self.end["rc"] in (0, TIME_UP))
             if not (reuse and ended_well):
